@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Create ./.venv and install drkernel-rl into it (idempotent; re-runs are instant when nothing changed).
+#
+#   bash scripts/bootstrap.sh            # the package and its runtime dependencies
+#   bash scripts/bootstrap.sh dev,ray    # plus test tools and the optional Ray backend
+#
+# On a machine without an NVIDIA GPU the CPU build of torch is pinned (torch==2.13.0; set
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu where your pip does not already resolve that pin
+# to a CPU wheel) together with triton==3.6.0 and numpy<2.4, the combination whose interpreter runs
+# honest kernels correctly (see FACTS 7). With a GPU, the torch/triton already wanted by the host are kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+python_bin="${PYTHON:-python3}"
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  pins=()
+else
+  pins=("torch==2.13.0" "triton==3.6.0" "numpy<2.4")
+fi
+
+target="."
+[ -n "$extras" ] && target=".[${extras}]"
+stamp_key="$(cat pyproject.toml scripts/bootstrap.sh | sha256sum | cut -c1-16)-${extras}-${#pins[@]}"
+stamp=".venv/.bootstrap-${stamp_key}"
+
+[ -x .venv/bin/python ] || "$python_bin" -m venv .venv
+if [ ! -f "$stamp" ]; then
+  echo "bootstrap: installing drkernel-rl${extras:+ [$extras]} into .venv (first run takes ~2 minutes)" >&2
+  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>/dev/null || true
+  .venv/bin/python -m pip install -q --disable-pip-version-check "${pins[@]}" -e "$target" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  rm -f .venv/.bootstrap-*
+  touch "$stamp"
+fi
