@@ -28,7 +28,11 @@ stamp=".venv/.bootstrap-${stamp_key}"
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing drkernel-rl${extras:+ [$extras]} into .venv (first run takes ~2 minutes)" >&2
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>/dev/null || true
-  .venv/bin/python -m pip install -q --disable-pip-version-check "${pins[@]}" -e "$target" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+  if ! .venv/bin/python -m pip install -q --disable-pip-version-check "${pins[@]}" -e "$target" >.venv/bootstrap.log 2>&1; then
+    grep -v "is ignored: it is neither a file nor a directory" .venv/bootstrap.log | tail -n 40 >&2
+    echo "bootstrap: pip install failed (full log: .venv/bootstrap.log)" >&2
+    exit 1
+  fi
   rm -f .venv/.bootstrap-*
   touch "$stamp"
 fi
