@@ -1,0 +1,167 @@
+"""Mismatch rejection sampling (MRS) and profiling-based rejection sampling (PRS): pure tensor functions.
+
+MRS (FACTS 4): the rollout engine and the trainer can disagree on token probabilities (different kernels,
+precision, batching). With rho = pi_train / pi_rollout per model token, a trajectory is kept only when the
+geometric mean exp(mean log rho) over its model tokens lies in [lower, upper] and no token has rho < veto.
+Rejected samples get no loss (no importance weights are applied to the kept ones). Turn- and token-level
+variants apply the same test to each turn or to each token.
+
+PRS (FACTS 3): a CORRECT turn is kept with probability clip((PR - threshold) / softness, 0, 1), where PR is the
+profiling coverage; incorrect turns are always kept. Rejected turns still count in the other samples' baselines
+(the caller only masks the loss).
+
+Log-probs that the rollout engine could not provide are NaN; a row (turn, token) containing one among its
+masked tokens is rejected, since nothing can be said about its mismatch (fail closed).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def _check_inputs(train_logps: torch.Tensor, rollout_logps: torch.Tensor, mask: torch.Tensor) -> None:
+    if train_logps.shape != rollout_logps.shape or train_logps.shape != mask.shape or train_logps.dim() != 2:
+        raise ValueError(
+            "train_logps, rollout_logps and mask must all be (N, L); got "
+            f"{tuple(train_logps.shape)}, {tuple(rollout_logps.shape)}, {tuple(mask.shape)}"
+        )
+
+
+def _check_bounds(lower: float, upper: float, veto: float) -> None:
+    if not 0.0 < lower <= 1.0 <= upper:
+        raise ValueError(f"MRS bounds must satisfy 0 < lower <= 1 <= upper, got lower={lower}, upper={upper}")
+    if not 0.0 < veto < 1.0:
+        raise ValueError(f"MRS veto must be in (0, 1), got {veto}")
+
+
+def log_ratio(train_logps: torch.Tensor, rollout_logps: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(N, L) log rho = log pi_train - log pi_rollout on masked tokens, 0 elsewhere (NaN kept where masked)."""
+    _check_inputs(train_logps, rollout_logps, mask)
+    diff = train_logps.float() - rollout_logps.float()  # (N, L)
+    return torch.where(mask.bool(), diff, torch.zeros_like(diff))
+
+
+def mrs_keep(
+    train_logps: torch.Tensor,
+    rollout_logps: torch.Tensor,
+    mask: torch.Tensor,
+    lower: float = 0.999,
+    upper: float = 1.001,
+    veto: float = 1e-4,
+) -> torch.Tensor:
+    """Trajectory-level MRS.
+
+    Args:
+        train_logps: (N, L) per-token log-probs under the trainer.
+        rollout_logps: (N, L) per-token log-probs reported by the rollout engine (after temperature).
+        mask: (N, L) 0/1, 1 on model tokens (feedback and padding are 0).
+        lower, upper: accepted range of the geometric-mean ratio.
+        veto: reject the row if any masked token has rho below this.
+
+    Returns:
+        (N,) bool, True = keep. A row without any masked token is kept (it carries no loss either way).
+    """
+    _check_bounds(lower, upper, veto)
+    lr = log_ratio(train_logps, rollout_logps, mask)  # (N, L)
+    m = mask.bool()
+    count = m.sum(dim=1)  # (N,)
+    geo = torch.exp(lr.sum(dim=1) / count.clamp(min=1))  # (N,), NaN if a masked token is NaN
+    vetoed = (m & (lr < math.log(veto))).any(dim=1)
+    in_range = (geo >= lower) & (geo <= upper)  # False for NaN
+    return (in_range & ~vetoed) | (count == 0)
+
+
+def mrs_keep_turns(
+    train_logps: torch.Tensor,
+    rollout_logps: torch.Tensor,
+    mask: torch.Tensor,
+    turn_ids: torch.Tensor,
+    num_turns: int,
+    lower: float = 0.999,
+    upper: float = 1.001,
+    veto: float = 1e-4,
+) -> torch.Tensor:
+    """Turn-level MRS: the trajectory test applied to the model tokens of each turn separately.
+
+    Args:
+        turn_ids: (N, L) long, 0-based turn of each token (-1 for padding).
+        num_turns: T.
+
+    Returns:
+        (N, T) bool, True = keep that turn. Turns without model tokens are kept.
+    """
+    _check_bounds(lower, upper, veto)
+    if turn_ids.shape != mask.shape:
+        raise ValueError(f"turn_ids must be (N, L) like mask, got {tuple(turn_ids.shape)} vs {tuple(mask.shape)}")
+    lr = log_ratio(train_logps, rollout_logps, mask)  # (N, L)
+    m = mask.bool() & (turn_ids >= 0)
+    index = turn_ids.clamp(min=0)
+    n = lr.size(0)
+    sums = torch.zeros(n, num_turns, dtype=lr.dtype, device=lr.device).scatter_add(1, index, lr * m)  # (N, T)
+    counts = torch.zeros(n, num_turns, dtype=lr.dtype, device=lr.device).scatter_add(1, index, m.to(lr.dtype))
+    low_token = (m & (lr < math.log(veto))).to(lr.dtype)
+    vetoed = torch.zeros(n, num_turns, dtype=lr.dtype, device=lr.device).scatter_add(1, index, low_token) > 0
+    geo = torch.exp(sums / counts.clamp(min=1))  # (N, T)
+    return ((geo >= lower) & (geo <= upper) & ~vetoed) | (counts == 0)
+
+
+def mrs_keep_tokens(
+    train_logps: torch.Tensor,
+    rollout_logps: torch.Tensor,
+    mask: torch.Tensor,
+    lower: float = 0.999,
+    upper: float = 1.001,
+    veto: float = 1e-4,
+) -> torch.Tensor:
+    """Token-level MRS: (N, L) bool, keep a masked token iff its own ratio is in [max(lower, veto), upper].
+
+    Unmasked tokens are True (the caller's mask already excludes them). Per-token ratios are far noisier than
+    a geometric mean, so token-level bounds usually need to be wider than the trajectory defaults.
+    """
+    _check_bounds(lower, upper, veto)
+    lr = log_ratio(train_logps, rollout_logps, mask)
+    rho = torch.exp(lr)
+    ok = (rho >= max(lower, veto)) & (rho <= upper)
+    return ok | ~mask.bool()
+
+
+def mean_abs_log_ratio(train_logps: torch.Tensor, rollout_logps: torch.Tensor, mask: torch.Tensor) -> float:
+    """Mean |log rho| over masked tokens that have both log-probs (a mismatch metric); 0.0 without tokens."""
+    lr = log_ratio(train_logps, rollout_logps, mask)
+    valid = mask.bool() & ~torch.isnan(lr)
+    return float(lr[valid].abs().mean()) if valid.any() else 0.0
+
+
+def prs_keep_probability(
+    coverage: torch.Tensor,
+    correct: torch.Tensor,
+    threshold: float = 0.3,
+    softness: float = 0.1,
+) -> torch.Tensor:
+    """Probability of keeping each turn under PRS.
+
+    Args:
+        coverage: any shape, PR in [0, 1]; NaN where profiling was unavailable (e.g. CPU interpreter).
+        correct: same shape, bool.
+        threshold, softness: keep probability clip((coverage - threshold) / softness, 0, 1).
+
+    Returns:
+        float tensor of the same shape: 1 for incorrect turns; for correct turns the clipped ramp, or 1 when
+        coverage is unknown (nothing to judge the kernel by; callers count these separately).
+    """
+    if coverage.shape != correct.shape:
+        raise ValueError(f"coverage and correct must have the same shape, got {coverage.shape} vs {correct.shape}")
+    if softness <= 0:
+        raise ValueError(f"PRS softness must be > 0, got {softness}")
+    cov = coverage.float()
+    ramp = ((cov - threshold) / softness).clamp(0.0, 1.0)
+    ramp = torch.where(torch.isnan(cov), torch.ones_like(ramp), ramp)
+    return torch.where(correct.bool(), ramp, torch.ones_like(ramp))
+
+
+def prs_sample(keep_probability: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Bernoulli draw of the PRS keep mask (bool, same shape). Probabilities of exactly 0 / 1 are deterministic."""
+    draws = torch.rand(keep_probability.shape, generator=generator, device=keep_probability.device)
+    return draws < keep_probability
