@@ -1,0 +1,251 @@
+"""The task set shipped inside the package: KernelBench-style PyTorch reference programs written for drkernel-rl.
+
+Every other ``*.py`` file in this folder is one task: a self-contained program with a module docstring,
+module-level UPPER_CASE integer size constants (realistic GPU sizes), ``class Model(nn.Module)``,
+``get_inputs()`` and ``get_init_inputs()``. Each file also declares, as plain literals read here with ``ast``
+(task files are never imported by this module):
+
+- ``SMALL``: ``{"CONSTANT": int, ...}``, the sizes of the ``small`` preset: the same program at sizes where one
+  Triton-interpreter evaluation of a candidate takes about a second (DESIGN "Conventions");
+- ``CATEGORY`` (e.g. ``"norm"``), ``LEVEL`` (``"1"`` single op, ``"2"`` fused chain) and ``OPS`` (the torch ops
+  used, stored by the builder in ``extra_info.ops``); all three optional.
+
+``Task.source`` is the program a model is shown and a candidate is judged against: the file text with those
+metadata assignments removed and, for the ``small`` preset, the size constants rewritten in place, so it stays
+a normal runnable program. ``resize_source`` does the same rewrite for any program with literal constants (the
+reward uses it to build differently sized inputs for shape-generalisation checks).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "METADATA_NAMES",
+    "PRESETS",
+    "Preset",
+    "Task",
+    "load_tasks",
+    "resize_source",
+    "size_constants",
+    "task_names",
+]
+
+Preset = Literal["full", "small"]
+PRESETS: tuple[str, ...] = ("full", "small")
+
+# Module-level assignments that describe a task rather than belong to its program; stripped from Task.source.
+METADATA_NAMES: tuple[str, ...] = ("SMALL", "CATEGORY", "LEVEL", "OPS")
+
+_TASKS_DIR = Path(__file__).resolve().parent
+_DEFAULT_LEVEL = "1"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One shipped task at one size preset.
+
+    Attributes:
+        name: the file stem, e.g. ``"elementwise_gelu_scale"``; unique within the set.
+        category: coarse family (``"elementwise"``, ``"norm"``, ``"matmul"``...), from ``CATEGORY`` or, when
+            absent, the part of the name before the first underscore.
+        level: ``"1"`` for a single op, ``"2"`` for a fused chain (a string, like upstream ``extra_info.level``).
+        ops: the torch ops the reference uses (may be empty).
+        source: the complete reference program for ``preset``.
+        preset: which size preset ``source`` carries.
+    """
+
+    name: str
+    category: str
+    level: str
+    ops: tuple[str, ...]
+    source: str
+    preset: str = "full"
+
+
+class TaskFileError(ValueError):
+    """A task file breaks the conventions above (names the file and what is wrong)."""
+
+
+def task_names() -> list[str]:
+    """Names of all shipped tasks, sorted."""
+    return sorted(_task_files())
+
+
+def load_tasks(preset: Preset = "full", names: Iterable[str] | None = None) -> list[Task]:
+    """Load shipped tasks at a size preset, sorted by name.
+
+    Args:
+        preset: ``"full"`` (realistic GPU sizes) or ``"small"`` (the ``SMALL`` sizes of each file).
+        names: only these tasks (any order, duplicates ignored); ``None`` loads all.
+
+    Raises:
+        ValueError: unknown preset, or unknown task names (all of them are listed).
+        TaskFileError: a task file is malformed (e.g. ``SMALL`` names a constant the file lacks).
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {list(PRESETS)}")
+    files = _task_files()
+    if names is None:
+        wanted = sorted(files)
+    else:
+        if isinstance(names, str):
+            raise TypeError("names must be an iterable of task names, not a single string")
+        wanted = sorted(set(names))
+        unknown = [n for n in wanted if n not in files]
+        if unknown:
+            raise ValueError(f"unknown task name(s) {unknown}; known tasks: {sorted(files)}")
+    return [_load_task(files[name], preset) for name in wanted]
+
+
+def size_constants(source: str) -> dict[str, int]:
+    """The module-level ``NAME = <int literal>`` assignments of a program (UPPER_CASE names only)."""
+    return {name: value for name, (value, _node) in _int_constants(_parse(source, "<source>")).items()}
+
+
+def resize_source(source: str, overrides: Mapping[str, int]) -> str:
+    """Rewrite module-level integer constants of a program; everything else stays byte-for-byte the same.
+
+    Args:
+        source: a program with module-level assignments such as ``BATCH = 128`` (or ``BATCH: int = 128``).
+        overrides: new values, e.g. ``{"BATCH": 4}``.
+
+    Raises:
+        KeyError: a name in ``overrides`` is not a module-level integer constant of ``source`` (the message
+            lists the constants that are).
+        TypeError: a new value is not an ``int``.
+        ValueError: ``source`` does not parse, or assigns one of the names more than once at module level.
+    """
+    for name, value in overrides.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"new value for {name!r} must be an int, got {type(value).__name__} {value!r}")
+    tree = _parse(source, "<source>")
+    constants = _int_constants(tree)
+    missing = sorted(set(overrides) - set(constants))
+    if missing:
+        raise KeyError(
+            f"constant(s) {missing} not found as module-level integer assignments; "
+            f"the program defines {sorted(constants)}"
+        )
+    lines = source.splitlines(keepends=True)
+    # Splice from the last edit backwards so earlier offsets stay valid. ast column offsets count UTF-8 bytes.
+    edits = sorted(((constants[n][1], v) for n, v in overrides.items()), key=lambda e: (e[0].lineno, e[0].col_offset))
+    for node, value in reversed(edits):
+        row = node.lineno - 1
+        raw = lines[row].encode("utf-8")
+        raw = raw[: node.col_offset] + str(value).encode("utf-8") + raw[node.end_col_offset :]
+        lines[row] = raw.decode("utf-8")
+    return "".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Internals
+
+
+@functools.cache
+def _task_files() -> dict[str, Path]:
+    return {p.stem: p for p in _TASKS_DIR.glob("*.py") if not p.stem.startswith("_")}
+
+
+def _parse(source: str, where: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename=where)
+    except SyntaxError as exc:
+        raise ValueError(f"{where}: does not parse: {exc.msg} (line {exc.lineno})") from exc
+
+
+def _assigned_name(stmt: ast.stmt) -> str | None:
+    """The single plain name a module-level statement assigns, if it is such an assignment."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        return stmt.target.id
+    return None
+
+
+def _int_constants(tree: ast.Module) -> dict[str, tuple[int, ast.Constant]]:
+    """UPPER_CASE module-level names bound to an int literal -> (value, the literal's node)."""
+    found: dict[str, tuple[int, ast.Constant]] = {}
+    seen: set[str] = set()
+    for stmt in tree.body:
+        name = _assigned_name(stmt)
+        if name is None:
+            continue
+        value = stmt.value
+        is_int = (
+            name.isupper()
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, int)
+            and not isinstance(value.value, bool)
+        )
+        if name in seen and (is_int or name in found):
+            raise ValueError(f"constant {name!r} is assigned more than once at module level")
+        seen.add(name)
+        if is_int:
+            if value.lineno != value.end_lineno:
+                raise ValueError(f"constant {name!r} spans several lines; write it on one line")
+            found[name] = (value.value, value)
+    return found
+
+
+def _literal(stmt: ast.stmt, path: Path, name: str) -> object:
+    try:
+        return ast.literal_eval(stmt.value)
+    except ValueError as exc:
+        raise TaskFileError(f"{path.name}: {name} must be a plain literal ({exc})") from exc
+
+
+def _load_task(path: Path, preset: str) -> Task:
+    text = path.read_text(encoding="utf-8")
+    try:
+        tree = _parse(text, path.name)
+    except ValueError as exc:
+        raise TaskFileError(str(exc)) from exc
+    meta: dict[str, object] = {}
+    meta_lines: set[int] = set()
+    for stmt in tree.body:
+        name = _assigned_name(stmt)
+        if name in METADATA_NAMES:
+            meta[name] = _literal(stmt, path, name)
+            meta_lines.update(range(stmt.lineno, stmt.end_lineno + 1))
+
+    category = meta.get("CATEGORY", path.stem.split("_", 1)[0])
+    level = meta.get("LEVEL", _DEFAULT_LEVEL)
+    ops = meta.get("OPS", [])
+    small = meta.get("SMALL")
+    if not isinstance(category, str) or not category:
+        raise TaskFileError(f"{path.name}: CATEGORY must be a non-empty string, got {category!r}")
+    if level not in ("1", "2", "3"):
+        raise TaskFileError(f"{path.name}: LEVEL must be '1', '2' or '3', got {level!r}")
+    if not isinstance(ops, list | tuple) or not all(isinstance(o, str) for o in ops):
+        raise TaskFileError(f"{path.name}: OPS must be a list of strings, got {ops!r}")
+    if small is None:
+        raise TaskFileError(f"{path.name}: missing SMALL = {{...}} (the sizes of the 'small' preset)")
+    if not isinstance(small, dict) or not small:
+        raise TaskFileError(f"{path.name}: SMALL must be a non-empty dict of constant name -> int, got {small!r}")
+
+    # Drop the metadata statements (whole lines) and collapse the blank run they leave behind.
+    kept = [line for i, line in enumerate(text.splitlines(keepends=True), start=1) if i not in meta_lines]
+    source = _collapse_blank_lines("".join(kept))
+    if preset == "small":
+        try:
+            source = resize_source(source, small)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TaskFileError(f"{path.name}: SMALL does not fit the program: {exc}") from exc
+    return Task(name=path.stem, category=category, level=level, ops=tuple(ops), source=source, preset=preset)
+
+
+def _collapse_blank_lines(text: str) -> str:
+    """At most two consecutive blank lines (PEP 8 spacing), one trailing newline."""
+    out: list[str] = []
+    blanks = 0
+    for line in text.splitlines():
+        blanks = blanks + 1 if not line.strip() else 0
+        if blanks <= 2:
+            out.append(line)
+    return "\n".join(out).rstrip("\n") + "\n"
