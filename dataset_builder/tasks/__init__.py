@@ -134,7 +134,9 @@ def resize_source(source: str, overrides: Mapping[str, int]) -> str:
         )
     lines = source.splitlines(keepends=True)
     # Splice from the last edit backwards so earlier offsets stay valid. ast column offsets count UTF-8 bytes.
-    edits = sorted(((constants[n][1], v) for n, v in overrides.items()), key=lambda e: (e[0].lineno, e[0].col_offset))
+    edits = sorted(
+        ((constants[n][1], v) for n, v in overrides.items()), key=lambda e: (e[0].lineno, e[0].col_offset)
+    )
     for node, value in reversed(edits):
         row = node.lineno - 1
         raw = lines[row].encode("utf-8")
@@ -227,7 +229,9 @@ def _load_task(path: Path, preset: str) -> Task:
     if small is None:
         raise TaskFileError(f"{path.name}: missing SMALL = {{...}} (the sizes of the 'small' preset)")
     if not isinstance(small, dict) or not small:
-        raise TaskFileError(f"{path.name}: SMALL must be a non-empty dict of constant name -> int, got {small!r}")
+        raise TaskFileError(
+            f"{path.name}: SMALL must be a non-empty dict of constant name -> int, got {small!r}"
+        )
 
     # Drop the metadata statements (whole lines) and collapse the blank run they leave behind.
     kept = [line for i, line in enumerate(text.splitlines(keepends=True), start=1) if i not in meta_lines]

@@ -1,0 +1,483 @@
+"""Run one PyTorch reference program on CPU in a child process and report why it would make a bad task.
+
+A task is unusable when the evaluator could not judge candidates against it (it crashes or hangs), when a
+candidate could pass without computing anything (its output does not depend on the input, or is so close to
+zero / to a constant that a fill kernel passes the evaluator's tolerance), or when the reference disagrees with
+itself (a forward pass with randomness or hidden state, e.g. dropout in training mode). FACTS 5 lists such
+tasks in KernelBench itself.
+
+How a check runs:
+- the parent writes the program to a fresh temporary folder and starts ``python -I <this file> --child ...``
+  in its own session (process group), stdin ``/dev/null``, stdout+stderr to a file of which only the tail is
+  kept; it owns the wall clock and always ends by killing the whole group;
+- the child caps the size of files it may write before it runs any reference code, builds ``Model`` after
+  seeding 42 (as the evaluator does), draws inputs under two seeds, runs forward three times (inputs A, inputs
+  A again, inputs B) on cloned inputs, and writes summary statistics of every output tensor as JSON;
+- the parent turns those statistics into problems with the pure function ``classify_outputs`` and the
+  thresholds below.
+
+This module imports only the standard library at import time (torch is imported in the child), so it can be
+used without ``kernel_reward`` or ``datasets``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "EVAL_TOLERANCE",
+    "INPUT_DEPENDENCE_REL",
+    "NEAR_CONSTANT_REL_STD",
+    "NONDETERMINISM_REL",
+    "OutputStats",
+    "ProblemKind",
+    "ReferenceCheck",
+    "check_reference",
+    "check_references",
+    "classify_outputs",
+    "tolerance_for",
+]
+
+logger = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------------------------------------------------
+# Thresholds (pure constants; the reasoning is the evaluator's correctness test, allclose with atol = rtol = tol)
+
+# The evaluator's default tolerances per output dtype (kernel_reward, issue 3: fp32 1e-4, fp16/bf16 1e-2).
+# Integer and boolean outputs are compared exactly (tolerance 0).
+EVAL_TOLERANCE: dict[str, float] = {
+    "float64": 1e-4,
+    "float32": 1e-4,
+    "float16": 1e-2,
+    "bfloat16": 1e-2,
+}
+
+# near_constant: an output whose standard deviation is below this fraction of its RMS is one value almost
+# everywhere, so a kernel that fills the output with a single constant passes for (nearly) every element.
+NEAR_CONSTANT_REL_STD = 1e-3
+
+# input_independent: outputs for two independent random inputs that differ by no more than
+# tol + INPUT_DEPENDENCE_REL * max|y| mean a hard-coded (cached) output would pass: 1e-3 is ten times the fp32
+# rtol, so "barely changes" is caught too, not only "bit-identical".
+INPUT_DEPENDENCE_REL = 1e-3
+
+# nondeterministic: two forward passes on identical inputs may differ by float reassociation noise at most
+# (~1e-7 relative in fp32); CPU kernels are deterministic, so anything above 1e-6 relative means randomness
+# (dropout in training mode, torch.rand in forward) or hidden state that changes between calls.
+NONDETERMINISM_REL = 1e-6
+
+# Seeds: the evaluator builds models after seeding 42; the two input draws use two other seeds.
+MODEL_SEED = 42
+INPUT_SEEDS = (1, 2)
+
+# Bounds on the child: bytes of output kept for the report, bytes any file it writes may reach.
+OUTPUT_TAIL_BYTES = 4000
+CHILD_FILE_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+def tolerance_for(dtype: str) -> float:
+    """Evaluator tolerance for an output dtype name such as ``"float32"`` (0 for integer / bool outputs)."""
+    return EVAL_TOLERANCE.get(dtype.removeprefix("torch."), 0.0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Typed results
+
+
+class ProblemKind(enum.StrEnum):
+    """Why a reference program cannot serve as a task."""
+
+    CRASH = "crash"  # import, build, get_inputs or forward raised, or the process died
+    TIMEOUT = "timeout"  # did not finish within the wall-clock budget
+    NONDETERMINISTIC = "nondeterministic"  # identical inputs, different outputs
+    INPUT_INDEPENDENT = "input_independent"  # (almost) the same output for two different random inputs
+    NEAR_CONSTANT = "near_constant"  # all |y| within tolerance of 0, or one value almost everywhere
+    NO_TENSOR_OUTPUT = "no_tensor_output"  # forward returned no tensor at all
+    NON_FINITE = "non_finite"  # NaN or Inf in the output: allclose can never pass
+
+
+@dataclass(frozen=True)
+class OutputStats:
+    """Summary of one output tensor, computed in the child (all floats in float64)."""
+
+    index: int  # position in the flattened output (tuple / list / dict values, depth first)
+    shape: tuple[int, ...]
+    dtype: str  # e.g. "float32"
+    numel: int
+    finite: bool  # no NaN / Inf
+    max_abs: float
+    rms: float
+    std: float  # population standard deviation over all elements
+    repeat_max_abs_diff: float  # max |y(A) - y(A) again|; inf when the shape changed
+    other_input_max_abs_diff: float  # max |y(A) - y(B)|; inf when the shape changed
+
+    @classmethod
+    def from_dict(cls, data: dict) -> OutputStats:
+        return cls(**{**data, "shape": tuple(data["shape"])})
+
+
+@dataclass
+class ReferenceCheck:
+    """Verdict on one reference program. ``ok`` only when it ran to the end with no problem (fail closed)."""
+
+    ok: bool = False
+    problems: list[ProblemKind] = field(default_factory=list)
+    details: str = ""
+    seconds: float = 0.0
+    outputs: list[OutputStats] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["problems"] = [p.value for p in self.problems]
+        return data
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure classification
+
+
+def classify_outputs(
+    outputs: Sequence[OutputStats], *, inputs_identical: bool = False
+) -> list[tuple[ProblemKind, str]]:
+    """Problems shown by the output statistics of one reference, each with a one-line reason.
+
+    Args:
+        outputs: one entry per output tensor (empty when forward returned no tensor).
+        inputs_identical: ``get_inputs()`` returned the same tensors under both seeds (mentioned in the reason).
+
+    Returns:
+        ``(kind, reason)`` pairs, at most one per kind, in a fixed order; empty when the outputs look usable.
+    """
+    if not outputs:
+        return [(ProblemKind.NO_TENSOR_OUTPUT, "forward returned no tensor")]
+    found: dict[ProblemKind, str] = {}
+
+    def add(kind: ProblemKind, reason: str) -> None:
+        found.setdefault(kind, reason)
+
+    for out in outputs:
+        tol = tolerance_for(out.dtype)
+        name = f"output {out.index} {out.dtype}{list(out.shape)}"
+        if not out.finite:
+            add(ProblemKind.NON_FINITE, f"{name} holds NaN or Inf")
+            continue  # differences and spreads of non-finite values mean nothing
+        if out.repeat_max_abs_diff > NONDETERMINISM_REL * out.max_abs:
+            add(
+                ProblemKind.NONDETERMINISTIC,
+                f"{name}: two calls on identical inputs differ by up to {out.repeat_max_abs_diff:.3g}",
+            )
+        if out.other_input_max_abs_diff <= tol + INPUT_DEPENDENCE_REL * out.max_abs:
+            why = " (get_inputs() returned the same inputs under both seeds)" if inputs_identical else ""
+            add(
+                ProblemKind.INPUT_INDEPENDENT,
+                f"{name}: outputs for two different inputs differ by only {out.other_input_max_abs_diff:.3g}{why}",
+            )
+        if out.max_abs <= tol:
+            add(
+                ProblemKind.NEAR_CONSTANT,
+                f"{name}: all |y| <= {out.max_abs:.3g}, so an all-zeros output passes",
+            )
+        elif out.numel > 1 and out.std <= NEAR_CONSTANT_REL_STD * out.rms:
+            add(
+                ProblemKind.NEAR_CONSTANT,
+                f"{name}: std {out.std:.3g} is tiny against RMS {out.rms:.3g}, so a constant fill nearly passes",
+            )
+    order = list(ProblemKind)
+    return sorted(found.items(), key=lambda item: order.index(item[0]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parent side
+
+
+def check_reference(source: str, *, timeout_s: float = 60.0, entry_point: str = "Model") -> ReferenceCheck:
+    """Run one reference program on CPU in a child process and report its problems.
+
+    Args:
+        source: the complete program (``entry_point`` class, ``get_inputs``, ``get_init_inputs``).
+        timeout_s: wall-clock budget for the whole child (start-up and torch import included).
+        entry_point: name of the ``nn.Module`` class to build.
+    """
+    if timeout_s <= 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+    if not entry_point.isidentifier():
+        raise ValueError(f"entry_point must be a Python identifier, got {entry_point!r}")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="refcheck_") as tmp:
+        folder = Path(tmp)
+        program = folder / "reference_program.py"
+        result_path = folder / "result.json"
+        program.write_text(source, encoding="utf-8")
+        argv = [
+            sys.executable,
+            "-I",
+            str(Path(__file__).resolve()),
+            "--child",
+            str(program),
+            str(result_path),
+            entry_point,
+        ]
+        returncode, timed_out, tail = _run_child(argv, cwd=folder, timeout_s=timeout_s)
+        report = _read_report(result_path)
+    seconds = time.perf_counter() - started
+
+    if timed_out:
+        stage = f" during {report['stage']}" if report else ""
+        return _failed(
+            ProblemKind.TIMEOUT,
+            f"no result after {timeout_s:g} s{stage}; process group killed",
+            tail,
+            seconds,
+        )
+    if report is None or (not report.get("finished", False) and report.get("error") is None):
+        how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+        return _failed(ProblemKind.CRASH, f"child died without a result ({how})", tail, seconds)
+    if report.get("error") is not None:
+        err = report["error"]
+        reason = f"{err['stage']} raised {err['type']}: {err['message']}\n{err['traceback']}"
+        return _failed(ProblemKind.CRASH, reason, tail, seconds)
+
+    outputs = [OutputStats.from_dict(o) for o in report["outputs"]]
+    found = classify_outputs(outputs, inputs_identical=report["inputs_identical"])
+    details = "; ".join(f"{kind.value}: {reason}" for kind, reason in found) or "ok"
+    return ReferenceCheck(
+        ok=not found, problems=[k for k, _ in found], details=details, seconds=seconds, outputs=outputs
+    )
+
+
+def check_references(
+    sources: Iterable[str],
+    *,
+    num_workers: int = 2,
+    timeout_s: float = 60.0,
+    entry_point: str = "Model",
+    progress: bool = True,
+) -> list[ReferenceCheck]:
+    """``check_reference`` over many programs, ``num_workers`` child processes at a time; results in input order."""
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    from tqdm.auto import tqdm  # lazy: keep the child's import of this file to the standard library
+
+    programs = list(sources)
+    with ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="refcheck") as pool:
+        futures = [
+            pool.submit(check_reference, src, timeout_s=timeout_s, entry_point=entry_point)
+            for src in programs
+        ]
+        for _ in tqdm(
+            as_completed(futures), total=len(futures), desc="reference checks", disable=not progress
+        ):
+            pass
+        return [f.result() for f in futures]
+
+
+def _failed(kind: ProblemKind, reason: str, tail: str, seconds: float) -> ReferenceCheck:
+    details = f"{kind.value}: {reason}"
+    if tail.strip():
+        details += f"\n--- child output (tail) ---\n{tail}"
+    logger.debug("reference check failed: %s", details)
+    return ReferenceCheck(ok=False, problems=[kind], details=details, seconds=seconds)
+
+
+def _run_child(argv: list[str], *, cwd: Path, timeout_s: float) -> tuple[int, bool, str]:
+    """Run argv in its own session; returns (returncode, timed_out, output tail). Always kills the group."""
+    env = dict(os.environ)
+    # One thread per child: several checks run side by side on few cores, and one thread keeps CPU sums in a
+    # fixed order.
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    with tempfile.TemporaryFile(dir=cwd) as log:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            # The child leads its own process group; kill it whole so no grandchild outlives the check.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        size = log.seek(0, os.SEEK_END)
+        log.seek(max(0, size - OUTPUT_TAIL_BYTES))
+        tail = log.read().decode("utf-8", errors="replace")
+    if size > OUTPUT_TAIL_BYTES:
+        tail = f"[... {size - OUTPUT_TAIL_BYTES} earlier bytes dropped]\n" + tail
+    return proc.returncode, timed_out, tail
+
+
+def _read_report(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Child side (runs as a script: ``python -I reference_checks.py --child PROGRAM RESULT ENTRY_POINT``)
+
+
+def _child_main(program: str, result_path: str, entry_point: str) -> int:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (CHILD_FILE_SIZE_LIMIT_BYTES, CHILD_FILE_SIZE_LIMIT_BYTES))
+    report: dict = {"stage": "import torch", "finished": False, "error": None}
+
+    def save() -> None:
+        Path(result_path).write_text(json.dumps(report), encoding="utf-8")
+
+    save()  # the stage reached so far is known even if the process is killed later
+    try:
+        import importlib.util
+        import traceback
+
+        import torch
+
+        torch.set_num_threads(1)
+    except Exception as exc:  # noqa: BLE001 - reported, not swallowed
+        report["error"] = {
+            "stage": "import torch",
+            "type": type(exc).__name__,
+            "message": str(exc),
+            "traceback": "",
+        }
+        save()
+        return 1
+
+    def stage(name: str) -> None:
+        report["stage"] = name
+        save()
+
+    try:
+        stage("import")
+        spec = importlib.util.spec_from_file_location("reference_program", program)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["reference_program"] = module
+        spec.loader.exec_module(module)
+        missing = [n for n in (entry_point, "get_inputs", "get_init_inputs") if not hasattr(module, n)]
+        if missing:
+            raise AttributeError(f"program does not define {missing}")
+
+        stage("build")
+        torch.manual_seed(MODEL_SEED)
+        model = getattr(module, entry_point)(*module.get_init_inputs())
+
+        stage("get_inputs")
+        draws = []
+        for seed in INPUT_SEEDS:
+            torch.manual_seed(seed)
+            draws.append(list(module.get_inputs()))
+        inputs_a, inputs_b = draws
+
+        stage("forward")
+        with torch.no_grad():
+            first = _tensors(model(*_clone(inputs_a)))
+            again = _tensors(model(*_clone(inputs_a)))
+            other = _tensors(model(*_clone(inputs_b)))
+
+        stage("statistics")
+        report["inputs_identical"] = _same(inputs_a, inputs_b)
+        report["outputs"] = [
+            asdict(_stats(i, y, again[i] if i < len(again) else None, other[i] if i < len(other) else None))
+            for i, y in enumerate(first)
+        ]
+        report["finished"] = True
+    except BaseException as exc:  # noqa: BLE001 - SystemExit / KeyboardInterrupt from user code are crashes too
+        report["error"] = {
+            "stage": report["stage"],
+            "type": type(exc).__name__,
+            "message": str(exc)[:2000],
+            "traceback": "".join(traceback.format_exception(exc))[-OUTPUT_TAIL_BYTES:],
+        }
+    save()
+    return 0 if report["finished"] else 1
+
+
+def _clone(values: list) -> list:
+    import torch
+
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _tensors(value) -> list:
+    """Tensors in an output, depth first through tuples, lists and dict values."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _same(a: list, b: list) -> bool:
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _max_abs_diff(y, other) -> float:
+    if other is None or other.shape != y.shape:
+        return math.inf
+    if y.numel() == 0:
+        return 0.0
+    diff = float((y.double() - other.double()).abs().max())
+    return math.inf if math.isnan(diff) else diff  # NaN only where the other side is not finite: a difference
+
+
+def _stats(index: int, y, again, other) -> OutputStats:
+    import torch
+
+    y = y.detach()
+    dtype = str(y.dtype).removeprefix("torch.")
+    y64 = y.double()
+    finite = bool(torch.isfinite(y64).all())
+    empty = y.numel() == 0
+    max_abs = float(y64.abs().max()) if not empty and finite else 0.0
+    rms = float(y64.square().mean().sqrt()) if not empty and finite else 0.0
+    std = float(y64.std(correction=0)) if not empty and finite else 0.0
+    return OutputStats(
+        index=index,
+        shape=tuple(y.shape),
+        dtype=dtype,
+        numel=y.numel(),
+        finite=finite,
+        max_abs=max_abs,
+        rms=rms,
+        std=std,
+        repeat_max_abs_diff=_max_abs_diff(y64, again) if finite else math.nan,
+        other_input_max_abs_diff=_max_abs_diff(y64, other) if finite else math.nan,
+    )
+
+
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--child":
+    sys.exit(_child_main(sys.argv[2], sys.argv[3], sys.argv[4]))
