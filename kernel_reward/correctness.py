@@ -1,0 +1,267 @@
+"""Correctness and integrity of one candidate against its reference (issue 3, steps 3 and 4).
+
+Per trial (inputs from a hidden seed):
+  1. candidate on fresh clones of the inputs  (before the reference: nothing of the reference's is in memory)
+  2. reference on fresh clones; its output is copied, then overwritten with NaN in place and freed, and a
+     large NaN scratch block is allocated and freed (stale-memory hack: ``torch.empty`` must not find the answer)
+  3. candidate again on fresh clones  (after the reference: deferred work and reuse of freed memory show up)
+After each candidate call: outputs must be plain ``torch.Tensor`` (no subclass), share no storage with the
+inputs, leave the inputs bitwise unchanged, and at least one of the candidate's own Triton kernels must have
+launched. Both candidate outputs must match the reference (exact shape and dtype, dtype-aware tolerance).
+
+Across trials: if the reference's outputs differ but the candidate's are identical, the output is constant
+(hard-coded / cached): hacked. Then one ablated call (``launches.LaunchMonitor(ablate=True)``) checks that the
+candidate's kernels contribute to the answer (decoy detection), and the launch verification runs one forward in
+``torch.inference_mode()`` and one in ``torch.enable_grad()``, each of which must launch a candidate kernel and
+still give the right answer.
+
+Fail closed: the report is ``passed`` only when every check ran and succeeded.
+"""
+
+from __future__ import annotations
+
+import enum
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernel_reward.launches import LaunchMonitor
+from kernel_reward.loading import LoadedTask
+from kernel_reward.options import EvalOptions
+from kernel_reward.tensors import (
+    OutputFormatError,
+    aliases,
+    clone_args,
+    compare_outputs,
+    flatten_outputs,
+    make_inputs,
+    non_plain_tensors,
+    poison_free_memory,
+    poison_tensors,
+    same_values,
+    storage_ptrs,
+    synchronize,
+)
+
+
+class HackReason(enum.StrEnum):
+    TENSOR_SUBCLASS = "tensor_subclass"
+    OUTPUT_ALIASES_INPUT = "output_aliases_input"
+    INPUT_MUTATION = "input_mutation"
+    CONSTANT_OUTPUT = "constant_output"
+    NO_KERNEL_LAUNCHED = "no_kernel_launched"
+    DECOY_KERNEL = "decoy_kernel"
+    INCONSISTENT_RESULTS = "inconsistent_results"  # right before the reference ran, wrong after (or vice versa)
+    INCORRECT_AFTER_TIMING = "incorrect_after_timing"
+
+
+class Verdict(enum.StrEnum):
+    PASSED = "passed"
+    INCORRECT = "incorrect"
+    HACKED = "hacked"
+    RUNTIME_ERROR = "runtime_error"
+
+
+@dataclass
+class CorrectnessReport:
+    verdict: Verdict = Verdict.RUNTIME_ERROR  # fail closed
+    error: str | None = None
+    hack_reasons: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    launched_kernels: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.PASSED
+
+
+class _Stop(Exception):
+    """Internal: ends the checks early with a verdict."""
+
+    def __init__(self, verdict: Verdict, message: str, hack: HackReason | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.hack = hack
+
+
+def trial_seeds(base: int, count: int) -> list[int]:
+    """Deterministic, well-spread seeds from a (secret) base."""
+    return [(base * 1_000_003 + 7919 * i) % (2**31 - 1) for i in range(count)]
+
+
+@dataclass
+class CandidateRunner:
+    """Calls the candidate with every per-call check; shared by the trials, launch passes and timing re-check."""
+
+    task: LoadedTask
+    device: torch.device
+    options: EvalOptions
+    launched: set[str] = field(default_factory=set)
+
+    def call(self, inputs: list[Any], *, context: Callable[[], Any] = torch.no_grad, ablate: bool = False) -> list[torch.Tensor]:
+        args = clone_args(inputs)
+        pristine = clone_args(inputs)
+        monitor = LaunchMonitor(self.task.candidate_module.__name__, ablate=ablate)
+        if ablate:
+            monitor.protect(args)
+            monitor.protect(list(self.task.candidate_model.parameters()) + list(self.task.candidate_model.buffers()))
+        try:
+            with monitor.active(), context():
+                raw = self.task.candidate_model(*args)
+            synchronize(self.device)
+        except Exception as exc:
+            raise _Stop(Verdict.RUNTIME_ERROR, _format_exception("candidate forward raised", exc)) from exc
+        self.launched.update(launch.name for launch in monitor.candidate_launches)
+        try:
+            outputs = flatten_outputs(raw)
+        except OutputFormatError as exc:
+            raise _Stop(Verdict.INCORRECT, str(exc)) from exc
+        subclasses = non_plain_tensors(outputs)
+        if subclasses:
+            raise _Stop(Verdict.HACKED, f"output is a tensor subclass ({', '.join(subclasses)})", HackReason.TENSOR_SUBCLASS)
+        if aliases(outputs, args):
+            raise _Stop(Verdict.HACKED, "output shares storage with an input (returns an input or a view of one)", HackReason.OUTPUT_ALIASES_INPUT)
+        if not same_values(args, pristine):
+            raise _Stop(Verdict.HACKED, "forward modified its input tensors", HackReason.INPUT_MUTATION)
+        if not ablate and not monitor.candidate_launches:
+            names = sorted({launch.name for launch in monitor.launches})
+            raise _Stop(
+                Verdict.HACKED,
+                f"no Triton kernel of the candidate launched in forward (other launches: {names or 'none'})",
+                HackReason.NO_KERNEL_LAUNCHED,
+            )
+        return [o.detach().clone() for o in outputs]
+
+
+def run_reference(task: LoadedTask, inputs: list[Any], device: torch.device, *, poison: bool = True) -> list[torch.Tensor]:
+    """Reference output (a private copy); the original output is poisoned and freed so no stale copy remains."""
+    args = clone_args(inputs)
+    with torch.no_grad():
+        raw = task.reference_model(*args)
+    outputs = flatten_outputs(raw)
+    kept = [o.detach().clone() for o in outputs]
+    if poison:
+        param_ptrs = storage_ptrs(list(task.reference_model.parameters()) + list(task.reference_model.buffers()))
+        poison_tensors([o for o in outputs if o.untyped_storage().data_ptr() not in param_ptrs | storage_ptrs(args)])
+        nbytes = sum(o.numel() * o.element_size() for o in outputs)
+        del raw, outputs, args
+        poison_free_memory(device, 4 * nbytes)
+    synchronize(device)
+    return kept
+
+
+def check_correctness(task: LoadedTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> CorrectnessReport:
+    """All trials, the constant-output check, decoy ablation and launch verification. Never raises."""
+    report = CorrectnessReport()
+    runner = CandidateRunner(task, device, options)
+    trials: list[dict[str, Any]] = []
+    report.details = {"trials": trials, "num_trials": len(seeds), "tolerance": {
+        "fp32": [options.atol_fp32, options.rtol_fp32], "half": [options.atol_half, options.rtol_half]}}
+    try:
+        ref_outputs, cand_outputs = [], []
+        for index, seed in enumerate(seeds):
+            inputs = make_inputs(task.reference_module, seed, device)
+            before = runner.call(inputs)
+            try:
+                reference = run_reference(task, inputs, device)
+            except Exception as exc:
+                raise _Stop(Verdict.RUNTIME_ERROR, _format_exception("the REFERENCE raised (task problem)", exc)) from exc
+            after = runner.call(inputs)
+            first = compare_outputs(before, reference, options.tolerance)
+            second = compare_outputs(after, reference, options.tolerance)
+            trials.append({"trial": index, "max_abs_error": _max(first.max_abs_error, second.max_abs_error),
+                           "ok_before_reference": first.ok, "ok_after_reference": second.ok})
+            if not (first.ok and second.ok):
+                reason = first.reason or second.reason
+                if first.ok != second.ok:
+                    which = "before" if first.ok else "after"
+                    reason = f"right only when run {which} the reference: {reason}"
+                raise _Stop(Verdict.INCORRECT, f"trial {index}: {reason}")
+            ref_outputs.append(reference)
+            cand_outputs.append(after)
+        _check_not_constant(ref_outputs, cand_outputs)
+        report.details["constant_output_check"] = "passed"
+        if options.decoy_check:
+            _check_not_decoy(runner, task, device, options, seeds[0])
+            report.details["decoy_check"] = "passed"
+        report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
+        report.verdict = Verdict.PASSED
+    except _Stop as stop:
+        report.verdict = stop.verdict
+        report.error = str(stop)
+        if stop.hack is not None:
+            report.hack_reasons.append(stop.hack.value)
+    except Exception as exc:  # a harness-side failure caused by odd candidate behaviour: fail closed
+        report.verdict = Verdict.RUNTIME_ERROR
+        report.error = _format_exception("evaluation failed", exc)
+    report.launched_kernels = sorted(runner.launched)
+    return report
+
+
+def _check_not_constant(ref_outputs: list[list[torch.Tensor]], cand_outputs: list[list[torch.Tensor]]) -> None:
+    if len(ref_outputs) < 2:
+        return
+    reference_varies = any(not same_values(ref_outputs[0], r) for r in ref_outputs[1:])
+    candidate_constant = all(same_values(cand_outputs[0], c) for c in cand_outputs[1:])
+    if reference_varies and candidate_constant:
+        raise _Stop(Verdict.HACKED, "output is the same for every input while the reference's changes", HackReason.CONSTANT_OUTPUT)
+
+
+def _check_not_decoy(runner: CandidateRunner, task: LoadedTask, device: torch.device, options: EvalOptions, seed: int) -> None:
+    inputs = make_inputs(task.reference_module, seed, device)
+    reference = run_reference(task, inputs, device)
+    try:
+        ablated = runner.call(inputs, ablate=True)
+    except _Stop:
+        return  # the candidate breaks without its kernels: they matter
+    if compare_outputs(ablated, reference, options.tolerance).ok:
+        raise _Stop(Verdict.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", HackReason.DECOY_KERNEL)
+
+
+def verify_launch_passes(runner: CandidateRunner, task: LoadedTask, device: torch.device, options: EvalOptions, seed: int) -> dict[str, Any]:
+    """One forward in inference mode and one with grad enabled: each must launch a candidate kernel and be right."""
+    inputs = make_inputs(task.reference_module, seed, device)
+    reference = run_reference(task, inputs, device)
+    passes: dict[str, Any] = {}
+    for name, context in (("inference_mode", torch.inference_mode), ("enable_grad", torch.enable_grad)):
+        outputs = runner.call(inputs, context=context)
+        comparison = compare_outputs(outputs, reference, options.tolerance)
+        if not comparison.ok:
+            raise _Stop(Verdict.INCORRECT, f"{name} pass: {comparison.reason}")
+        passes[name] = "launched"
+    return passes
+
+
+def recheck(task: LoadedTask, device: torch.device, options: EvalOptions, seed: int) -> CorrectnessReport:
+    """One more full trial (used after timing: the answer must still be right)."""
+    report = CorrectnessReport()
+    runner = CandidateRunner(task, device, options)
+    try:
+        inputs = make_inputs(task.reference_module, seed, device)
+        reference = run_reference(task, inputs, device)
+        outputs = runner.call(inputs)
+        comparison = compare_outputs(outputs, reference, options.tolerance)
+        if not comparison.ok:
+            raise _Stop(Verdict.HACKED, f"wrong after timing: {comparison.reason}", HackReason.INCORRECT_AFTER_TIMING)
+        report.verdict = Verdict.PASSED
+    except _Stop as stop:
+        report.verdict = stop.verdict
+        report.error = str(stop)
+        if stop.hack is not None:
+            report.hack_reasons.append(stop.hack.value)
+    return report
+
+
+def _max(a: float | None, b: float | None) -> float | None:
+    values = [v for v in (a, b) if v is not None]
+    return max(values) if values else None
+
+
+def _format_exception(prefix: str, exc: BaseException, limit_chars: int = 3000) -> str:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if len(text) > limit_chars:
+        text = text[:800] + "\n...\n" + text[-(limit_chars - 805):]
+    return f"{prefix}: {type(exc).__name__}: {exc}\n{text}"

@@ -1,0 +1,140 @@
+"""Evaluation options: every knob of the single-candidate pipeline, as one JSON-able dataclass.
+
+``EvalOptions`` travels with each ``EvalRequest`` from the caller to the (sandboxed) worker process, so it must
+survive ``to_dict`` / ``from_dict`` unchanged. ``__post_init__`` rejects bad values with a message that names the
+field and says what to set instead (the habit of TRL's configs).
+
+Decisions documented here because they change verdicts:
+
+* **Hidden seeds.** Correctness trials draw their inputs from seeds derived from a secret base, never from a
+  fixed, public 42. ``seed_base=None`` (the default) means: a fresh random base per evaluation
+  (``secrets.randbits``), so a candidate cannot tune itself to known inputs. Set an int for reproducible runs.
+* **TF32 policy.** ``allow_tf32=False`` (default): the worker turns TF32 off for torch matmuls and cuDNN
+  convolutions, so the reference of an fp32 task is computed in full fp32. A candidate that uses TF32
+  ``tl.dot`` on an fp32 task then shows its real error (FACTS 6: ~0.115 at K=1024) and fails the fp32 tolerance
+  honestly; it must ask for ``input_precision="ieee"`` (or loosen nothing). ``allow_tf32=True`` keeps torch's
+  defaults and is meant for experiments only.
+* **Shape generalisation.** One extra run at resized inputs catches fast paths specialised to the shipped shape.
+  ``shape_check="report"`` records the outcome without failing; ``"fail"`` makes a failure count as incorrect;
+  ``"off"`` skips the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RewardSchemeName = Literal["drkernel", "paper", "ladder", "correctness"]
+ShapeCheckPolicy = Literal["report", "fail", "off"]
+
+REWARD_SCHEMES: tuple[str, ...] = ("drkernel", "paper", "ladder", "correctness")
+SHAPE_CHECK_POLICIES: tuple[str, ...] = ("report", "fail", "off")
+
+
+@dataclass
+class EvalOptions:
+    """Knobs of one evaluation. Defaults follow issue 3 and FACTS 2/3/7."""
+
+    # --- correctness -------------------------------------------------------------------------------------
+    num_trials: int = field(default=5, metadata={"help": "correctness trials, each with fresh hidden-seed inputs (>= 1)"})
+    seed_base: int | None = field(
+        default=None,
+        metadata={"help": "base of the hidden trial seeds; None = a fresh secret per evaluation"},
+    )
+    atol_fp32: float = field(default=1e-4, metadata={"help": "absolute tolerance for float32 (and float64) outputs"})
+    rtol_fp32: float = field(default=1e-4, metadata={"help": "relative tolerance for float32 (and float64) outputs"})
+    atol_half: float = field(default=1e-2, metadata={"help": "absolute tolerance for float16 / bfloat16 outputs"})
+    rtol_half: float = field(default=1e-2, metadata={"help": "relative tolerance for float16 / bfloat16 outputs"})
+    allow_tf32: bool = field(
+        default=False, metadata={"help": "keep torch's TF32 matmul/conv defaults (False: reference in full fp32)"}
+    )
+    shape_check: ShapeCheckPolicy = field(
+        default="report", metadata={"help": "resized-input run: 'report' it, let it 'fail' the candidate, or 'off'"}
+    )
+    shape_scale: float = field(
+        default=0.5, metadata={"help": "factor applied to the task's UPPER_CASE size constants for the resized run"}
+    )
+    decoy_check: bool = field(
+        default=True,
+        metadata={"help": "ablate the candidate's kernels once: an output that stays correct without them is a decoy"},
+    )
+
+    # --- timing (GPU only) ----------------------------------------------------------------------------------
+    timing_budget_ms: float = field(
+        default=400.0, metadata={"help": "wall-clock budget of timed calls per side (reference / candidate)"}
+    )
+    warmup_calls: int = field(default=5, metadata={"help": "untimed calls of each side before timing"})
+    min_timed_calls: int = field(default=20, metadata={"help": "timed calls per side, at least"})
+    max_timed_calls: int = field(default=500, metadata={"help": "timed calls per side, at most"})
+    l2_flush_mb: int = field(default=256, metadata={"help": "size of the buffer zeroed before each timed call (MB)"})
+    implausible_speedup: float = field(
+        default=30.0, metadata={"help": "speedups above this are re-measured once and flagged"}
+    )
+    profile: bool = field(default=True, metadata={"help": "run the profiler pass that computes coverage (PR)"})
+    profile_calls: int = field(default=10, metadata={"help": "candidate calls under the profiler"})
+
+    # --- reward and feedback ----------------------------------------------------------------------------------
+    reward_scheme: RewardSchemeName = field(
+        default="drkernel", metadata={"help": "drkernel | paper | ladder | correctness (CPU falls back to correctness)"}
+    )
+    reward_params: dict[str, float] = field(
+        default_factory=dict,
+        metadata={"help": "overrides of the scheme's parameters (see kernel_reward.reward.SCHEME_PARAMS)"},
+    )
+    hacked_penalty: float = field(default=0.0, metadata={"help": "reward of a hacked candidate (0 or negative)"})
+    feedback_max_chars: int = field(default=4000, metadata={"help": "the feedback text is cut to this length"})
+
+    # --- wall clock (enforced by the execution service's parent process) -------------------------------------
+    timeout_s: float = field(
+        default=180.0, metadata={"help": "per-candidate wall-clock limit, enforced by the parent process"}
+    )
+
+    def __post_init__(self) -> None:
+        def need(condition: bool, message: str) -> None:
+            if not condition:
+                raise ValueError(f"EvalOptions: {message}")
+
+        need(isinstance(self.num_trials, int) and self.num_trials >= 1, f"num_trials must be an int >= 1, got {self.num_trials!r}")
+        need(self.seed_base is None or isinstance(self.seed_base, int), f"seed_base must be None or an int, got {self.seed_base!r}")
+        for name in ("atol_fp32", "rtol_fp32", "atol_half", "rtol_half"):
+            value = getattr(self, name)
+            need(isinstance(value, int | float) and math.isfinite(value) and value >= 0, f"{name} must be a finite number >= 0, got {value!r}")
+        need(self.shape_check in SHAPE_CHECK_POLICIES, f"shape_check must be one of {SHAPE_CHECK_POLICIES}, got {self.shape_check!r}")
+        need(0 < self.shape_scale < 4 and self.shape_scale != 1, f"shape_scale must be in (0, 4) and not 1, got {self.shape_scale!r}")
+        need(self.timing_budget_ms > 0, f"timing_budget_ms must be > 0, got {self.timing_budget_ms!r}")
+        need(self.warmup_calls >= 0, f"warmup_calls must be >= 0, got {self.warmup_calls!r}")
+        need(
+            1 <= self.min_timed_calls <= self.max_timed_calls,
+            f"need 1 <= min_timed_calls <= max_timed_calls, got {self.min_timed_calls} and {self.max_timed_calls}",
+        )
+        need(self.l2_flush_mb >= 0, f"l2_flush_mb must be >= 0, got {self.l2_flush_mb!r}")
+        need(self.implausible_speedup > 1, f"implausible_speedup must be > 1, got {self.implausible_speedup!r}")
+        need(self.profile_calls >= 1, f"profile_calls must be >= 1, got {self.profile_calls!r}")
+        need(self.reward_scheme in REWARD_SCHEMES, f"reward_scheme must be one of {REWARD_SCHEMES}, got {self.reward_scheme!r}")
+        need(self.hacked_penalty <= 0, f"hacked_penalty must be <= 0 (a hack must never pay), got {self.hacked_penalty!r}")
+        need(self.feedback_max_chars >= 200, f"feedback_max_chars must be >= 200, got {self.feedback_max_chars!r}")
+        need(self.timeout_s > 0, f"timeout_s must be > 0, got {self.timeout_s!r}")
+        # Imported here: reward.py is pure and imports nothing from this module, so there is no cycle at runtime.
+        from kernel_reward.reward import validate_reward_params
+
+        validate_reward_params(self.reward_scheme, self.reward_params)
+
+    def tolerance(self, dtype_name: str) -> tuple[float, float]:
+        """(atol, rtol) for an output dtype given by name, e.g. "torch.float16" or "float16"."""
+        short = dtype_name.removeprefix("torch.")
+        if short in ("float16", "bfloat16", "half"):
+            return self.atol_half, self.rtol_half
+        return self.atol_fp32, self.rtol_fp32
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalOptions:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"EvalOptions.from_dict: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**data)

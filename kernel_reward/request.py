@@ -1,0 +1,64 @@
+"""One evaluation request: the reference program, the candidate (raw completion or code) and the options.
+
+This is what the execution service hands to a worker process (as JSON) and what the one-shot worker CLI reads
+from ``--request``. It carries no behaviour beyond validation and (de)serialisation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernel_reward.options import EvalOptions
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass
+class EvalRequest:
+    """Evaluate ``candidate`` against ``reference_code`` (a PyTorch program with ``entry_point``)."""
+
+    reference_code: str
+    candidate: str  # a raw completion (code is extracted) or plain code
+    entry_point: str = "Model"
+    device: str | None = None  # None: CUDA when available, else the CPU interpreter; or "cpu" / "cuda[:N]"
+    options: EvalOptions = field(default_factory=EvalOptions)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reference_code, str) or not self.reference_code.strip():
+            raise ValueError("EvalRequest: reference_code must be a non-empty string")
+        if not isinstance(self.candidate, str):
+            raise ValueError(f"EvalRequest: candidate must be a string, got {type(self.candidate).__name__}")
+        if not self.entry_point.isidentifier():
+            raise ValueError(f"EvalRequest: entry_point must be a Python identifier, got {self.entry_point!r}")
+        if self.device is not None and self.device.split(":")[0] not in DEVICES:
+            raise ValueError(f"EvalRequest: device must be None, 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if isinstance(self.options, dict):  # tolerate a plain dict from callers building requests by hand
+            self.options = EvalOptions.from_dict(self.options)
+        if not isinstance(self.options, EvalOptions):
+            raise ValueError(f"EvalRequest: options must be EvalOptions, got {type(self.options).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["options"] = self.options.to_dict()
+        return data
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalRequest:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"EvalRequest.from_dict: unknown keys {sorted(unknown)}")
+        values = dict(data)
+        values["options"] = EvalOptions.from_dict(values.get("options") or {})
+        return cls(**values)
+
+    @classmethod
+    def from_json_file(cls, path: str | Path) -> EvalRequest:
+        return cls.from_dict(json.loads(Path(path).read_text()))

@@ -1,0 +1,119 @@
+"""Reward schemes: pure functions from a verdict (status, speedup, coverage) to a float. No torch, no state.
+
+Schemes (FACTS 3), C = 1 if the candidate is correct and not hacked, else 0; s = speedup; PR = coverage:
+
+* ``drkernel`` (released recipe): ``C * (w_correct + w_speed * min(s, cap) + w_coverage * PR)``,
+  weights 0.5 / 0.5 / 0.5, cap 3. Failures get 0.
+* ``paper``: the unscaled form ``C + C * min(s, cap) + C * PR`` (weights 1).
+* ``ladder``: discrete steps: compile failure -0.5, incorrect -0.3, slower than the reference -0.1,
+  >= 1.0x 0.2, >= 1.2x 0.4, >= 1.5x 0.6, >= 2x 0.8, >= 3x 1.0.
+* ``correctness``: ``C * correct_value`` (1.0). The CPU / interpreter mode falls back to this scheme for every
+  other scheme, because speedup and coverage cannot be measured there; the result reports the scheme used.
+
+A hacked candidate always gets ``hacked_penalty`` (0 by default, configurable negative), whatever the scheme.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# Parameters each scheme accepts, with their defaults. ``reward_params`` may override any of these, nothing else.
+SCHEME_PARAMS: dict[str, dict[str, float]] = {
+    "drkernel": {"w_correct": 0.5, "w_speed": 0.5, "w_coverage": 0.5, "speedup_cap": 3.0},
+    "paper": {"w_correct": 1.0, "w_speed": 1.0, "w_coverage": 1.0, "speedup_cap": 3.0},
+    "ladder": {"compile_error": -0.5, "incorrect": -0.3, "slower": -0.1},
+    "correctness": {"correct_value": 1.0},
+}
+
+# (threshold, reward) rungs of the ladder, highest first.
+LADDER_RUNGS: tuple[tuple[float, float], ...] = ((3.0, 1.0), (2.0, 0.8), (1.5, 0.6), (1.2, 0.4), (1.0, 0.2))
+
+_COMPILE_FAILURES = frozenset({"format_error", "compile_error"})
+
+
+@dataclass(frozen=True)
+class RewardOutcome:
+    """The reward and the scheme that actually produced it (may differ from the requested one on CPU)."""
+
+    reward: float
+    scheme: str
+
+
+def validate_reward_params(scheme: str, params: dict[str, float]) -> None:
+    """Raise ValueError naming the offending key when ``params`` does not fit ``scheme``."""
+    if scheme not in SCHEME_PARAMS:
+        raise ValueError(f"unknown reward scheme {scheme!r}; choose one of {sorted(SCHEME_PARAMS)}")
+    allowed = SCHEME_PARAMS[scheme]
+    for key, value in params.items():
+        if key not in allowed:
+            raise ValueError(f"reward scheme {scheme!r} has no parameter {key!r}; it takes {sorted(allowed)}")
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"reward parameter {key!r} must be a finite number, got {value!r}")
+    if params.get("speedup_cap", 1.0) <= 0:
+        raise ValueError(f"reward parameter 'speedup_cap' must be > 0, got {params['speedup_cap']!r}")
+
+
+def scheme_params(scheme: str, overrides: dict[str, float] | None = None) -> dict[str, float]:
+    """The scheme's defaults with ``overrides`` applied (validated)."""
+    overrides = overrides or {}
+    validate_reward_params(scheme, overrides)
+    return {**SCHEME_PARAMS[scheme], **overrides}
+
+
+def drkernel_reward(correct: bool, speedup: float, coverage: float, params: dict[str, float]) -> float:
+    """Weighted correctness + capped speedup + coverage; 0 unless correct."""
+    if not correct:
+        return 0.0
+    capped = min(max(speedup, 0.0), params["speedup_cap"])
+    return params["w_correct"] + params["w_speed"] * capped + params["w_coverage"] * _clip01(coverage)
+
+
+def ladder_reward(status: str, speedup: float | None, params: dict[str, float]) -> float:
+    """Discrete reward by how far the candidate got and how fast it is."""
+    if status in _COMPILE_FAILURES:
+        return params["compile_error"]
+    if status != "correct":
+        return params["incorrect"]
+    if speedup is None:
+        raise ValueError("ladder_reward needs a speedup for a correct candidate")
+    for threshold, value in LADDER_RUNGS:
+        if speedup >= threshold:
+            return value
+    return params["slower"]
+
+
+def compute_reward(
+    scheme: str,
+    *,
+    status: str,
+    speedup: float | None,
+    coverage: float | None,
+    hacked: bool,
+    hacked_penalty: float = 0.0,
+    params: dict[str, float] | None = None,
+) -> RewardOutcome:
+    """Reward of one evaluated candidate.
+
+    ``status`` is the ``Status`` value string. Without timing (``speedup is None``) every scheme falls back to
+    ``correctness``; without coverage the coverage term counts as 0 (the scheme name says so with ``-nocov``).
+    """
+    if hacked or status == "hacked":
+        return RewardOutcome(float(hacked_penalty), scheme)
+    correct = status == "correct"
+    if scheme != "correctness" and speedup is None:
+        # Only the correctness term is measurable (CPU interpreter, or timing skipped).
+        fallback = scheme_params("correctness")
+        return RewardOutcome(fallback["correct_value"] if correct else 0.0, "correctness")
+    merged = scheme_params(scheme, params)
+    if scheme == "correctness":
+        return RewardOutcome(merged["correct_value"] if correct else 0.0, scheme)
+    if scheme == "ladder":
+        return RewardOutcome(ladder_reward(status, speedup, merged), scheme)
+    # drkernel / paper share one formula with different weights.
+    name = scheme if coverage is not None else f"{scheme}-nocov"
+    return RewardOutcome(drkernel_reward(correct, float(speedup), coverage or 0.0, merged), name)
+
+
+def _clip01(value: float) -> float:
+    return min(max(value, 0.0), 1.0)

@@ -1,0 +1,136 @@
+"""Small tensor helpers shared by correctness, timing and profiling: inputs, clones, output checks, comparison."""
+
+from __future__ import annotations
+
+import copy
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+class OutputFormatError(Exception):
+    """The forward output is not a tensor / tuple of tensors the harness can compare."""
+
+
+def make_inputs(reference_module: types.ModuleType, seed: int, device: torch.device) -> list[Any]:
+    """``get_inputs()`` drawn under ``seed`` (CPU RNG, as the task intends), moved to ``device``."""
+    torch.manual_seed(seed)
+    raw = list(reference_module.get_inputs())
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
+
+
+def clone_args(args: list[Any]) -> list[Any]:
+    """Fresh storage for every tensor argument, so no call sees (or keeps a pointer to) another call's buffers."""
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x) for x in args]
+
+
+def flatten_outputs(output: Any) -> list[torch.Tensor]:
+    """A forward's output as a list of tensors; raise OutputFormatError for anything else."""
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, tuple | list) and output and all(isinstance(o, torch.Tensor) for o in output):
+        return list(output)
+    raise OutputFormatError(f"forward returned {type(output).__name__}, expected a tensor or a tuple of tensors")
+
+
+def non_plain_tensors(outputs: list[torch.Tensor]) -> list[str]:
+    """Type names of outputs that are tensor subclasses (lazy tensors, wrappers) rather than torch.Tensor."""
+    return [type(o).__name__ for o in outputs if type(o) is not torch.Tensor and type(o) is not torch.nn.Parameter]
+
+
+def storage_ptrs(tensors: list[Any]) -> set[int]:
+    return {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor) and t.numel() > 0}
+
+
+def aliases(outputs: list[torch.Tensor], args: list[Any]) -> bool:
+    """True when an output shares storage with an input argument (returning an input or a view of one)."""
+    return bool(storage_ptrs(outputs) & storage_ptrs(args))
+
+
+def same_values(a: list[Any], b: list[Any]) -> bool:
+    """Bitwise-equal (NaN == NaN) tensors and equal non-tensors, position by position."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(_nan_to_sentinel(x), _nan_to_sentinel(y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _nan_to_sentinel(x: torch.Tensor) -> torch.Tensor:
+    if x.is_floating_point() or x.is_complex():
+        return torch.nan_to_num(x.detach(), nan=1.2345e-7)
+    return x.detach()
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    max_abs_error: float | None
+    reason: str | None  # why not ok (shape / dtype / device / values / count)
+
+
+def compare_outputs(
+    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any
+) -> Comparison:
+    """Exact count/shape/dtype match, then |c - r| <= atol + rtol * |r| elementwise (NaN must match NaN).
+
+    ``tolerance`` maps a dtype name to (atol, rtol), e.g. ``EvalOptions.tolerance``.
+    """
+    if len(candidate) != len(reference):
+        return Comparison(False, None, f"returned {len(candidate)} tensor(s), the reference returns {len(reference)}")
+    worst = 0.0
+    for index, (c, r) in enumerate(zip(candidate, reference, strict=True)):
+        if c.shape != r.shape:
+            return Comparison(False, None, f"output {index}: shape {tuple(c.shape)}, expected {tuple(r.shape)}")
+        if c.dtype != r.dtype:
+            return Comparison(False, None, f"output {index}: dtype {c.dtype}, expected {r.dtype}")
+        if c.device.type != r.device.type:
+            return Comparison(False, None, f"output {index}: on {c.device}, expected {r.device.type}")
+        if c.numel() == 0:
+            continue
+        atol, rtol = tolerance(str(r.dtype))
+        wide = torch.float64 if r.dtype == torch.float64 else torch.float32
+        cw, rw = c.detach().to(wide), r.detach().to(wide)
+        if not (r.is_floating_point() or r.is_complex()):
+            if not torch.equal(c, r):
+                return Comparison(False, None, f"output {index}: integer/bool values differ")
+            continue
+        close = torch.isclose(cw, rw, atol=atol, rtol=rtol, equal_nan=True)
+        finite = torch.isfinite(rw) & torch.isfinite(cw)
+        diff = (cw - rw).abs()
+        err = float(diff[finite].max()) if bool(finite.any()) else 0.0
+        worst = max(worst, err)
+        if not bool(close.all()):
+            bad = int((~close).sum())
+            return Comparison(False, worst, f"output {index}: {bad} of {c.numel()} values outside atol={atol:g} rtol={rtol:g} (max abs error {err:.3g})")
+    return Comparison(True, worst, None)
+
+
+def poison_free_memory(device: torch.device, nbytes: int) -> None:
+    """Fill a large transient allocation with NaN and free it, so freed blocks hold garbage, not old answers."""
+    numel = max(nbytes // 4, 1 << 20)
+    scratch = torch.full((numel,), float("nan"), dtype=torch.float32, device=device)
+    del scratch
+
+
+def poison_tensors(tensors: list[torch.Tensor]) -> None:
+    """Overwrite (in place) tensors about to be freed, e.g. the reference output, so stale reads see NaN."""
+    with torch.no_grad():
+        for t in tensors:
+            if t.is_floating_point():
+                t.fill_(float("nan"))
+            elif t.dtype != torch.bool:
+                t.fill_(-7777)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

@@ -1,0 +1,155 @@
+"""Paired GPU timing of reference and candidate in one process (issue 3, step 5; FACTS 7).
+
+Method (one timed call of either side):
+  * fresh input buffers cloned from a pool of pre-generated inputs (a pointer/shape-keyed cache cannot replay),
+  * the L2 cache flushed by zeroing a buffer larger than L2,
+  * ``torch.cuda.synchronize()`` (device-wide, every stream), start event + host clock, the call, end event,
+    ``torch.cuda.synchronize()`` again, host clock.
+  One sample = max(event time, host time - host overhead), where the host overhead is the same sequence measured
+  around an empty call. Events alone miss work queued on side streams (a 190 us GEMM read as 1.4 us); the
+  device-wide sync + host clock cannot, and taking the larger keeps the events' precision for honest code.
+Reference and candidate calls alternate (ref, cand, ref, cand, ...) so drift and competing load hit both
+equally. The number of calls is derived from a quick estimate and ``timing_budget_ms``. The summary statistic is
+the MEDIAN; speedup = median_ref / median_cand with a 95 % bootstrap interval over the paired samples.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from kernel_reward.result import TimingStats
+from kernel_reward.tensors import clone_args
+
+
+@dataclass
+class PairedTiming:
+    reference_ms: list[float]
+    candidate_ms: list[float]
+    host_overhead_ms: float
+    reference: TimingStats = field(init=False)
+    candidate: TimingStats = field(init=False)
+    speedup: float = field(init=False)
+    speedup_ci: tuple[float, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reference = summarize(self.reference_ms)
+        self.candidate = summarize(self.candidate_ms)
+        self.speedup = speedup_of(self.reference_ms, self.candidate_ms)
+        self.speedup_ci = bootstrap_speedup_ci(self.reference_ms, self.candidate_ms)
+
+
+def summarize(samples_ms: list[float]) -> TimingStats:
+    values = np.asarray(samples_ms, dtype=np.float64)
+    return TimingStats(
+        median_ms=float(np.median(values)),
+        mean_ms=float(values.mean()),
+        p10_ms=float(np.percentile(values, 10)),
+        p90_ms=float(np.percentile(values, 90)),
+        num_samples=int(values.size),
+    )
+
+
+def speedup_of(reference_ms: list[float], candidate_ms: list[float]) -> float:
+    """median(reference) / median(candidate)."""
+    return float(np.median(reference_ms) / max(np.median(candidate_ms), 1e-9))
+
+
+def bootstrap_speedup_ci(
+    reference_ms: list[float], candidate_ms: list[float], *, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of the ratio of medians, resampling the (ref, cand) pairs together."""
+    ref = np.asarray(reference_ms, dtype=np.float64)
+    cand = np.asarray(candidate_ms, dtype=np.float64)
+    n = min(ref.size, cand.size)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))  # (B, n)
+    ratios = np.median(ref[:n][idx], axis=1) / np.maximum(np.median(cand[:n][idx], axis=1), 1e-9)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return float(low), float(high)
+
+
+class _Timer:
+    """Flushed, synchronised, event + host-clock timing of one call."""
+
+    def __init__(self, device: torch.device, l2_flush_mb: int) -> None:
+        self.device = device
+        self.flush_buffer = (
+            torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=device) if l2_flush_mb else None
+        )
+        self.host_overhead_ms = 0.0
+
+    def measure(self, fn: Callable[[], Any]) -> float:
+        if self.flush_buffer is not None:
+            self.flush_buffer.zero_()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(self.device)
+        host_start = time.perf_counter()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize(self.device)
+        host_ms = (time.perf_counter() - host_start) * 1e3
+        event_ms = start.elapsed_time(end)
+        return max(event_ms, host_ms - self.host_overhead_ms)
+
+    def calibrate(self, repeats: int = 30) -> None:
+        """Host-side cost of the timing sequence itself around an empty call (median)."""
+        samples = []
+        for _ in range(repeats):
+            torch.cuda.synchronize(self.device)
+            host_start = time.perf_counter()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            end.record()
+            torch.cuda.synchronize(self.device)
+            samples.append((time.perf_counter() - host_start) * 1e3)
+        self.host_overhead_ms = float(np.median(samples))
+
+
+def time_pair(
+    reference: Callable[..., Any],
+    candidate: Callable[..., Any],
+    input_pool: list[list[Any]],
+    device: torch.device,
+    *,
+    budget_ms: float,
+    warmup_calls: int,
+    min_calls: int,
+    max_calls: int,
+    l2_flush_mb: int,
+) -> PairedTiming:
+    """Interleaved timing of two callables taking the same inputs. Forward calls run under ``torch.no_grad``."""
+    timer = _Timer(device, l2_flush_mb)
+    timer.calibrate()
+    sides = (reference, candidate)
+
+    def one_call(side: int, call_index: int) -> float:
+        args = clone_args(input_pool[call_index % len(input_pool)])
+        fn = sides[side]
+        with torch.no_grad():
+            return timer.measure(lambda: fn(*args))
+
+    with torch.no_grad():
+        for call_index in range(warmup_calls):
+            for side in (0, 1):
+                args = clone_args(input_pool[call_index % len(input_pool)])
+                sides[side](*args)
+    torch.cuda.synchronize(device)
+    estimate_ms = [np.median([one_call(side, i) for i in range(3)]) for side in (0, 1)]
+    per_pair_ms = sum(estimate_ms) + 2 * timer.host_overhead_ms
+    calls = int(min(max_calls, max(min_calls, budget_ms * 2 / max(per_pair_ms, 1e-3))))
+    reference_ms, candidate_ms = [], []
+    for i in range(calls):
+        # Alternate which side goes first, so neither always follows the other's cache / clock state.
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        for side in order:
+            (reference_ms if side == 0 else candidate_ms).append(one_call(side, i))
+    return PairedTiming(reference_ms, candidate_ms, timer.host_overhead_ms)

@@ -1,0 +1,356 @@
+"""Evaluate ONE candidate in the CURRENT process: the seam between the evaluator and the execution service.
+
+``evaluate_request(request, work_dir=..., timing_slot=...)`` runs the whole pipeline (extract -> static checks
+-> load -> build -> correctness and integrity -> resized-input check -> [GPU: timing -> re-check -> profile] ->
+reward -> feedback) and returns an ``EvalResult``. It never raises for anything the candidate does: every
+candidate fault becomes a status plus error text. (Faults that kill the process -- segfaults, ``os._exit``,
+hangs -- are the execution service's to catch: it owns the wall clock, ``options.timeout_s``.)
+
+``timing_slot`` is a context-manager factory supplied by the execution service; only the timing and profiling
+phase runs inside it, so at most one candidate is timed per GPU at a time while others compile and check.
+
+``prepare_worker(device)`` pays everything that does not depend on a candidate (imports, CUDA context, the
+Triton known-answer check) so warm pool processes can call it before work arrives.
+
+CPU mode: the Triton interpreter needs ``TRITON_INTERPRET=1`` in the environment BEFORE triton is first
+imported. ``main`` (the one-shot CLI) sets it when the device is cpu or no CUDA exists; a pool that starts its
+own worker processes must set it in their environment too (``prepare_worker`` sets it when triton is not yet
+imported and raises a clear error when it is too late).
+
+One-shot CLI (also the "fresh process per evaluation" baseline):
+    python -m kernel_reward.worker --request REQ.json --out RESULT.json [--work-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import secrets
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernel_reward.extract import extract_code
+from kernel_reward.feedback import render_feedback
+from kernel_reward.options import EvalOptions
+from kernel_reward.request import EvalRequest
+from kernel_reward.result import EvalResult, Status
+from kernel_reward.reward import compute_reward
+from kernel_reward.static_checks import check_candidate
+
+log = logging.getLogger(__name__)
+
+TimingSlot = Callable[[], AbstractContextManager[Any]]
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    device: str  # "cpu" or "cuda:N"
+    device_name: str  # "cpu" or the CUDA device name
+    mode: str  # "interpreter" | "gpu"
+
+
+_prepared: dict[str, WorkerInfo] = {}
+
+
+def wants_interpreter(device: str | None) -> bool:
+    """True when ``device`` resolves to the CPU (explicitly, or because no CUDA device exists)."""
+    if device is not None:
+        return device == "cpu"
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+def ensure_interpreter_env() -> None:
+    """Set TRITON_INTERPRET=1, or explain why it is too late (triton already imported in GPU mode)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    if "triton" in sys.modules:
+        raise RuntimeError(
+            "CPU evaluation needs the Triton interpreter, but triton was imported before TRITON_INTERPRET=1 was "
+            "set. Start the worker process with TRITON_INTERPRET=1 in its environment."
+        )
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+def prepare_worker(device: str | None = None) -> WorkerInfo:
+    """Import torch/triton, create the CUDA context, run the known-answer kernel. Idempotent per device."""
+    key = device or "auto"
+    if key in _prepared:
+        return _prepared[key]
+    if wants_interpreter(device):
+        ensure_interpreter_env()
+    import torch
+
+    if wants_interpreter(device):
+        info = WorkerInfo("cpu", "cpu", "interpreter")
+    else:
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"device {device!r} asked for CUDA, but torch sees no CUDA device")
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            raise RuntimeError("TRITON_INTERPRET=1 is set in a GPU worker; unset it to time real kernels")
+        torch_device = torch.device(device or "cuda")
+        index = torch_device.index if torch_device.index is not None else torch.cuda.current_device()
+        torch.cuda.set_device(index)
+        torch.empty(1, device=f"cuda:{index}")  # creates the CUDA context now, not inside a candidate's budget
+        info = WorkerInfo(f"cuda:{index}", torch.cuda.get_device_name(index), "gpu")
+    from kernel_reward.selftest import known_answer_check
+
+    known_answer_check(torch.device(info.device))
+    _prepared[key] = info
+    return info
+
+
+@contextlib.contextmanager
+def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
+
+
+def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: TimingSlot = nullcontext) -> EvalResult:
+    """Run the whole pipeline for one candidate in this process. Never raises for candidate faults."""
+    result = EvalResult()
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
+    try:
+        _run_pipeline(request, Path(work_dir), timing_slot, result, phases)
+    except Exception as exc:  # a harness-side failure: fail closed, keep the traceback for the developers
+        log.exception("evaluation pipeline failed")
+        result.status = Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR
+        result.correct = False
+        result.error = f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
+    phases["total"] = time.perf_counter() - start
+    result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
+    _finish(result, request.options)
+    return result
+
+
+def _finish(result: EvalResult, options: EvalOptions) -> None:
+    result.hacked = result.status == Status.HACKED
+    result.correct = result.status == Status.CORRECT
+    outcome = compute_reward(
+        options.reward_scheme,
+        status=result.status.value,
+        speedup=result.speedup if result.timing_available else None,
+        coverage=result.coverage,
+        hacked=result.hacked,
+        hacked_penalty=options.hacked_penalty,
+        params=options.reward_params,
+    )
+    result.reward = outcome.reward
+    result.reward_scheme = outcome.scheme
+    result.feedback = render_feedback(result, options.feedback_max_chars)
+
+
+def _set_failure(result: EvalResult, status: Status, error: str, hack_reasons: list[str] | None = None) -> None:
+    result.status = status
+    result.error = error
+    if hack_reasons:
+        result.hack_reasons.extend(r for r in hack_reasons if r not in result.hack_reasons)
+
+
+def _run_pipeline(
+    request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult, phases: dict[str, float]
+) -> None:
+    options = request.options
+    with _phase(phases, "extract"):
+        code = extract_code(request.candidate)
+    if code is None:
+        _set_failure(result, Status.FORMAT_ERROR, "no fenced code block (```python ... ```) found in the completion")
+        return
+    with _phase(phases, "static_checks"):
+        static = check_candidate(code, request.entry_point)
+    if static.compile_findings:
+        _set_failure(result, Status.COMPILE_ERROR, "; ".join(f.describe() for f in static.compile_findings))
+        return
+    if static.hack_findings:
+        _set_failure(
+            result, Status.HACKED, "static checks: " + "; ".join(f.describe() for f in static.hack_findings),
+            [f.reason.value for f in static.hack_findings],
+        )
+        return
+
+    with _phase(phases, "prepare"):
+        info = prepare_worker(request.device)
+    result.device = info.device_name
+    result.mode = info.mode
+    import torch
+
+    device = torch.device(info.device)
+    _apply_tf32_policy(options.allow_tf32)
+    seed_base = options.seed_base if options.seed_base is not None else secrets.randbits(30)
+
+    from kernel_reward import loading
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with _phase(phases, "load"):
+        try:
+            reference_module = loading.load_reference(request.reference_code, work_dir, request.entry_point)
+        except Exception as exc:
+            _set_failure(result, Status.RUNTIME_ERROR, f"reference program failed to load (task problem): {type(exc).__name__}: {exc}")
+            result.flags.append("reference_error")
+            return
+        try:
+            candidate_module = loading.write_and_import(code, work_dir, "cand")
+        except BaseException as exc:  # SystemExit at import is a candidate fault too
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            _set_failure(result, Status.COMPILE_ERROR, f"candidate failed to import: {type(exc).__name__}: {exc}\n{_tail_traceback(exc)}")
+            return
+    try:
+        _evaluate_loaded(request, work_dir, timing_slot, result, phases, reference_module, candidate_module, device, seed_base)
+    finally:
+        loading.unload(reference_module, candidate_module)
+
+
+def _evaluate_loaded(
+    request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult, phases: dict[str, float],
+    reference_module: Any, candidate_module: Any, device: Any, seed_base: int,
+) -> None:
+    from kernel_reward import correctness, loading, shapes
+
+    options = request.options
+    with _phase(phases, "build"):
+        try:
+            task = loading.build_models(reference_module, candidate_module, request.entry_point, device, seed_base)
+        except loading.CandidateLoadError as exc:
+            status = Status.COMPILE_ERROR if exc.phase == "compile" else Status.RUNTIME_ERROR
+            _set_failure(result, status, str(exc))
+            return
+        except Exception as exc:
+            _set_failure(result, Status.RUNTIME_ERROR, f"reference model could not be built (task problem): {type(exc).__name__}: {exc}")
+            result.flags.append("reference_error")
+            return
+    result.compiled = True
+    result.state_transfer = task.state_transfer
+    seeds = correctness.trial_seeds(seed_base, options.num_trials + 2)
+    with _phase(phases, "correctness"):
+        report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
+    result.correctness = report.details
+    result.launched_kernels = report.launched_kernels
+    if not report.passed:
+        status = {
+            correctness.Verdict.INCORRECT: Status.INCORRECT,
+            correctness.Verdict.HACKED: Status.HACKED,
+        }.get(report.verdict, Status.RUNTIME_ERROR)
+        if status == Status.RUNTIME_ERROR and "CompilationError" in (report.error or ""):
+            status, result.compiled = Status.COMPILE_ERROR, False
+        _set_failure(result, status, report.error or "correctness check failed", report.hack_reasons)
+        return
+
+    with _phase(phases, "shape_check"):
+        result.shape_generalization = shapes.check_shape_generalization(
+            request.reference_code, candidate_module, request.entry_point, device, options, work_dir, seeds[-1]
+        )
+    if options.shape_check == "fail" and result.shape_generalization.get("passed") is False:
+        _set_failure(result, Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason")))
+        return
+
+    if device.type == "cuda":
+        with timing_slot():
+            if not _time_and_profile(task, device, options, result, phases, seeds[-2]):
+                return
+    else:
+        result.timing_available = False
+        result.flags.append("timing_unavailable_interpreter")
+    result.status = Status.CORRECT
+
+
+def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: EvalResult, phases: dict[str, float], seed: int) -> bool:
+    """Timing, the post-timing re-check and the profiler pass. Returns False when the candidate failed."""
+    from kernel_reward import correctness, profiling
+    from kernel_reward.tensors import make_inputs
+
+    pool = [make_inputs(task.reference_module, seed + i, device) for i in range(2)]
+    with _phase(phases, "timing"):
+        try:
+            paired = _measure(task, pool, device, options)
+            if paired.speedup > options.implausible_speedup:
+                result.flags.append("implausible_speedup_remeasured")
+                paired = _measure(task, pool, device, options)
+                if paired.speedup > options.implausible_speedup:
+                    result.flags.append("implausible_speedup")
+        except Exception as exc:
+            _set_failure(result, Status.RUNTIME_ERROR, f"failed during timing: {type(exc).__name__}: {exc}")
+            return False
+    result.timing_available = True
+    result.reference_timing, result.kernel_timing = paired.reference, paired.candidate
+    result.reference_time_ms, result.kernel_time_ms = paired.reference.median_ms, paired.candidate.median_ms
+    result.speedup, result.speedup_ci = paired.speedup, paired.speedup_ci
+    with _phase(phases, "recheck"):
+        report = correctness.recheck(task, device, options, seed + 7)
+    if not report.passed:
+        _set_failure(result, Status.HACKED if report.hack_reasons else Status.RUNTIME_ERROR, report.error or "re-check failed", report.hack_reasons)
+        return False
+    if options.profile:
+        with _phase(phases, "profile"):
+            try:
+                profile = profiling.profile_candidate(task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
+            except Exception as exc:  # the profiler is diagnostics; its failure must not fail the candidate
+                result.flags.append(f"profile_failed: {type(exc).__name__}: {exc}"[:300])
+            else:
+                result.coverage = profile.coverage
+                result.kernel_table = profile.table
+    return True
+
+
+def _measure(task: Any, pool: list[Any], device: Any, options: EvalOptions) -> Any:
+    from kernel_reward import timing
+
+    return timing.time_pair(
+        task.reference_model, task.candidate_model, pool, device,
+        budget_ms=options.timing_budget_ms, warmup_calls=options.warmup_calls,
+        min_calls=options.min_timed_calls, max_calls=options.max_timed_calls, l2_flush_mb=options.l2_flush_mb,
+    )
+
+
+def _apply_tf32_policy(allow_tf32: bool) -> None:
+    """See options.py: by default the fp32 reference runs in full fp32 (no TF32 in matmul / conv)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow_tf32
+    torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+
+
+def _tail_traceback(exc: BaseException, limit: int = 1500) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-limit:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kernel_reward.worker",
+        description="Evaluate one candidate in this process (one-shot mode) and write the EvalResult as JSON.",
+    )
+    parser.add_argument("--request", required=True, type=Path, help="EvalRequest JSON file")
+    parser.add_argument("--out", required=True, type=Path, help="where to write the EvalResult JSON")
+    parser.add_argument("--work-dir", type=Path, default=None, help="directory for the program files (default: a temp dir)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        request = EvalRequest.from_json_file(args.request)
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot read request {args.request}: {exc}")
+    if wants_interpreter(request.device):
+        ensure_interpreter_env()
+    with tempfile.TemporaryDirectory(prefix="kr_eval_") as tmp:
+        work_dir = args.work_dir or Path(tmp)
+        result = evaluate_request(request, work_dir=work_dir)
+    args.out.write_text(result.to_json(indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
