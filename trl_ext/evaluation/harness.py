@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from tqdm.auto import tqdm
 
 from kernel_reward.extract import extract_code
-from kernel_reward.result import EvalResult
+from kernel_reward.result import EvalResult, Status
 
 from .cache import ResultCache, cache_key
 from .completions import SavedTrajectory
@@ -202,3 +202,194 @@ def evaluate_saved(
 
 
 Generate = Callable[[list[Messages], list[int]], list[str]]
+
+
+# --- model runs: generation through trl_ext's multi-turn rollout ---------------------------------------------
+
+
+class Rollout(Protocol):
+    """What the harness needs from ``trl_ext.rollout.MultiTurnRollout``."""
+
+    def run(self, tasks: Sequence[dict[str, Any]], prompt_ids: Sequence[list[int]] | None = None) -> list[Any]: ...
+
+
+def task_row(task: EvalTask) -> dict[str, Any]:
+    """The dataset-shaped row the rollout and the environment read (DESIGN schema, the fields they use)."""
+    return {
+        "prompt": [dict(m) for m in task.prompt],
+        "reward_model": {"style": "rule", "ground_truth": task.reference_code},
+        "extra_info": {"uuid": task.uuid, "entry_point": task.entry_point, "level": task.level},
+    }
+
+
+def eval_result_from_step(step: Any) -> EvalResult:
+    """The EvalResult behind an environment step: the full one when the environment attached it
+    (``details["eval_result"]``), else one rebuilt from the step's typed fields."""
+    details = getattr(step, "details", None) or {}
+    if isinstance(details.get("eval_result"), dict):
+        return EvalResult.from_dict(details["eval_result"])
+    if isinstance(details.get("eval_result"), EvalResult):
+        return details["eval_result"]
+    try:
+        status = Status(step.status)
+    except ValueError:
+        status = Status.CRASHED
+    return EvalResult(
+        status=status,
+        compiled=bool(step.compiled),
+        correct=bool(step.correct) and status is Status.CORRECT,
+        hacked=bool(step.hacked),
+        speedup=step.speedup,
+        coverage=step.coverage,
+        reward=float(step.reward),
+        feedback=step.feedback,
+        timing_available=step.speedup is not None,
+    )
+
+
+class EvaluatorEnvironment:
+    """The kernel environment for evaluation: one batched ``evaluate_many`` per rollout step.
+
+    Implements ``trl_ext.env.Environment``; each step carries the full EvalResult in ``details``.
+    """
+
+    def __init__(self, evaluator: PairEvaluator):
+        self.evaluator = evaluator
+        self.calls = 0
+
+    def reset(self, tasks: Sequence[dict[str, Any]]) -> list[str]:
+        return [row["reward_model"]["ground_truth"] for row in tasks]
+
+    def step(self, states: Sequence[str], completions: Sequence[str]) -> list[Any]:
+        from trl_ext.env import StepResult
+
+        self.calls += 1
+        results = self.evaluator.evaluate_many(list(zip(states, completions, strict=True)))
+        return [
+            StepResult(
+                reward=r.reward, feedback=feedback_message(r), status=r.status.value,
+                formatted=r.status is not Status.FORMAT_ERROR, compiled=r.compiled, correct=r.correct,
+                hacked=r.hacked, speedup=r.speedup, coverage=r.coverage, details={"eval_result": r.to_dict()},
+            )
+            for r in results
+        ]
+
+
+def _turns_from_trajectory(trajectory: Any) -> list[dict[str, Any]]:
+    return [{"completion": t.completion, "result": eval_result_from_step(t.result).to_dict()} for t in trajectory.turns]
+
+
+def _records_from_turns(
+    task: EvalTask, sample: int, turns: Sequence[dict[str, Any]], cached: bool,
+    prompt: Messages | None = None, first_turn: int = 1, phase: str = "multi_turn",
+) -> list[TurnRecord]:
+    records = []
+    prompt = prompt if prompt is not None else [dict(m) for m in task.prompt]
+    for offset, turn in enumerate(turns):
+        result = EvalResult.from_dict(turn["result"])
+        records.append(TurnRecord(
+            uuid=task.uuid, sample=sample, turn=first_turn + offset, prompt=prompt, completion=turn["completion"],
+            code=extract_code(turn["completion"]), result=result, cached=cached, phase=phase,
+        ))
+        prompt = [*prompt, {"role": "assistant", "content": turn["completion"]},
+                  {"role": "user", "content": feedback_message(result)}]
+    return records
+
+
+def evaluate_model(
+    tasks: Sequence[EvalTask],
+    rollout: Rollout,
+    cache: ResultCache,
+    *,
+    num_samples: int,
+    num_turns: int,
+    model_id: dict[str, Any],
+    sampling: dict[str, Any],
+    evaluator_settings: dict[str, Any],
+    episodes_per_call: int = 8,
+) -> list[SampleRecord]:
+    """``num_samples`` multi-turn trajectories per task through ``rollout``; finished samples are cached.
+
+    A sample's key is (task, model, sampling, sample index, turns, evaluator settings): its whole history is
+    determined by those, so a cached sample is not generated again.
+    """
+    import torch
+
+    keys = {
+        (task.uuid, s): cache_key(task=task_fingerprint(task), model=model_id, sampling=sampling, sample=s,
+                                  num_turns=num_turns, history=[], evaluator=evaluator_settings)
+        for task in tasks for s in range(num_samples)
+    }
+    was_cached = {k for k, key in keys.items() if key in cache}
+    todo = [(task, s) for task in tasks for s in range(num_samples) if (task.uuid, s) not in was_cached]
+    if was_cached:
+        logger.info("model run: %d of %d samples found in the resume cache", len(was_cached), len(keys))
+    with tqdm(total=len(todo), desc="generating + evaluating", unit="sample", disable=not todo) as bar:
+        for chunk in _chunks(todo, episodes_per_call):
+            # Seed from the first episode's key so a resumed run samples what an uninterrupted one would have.
+            torch.manual_seed(int(keys[(chunk[0][0].uuid, chunk[0][1])][:8], 16) ^ int(sampling.get("seed", 0)))
+            trajectories = rollout.run([task_row(task) for task, _ in chunk])
+            for (task, s), trajectory in zip(chunk, trajectories, strict=True):
+                cache.put(keys[(task.uuid, s)], {"turns": _turns_from_trajectory(trajectory)})
+            bar.update(len(chunk))
+    records = []
+    for task in tasks:
+        for s in range(num_samples):
+            turns = cache.get(keys[(task.uuid, s)])["turns"]
+            records.append(SampleRecord(task, s, _records_from_turns(task, s, turns, (task.uuid, s) in was_cached)))
+    return records
+
+
+def run_tts(
+    records: Sequence[SampleRecord],
+    single_turn_rollout: Rollout,
+    render_prompt: Callable[[Messages], list[int]],
+    cache: ResultCache,
+    *,
+    rounds: int,
+    window: int,
+    model_id: dict[str, Any],
+    sampling: dict[str, Any],
+    evaluator_settings: dict[str, Any],
+) -> list[SampleRecord]:
+    """Sequential test-time scaling after the multi-turn phase (see ``ttscaling``).
+
+    Each round, every sample's context is its first prompt plus its best ``window`` turns so far; one turn is
+    generated and evaluated (``single_turn_rollout`` runs one turn per episode) and appended to the full
+    history. Returns new records holding the multi-turn turns followed by the TTS rounds.
+    """
+    import torch
+
+    from .ttscaling import HistoryTurn, context_messages, select_context
+
+    out = [SampleRecord(r.task, r.sample, list(r.turns)) for r in records]
+    for round_index in range(1, rounds + 1):
+        jobs = []
+        for record in out:
+            history = [HistoryTurn(t.turn, t.completion, feedback_message(t.result), t.result.reward)
+                       for t in record.turns]
+            selected = select_context(history, window)
+            messages = context_messages(record.task.prompt, history, window)
+            key = cache_key(task=task_fingerprint(record.task), model=model_id, sampling=sampling,
+                            sample=record.sample, tts_round=round_index,
+                            history=[(h.completion, h.feedback, h.reward) for h in selected],
+                            evaluator=evaluator_settings)
+            jobs.append((record, messages, key))
+        todo = [job for job in jobs if job[2] not in cache]
+        for start in tqdm(range(0, len(todo), 8), desc=f"test-time scaling round {round_index}/{rounds}",
+                          disable=not todo):
+            chunk = todo[start : start + 8]
+            torch.manual_seed(int(chunk[0][2][:8], 16) ^ int(sampling.get("seed", 0)))
+            trajectories = single_turn_rollout.run(
+                [task_row(record.task) for record, _, _ in chunk],
+                prompt_ids=[render_prompt(messages) for _, messages, _ in chunk],
+            )
+            for (_, _, key), trajectory in zip(chunk, trajectories, strict=True):
+                cache.put(key, {"turns": _turns_from_trajectory(trajectory)[:1]})
+        cached = {job[2] for job in jobs} - {job[2] for job in todo}
+        for record, messages, key in jobs:
+            record.turns += _records_from_turns(
+                record.task, record.sample, cache.get(key)["turns"], key in cached, prompt=messages,
+                first_turn=len(record.turns) + 1, phase="tts",
+            )
+    return out

@@ -1,0 +1,164 @@
+"""``MultiTurnKernelConfig``: GRPOConfig plus the multi-turn TRLOO / MRS / PR / PRS settings (FACTS 3-4).
+
+Every field carries help text (shown by ``scripts/train.py --help``); ``__post_init__`` rejects combinations
+that would silently break the method and says what to set instead.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Literal
+
+from trl import GRPOConfig
+
+
+@dataclass
+class MultiTurnKernelConfig(GRPOConfig):
+    """Configuration of ``TRLOOTrainer`` (all ``trl.GRPOConfig`` fields apply as well)."""
+
+    # --- rollout --------------------------------------------------------------------------------------------
+    max_turns: int = field(
+        default=3, metadata={"help": "Turns per trajectory (the paper uses 3). Every turn is trained."}
+    )
+    feedback_max_chars: int = field(
+        default=8000,
+        metadata={"help": "Environment feedback longer than this many characters is cut (a marker says so)."},
+    )
+    max_context_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Stop a trajectory early when prompt + turns + feedback would exceed this many tokens "
+            "(None: no limit beyond max_turns * max_completion_length)."
+        },
+    )
+    # --- advantages -----------------------------------------------------------------------------------------
+    gamma: float = field(default=1.0, metadata={"help": "Discount between turns for the turn returns (paper: 1.0)."})
+    advantage_estimator: Literal["trloo", "grpo_turn"] = field(
+        default="trloo",
+        metadata={
+            "help": "'trloo': turn-level leave-one-out baseline (unbiased, the paper's method). 'grpo_turn': "
+            "turn-level group mean including the sample itself (ablation; shrinks the gradient by 1 - 1/N)."
+        },
+    )
+    singleton_advantage: Literal["return", "zero"] = field(
+        default="return",
+        metadata={
+            "help": "Advantage of a sample that is alone in its group at a turn: 'return' gives A = G (the "
+            "paper's public code), 'zero' gives A = 0."
+        },
+    )
+    grpo_turn_scale_std: bool = field(
+        default=False,
+        metadata={"help": "With advantage_estimator='grpo_turn', also divide by the group's std (classic GRPO)."},
+    )
+    mask_failed_turns_after_success: bool = field(
+        default=False,
+        metadata={
+            "help": "Leave out of the loss any turn with reward <= 0 that follows a turn of the same trajectory "
+            "with reward > 0 (used by the paper's recipe). Such turns still count in the baselines."
+        },
+    )
+    drop_tied_groups: bool = field(
+        default=False,
+        metadata={
+            "help": "Zero-variance group filter: leave out of the loss every sample of a prompt group whose "
+            "last-turn rewards all tie (used by the paper's recipe)."
+        },
+    )
+    # --- MRS ------------------------------------------------------------------------------------------------
+    use_mrs: bool = field(
+        default=False,
+        metadata={
+            "help": "Mismatch rejection sampling: drop from the loss trajectories (or turns / tokens, see "
+            "mrs_level) whose trainer / rollout probability ratio leaves [mrs_lower, mrs_upper] or has a token "
+            "below mrs_veto. Needs matched sampling: top_p=1, top_k=0, no min_p / repetition penalty."
+        },
+    )
+    mrs_level: Literal["trajectory", "turn", "token"] = field(
+        default="trajectory",
+        metadata={"help": "Where MRS applies its test: whole trajectory (paper), each turn, or each token."},
+    )
+    mrs_lower: float = field(default=0.999, metadata={"help": "MRS lower bound of the geometric-mean ratio."})
+    mrs_upper: float = field(default=1.001, metadata={"help": "MRS upper bound of the geometric-mean ratio."})
+    mrs_veto: float = field(default=1e-4, metadata={"help": "MRS veto: reject if any token ratio is below this."})
+    # --- reward / PRS ---------------------------------------------------------------------------------------
+    reward_scheme: Literal["paper", "released", "ladder"] = field(
+        default="paper",
+        metadata={
+            "help": "Kernel reward passed to the environment: 'paper' R = C + C*min(speedup,3) + C*w*PR; "
+            "'released' half of it; 'ladder' the discrete ladder (FACTS 3)."
+        },
+    )
+    pr_weight: float = field(
+        default=1.0, metadata={"help": "Weight w of the profiling reward PR in the kernel reward (0 disables PR)."}
+    )
+    reward_device: str | None = field(
+        default=None,
+        metadata={"help": "Device for kernel evaluation ('cuda', 'cpu' = Triton interpreter; None = auto)."},
+    )
+    reward_timeout: float | None = field(
+        default=None, metadata={"help": "Per-candidate evaluation timeout in seconds (None: evaluator default)."}
+    )
+    use_prs: bool = field(
+        default=False,
+        metadata={
+            "help": "Profiling-based rejection sampling: keep each CORRECT turn with probability "
+            "clip((PR - prs_threshold) / prs_softness, 0, 1); incorrect turns are always kept."
+        },
+    )
+    prs_threshold: float = field(default=0.3, metadata={"help": "PRS coverage threshold."})
+    prs_softness: float = field(default=0.1, metadata={"help": "PRS ramp width above the threshold."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
+        if self.feedback_max_chars < 1:
+            raise ValueError(f"feedback_max_chars must be >= 1, got {self.feedback_max_chars}")
+        if self.advantage_estimator not in ("trloo", "grpo_turn"):
+            raise ValueError(f"advantage_estimator must be 'trloo' or 'grpo_turn', got {self.advantage_estimator!r}")
+        if self.grpo_turn_scale_std and self.advantage_estimator != "grpo_turn":
+            raise ValueError("grpo_turn_scale_std only applies to advantage_estimator='grpo_turn'; unset it")
+        if not 0.0 < self.mrs_lower <= 1.0 <= self.mrs_upper:
+            raise ValueError(
+                f"MRS bounds must satisfy 0 < mrs_lower <= 1 <= mrs_upper, got {self.mrs_lower}, {self.mrs_upper}"
+            )
+        if not 0.0 < self.mrs_veto < 1.0:
+            raise ValueError(f"mrs_veto must be in (0, 1), got {self.mrs_veto}")
+        if self.use_mrs:
+            mismatched = []
+            if self.top_p != 1.0:
+                mismatched.append(f"top_p={self.top_p} (set top_p=1.0)")
+            if self.top_k not in (0, None):
+                mismatched.append(f"top_k={self.top_k} (set top_k=0)")
+            if self.min_p not in (None, 0.0):
+                mismatched.append(f"min_p={self.min_p} (set min_p=None)")
+            if self.repetition_penalty != 1.0:
+                mismatched.append(f"repetition_penalty={self.repetition_penalty} (set 1.0)")
+            if mismatched:
+                raise ValueError(
+                    "use_mrs compares trainer and rollout probabilities, which only agree when sampling is not "
+                    "truncated or reshaped: " + "; ".join(mismatched)
+                )
+            if self.use_vllm and self.vllm_importance_sampling_correction:
+                warnings.warn(
+                    "use_mrs with vllm_importance_sampling_correction=True also reweights kept tokens by TRL's "
+                    "importance ratios; the paper's MRS applies no weights. Set "
+                    "vllm_importance_sampling_correction=False to reproduce it.",
+                    stacklevel=2,
+                )
+        if not 0.0 <= self.prs_threshold <= 1.0:
+            raise ValueError(f"prs_threshold must be in [0, 1], got {self.prs_threshold}")
+        if self.prs_softness <= 0.0:
+            raise ValueError(f"prs_softness must be > 0, got {self.prs_softness}")
+        if self.pr_weight < 0.0:
+            raise ValueError(f"pr_weight must be >= 0, got {self.pr_weight}")
+        if self.use_prs and self.pr_weight == 0.0:
+            warnings.warn("use_prs without PR in the reward (pr_weight=0): PRS still filters by coverage", stacklevel=2)
+        if self.num_generations is not None and self.num_generations < 2:
+            raise ValueError(
+                f"num_generations={self.num_generations}: turn-level baselines need >= 2 samples per prompt"
+            )

@@ -1,0 +1,318 @@
+"""The multi-turn rollout loop, shared by the trainer and the evaluation harness.
+
+One call runs every task of a batch for up to ``max_turns`` turns:
+
+    turn 1: chat-template the dataset prompt -> generate -> environment.step (batched over active episodes)
+    turn k: append the feedback of turn k-1 as a user message, *as token ids* (earlier turns are never
+            re-tokenised, so the trainer scores exactly the tokens that were sampled) -> generate -> step
+
+Generation is pluggable (``GenerationBackend``: ``TransformersBackend`` here; the trainer wires TRL's vLLM
+client through the same protocol; an OpenAI-compatible endpoint can implement it too) and so is the environment
+(``trl_ext.env.Environment``). The result is one ``Trajectory`` per task: the prompt ids, the completion ids of
+all turns with the feedback in between, a mask of model tokens (feedback tokens carry no loss), the rollout
+engine's log-probs, the turn of every token, and each turn's text and ``StepResult``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+from trl_ext.env import Environment, StepResult, as_step_result
+
+logger = logging.getLogger(__name__)
+
+FEEDBACK_TOKEN = -1  # turn id of feedback / template tokens between turns
+
+
+# ------------------------------------------------------------------------------------------------ chat tokens
+def _as_ids(encoded: Any) -> list[int]:
+    """apply_chat_template returns a list, or a BatchEncoding in newer transformers; give a flat id list."""
+    if isinstance(encoded, Mapping):
+        encoded = encoded["input_ids"]
+    if isinstance(encoded, torch.Tensor):
+        encoded = encoded.tolist()
+    if encoded and isinstance(encoded[0], list):
+        encoded = encoded[0]
+    return list(encoded)
+
+
+def render_prompt_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
+    """Token ids of a chat prompt followed by the assistant generation header."""
+    if not messages or any("role" not in m or "content" not in m for m in messages):
+        raise ValueError(f"a prompt must be a non-empty list of {{role, content}} messages, got {messages!r:.200}")
+    return _as_ids(tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True))
+
+
+class FeedbackTokenizer:
+    """Turns feedback text into the token ids that follow a finished assistant turn.
+
+    The ids are the chat template's difference between [user, assistant] and [user, assistant, user(feedback)]
+    + generation header, starting right after the assistant's end-of-turn token (which the model generated
+    itself). Computed once per text with a dummy conversation, so any chat template works as long as it
+    renders earlier turns identically when a turn is added (checked).
+    """
+
+    def __init__(self, tokenizer: Any, end_of_turn_id: int):
+        self.tokenizer = tokenizer
+        self.end_of_turn_id = end_of_turn_id
+        base = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+        self._base_ids = _as_ids(tokenizer.apply_chat_template(base, tokenize=True))
+        if end_of_turn_id not in self._base_ids:
+            raise ValueError(
+                f"the chat template does not end assistant turns with token {end_of_turn_id} "
+                f"({tokenizer.convert_ids_to_tokens(end_of_turn_id)!r}); set the eos token to the template's "
+                "end-of-turn token (e.g. <|im_end|>)"
+            )
+        # Position right after the assistant's end-of-turn token in the dummy conversation.
+        self._cut = len(self._base_ids) - self._base_ids[::-1].index(end_of_turn_id)
+        self._base = base
+
+    def __call__(self, feedback: str) -> list[int]:
+        full = _as_ids(
+            self.tokenizer.apply_chat_template(
+                [*self._base, {"role": "user", "content": feedback}], add_generation_prompt=True, tokenize=True
+            )
+        )
+        if full[: self._cut] != self._base_ids[: self._cut]:
+            raise ValueError("the chat template renders earlier turns differently once a turn is added")
+        return full[self._cut :]
+
+
+# ------------------------------------------------------------------------------------------------ generation
+@dataclass
+class GenerationOutput:
+    """One sampled completion: token ids (ending with eos unless truncated) and their rollout log-probs."""
+
+    token_ids: list[int]
+    logprobs: list[float] | None  # log-prob of each sampled token after temperature (None: backend has none)
+
+
+class GenerationBackend(Protocol):
+    """Samples one completion per prompt (prompts are token id lists). Must accept an empty list."""
+
+    def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]: ...
+
+
+class TransformersBackend:
+    """``model.generate`` sampling with processed log-probs (scores after temperature / top-k / top-p).
+
+    Args:
+        model_context: callable returning a context manager that yields the model to generate with (lets the
+            trainer unwrap DDP / DeepSpeed models; pass ``lambda: contextlib.nullcontext(model)`` otherwise).
+        generation_config: a ``transformers.GenerationConfig`` (max_new_tokens, temperature, top_p, top_k...).
+        pad_token_id, eos_token_ids: used for padding and for cutting completions after the first eos.
+        device: where the input ids go.
+        batch_size: prompts per ``generate`` call (None = all at once).
+    """
+
+    def __init__(
+        self,
+        model_context: Callable[[], contextlib.AbstractContextManager],
+        generation_config: Any,
+        pad_token_id: int,
+        eos_token_ids: Sequence[int],
+        device: torch.device | str = "cpu",
+        batch_size: int | None = None,
+    ):
+        self.model_context = model_context
+        # Ask generate for the processed scores (after temperature / top-k / top-p) of every sampled step.
+        self.generation_config = copy.deepcopy(generation_config)
+        self.generation_config.output_scores = True
+        self.generation_config.return_dict_in_generate = True
+        self.pad_token_id = pad_token_id
+        self.eos_token_ids = list(eos_token_ids)
+        self.device = torch.device(device)
+        self.batch_size = batch_size
+
+    def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
+        # An empty call still runs one tiny generation, so every rank makes the same number of collective calls
+        # (DeepSpeed ZeRO-3 gathers parameters inside generate).
+        dummy = not prompts
+        batch = prompts if prompts else [[self.eos_token_ids[0]]]
+        outputs: list[GenerationOutput] = []
+        step = self.batch_size or len(batch)
+        with self.model_context() as model, torch.no_grad():
+            for start in range(0, len(batch), step):
+                outputs.extend(self._generate_batch(model, batch[start : start + step]))
+        return [] if dummy else outputs
+
+    def _generate_batch(self, model: Any, prompts: list[list[int]]) -> list[GenerationOutput]:
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):  # left padding
+            ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            attention[row, width - len(prompt) :] = 1
+        out = model.generate(
+            input_ids=ids.to(self.device),
+            attention_mask=attention.to(self.device),
+            generation_config=self.generation_config,
+        )
+        new_tokens = out.sequences[:, width:].cpu()  # (B, S)
+        # scores are the processed logits of each step: log_softmax gives the sampling distribution's log-probs
+        scores = torch.stack(out.scores, dim=1).float()  # (B, S, V)
+        logps = torch.log_softmax(scores, dim=-1).gather(-1, new_tokens.to(scores.device).unsqueeze(-1))
+        logps = logps.squeeze(-1).cpu()  # (B, S)
+        results = []
+        for row in range(len(prompts)):
+            tokens = new_tokens[row].tolist()
+            end = len(tokens)
+            for pos, tok in enumerate(tokens):
+                if tok in self.eos_token_ids:
+                    end = pos + 1
+                    break
+            results.append(GenerationOutput(tokens[:end], logps[row, :end].tolist()))
+        return results
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+@dataclass
+class TurnRecord:
+    """One model turn: its sampled ids, decoded text, and the environment's verdict."""
+
+    completion_ids: list[int]
+    completion: str
+    result: StepResult
+    truncated: bool  # the turn hit max_new_tokens without an end-of-turn token
+
+
+@dataclass
+class Trajectory:
+    """All turns of one episode, flattened the way the trainer scores them."""
+
+    task: Mapping[str, Any]
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)  # turns + feedback between them
+    env_mask: list[int] = field(default_factory=list)  # 1 = sampled by the model, 0 = feedback / template
+    logprobs: list[float] = field(default_factory=list)  # rollout log-probs (0.0 on feedback tokens)
+    turn_ids: list[int] = field(default_factory=list)  # 0-based turn of each model token, -1 on feedback
+    turns: list[TurnRecord] = field(default_factory=list)
+    done: bool = False
+
+    @property
+    def rewards(self) -> list[float]:
+        return [turn.result.reward for turn in self.turns]
+
+
+@dataclass
+class RolloutStats:
+    generation_s: float = 0.0
+    environment_s: float = 0.0
+    generation_calls: int = 0
+    feedback_truncated: int = 0
+
+
+class MultiTurnRollout:
+    """Runs batches of episodes against an environment (see the module docstring).
+
+    Args:
+        backend: generation backend.
+        environment: the environment (``trl_ext.env.Environment``).
+        tokenizer: a tokenizer with a chat template.
+        max_turns: turns per episode (fewer if the environment says ``done``).
+        end_of_turn_id: the token that ends an assistant turn (the generation eos).
+        feedback_max_chars: feedback longer than this is cut (head kept, a marker appended).
+        max_context_tokens: an episode stops once its context would exceed this many tokens (None: no limit).
+        count_active_globally: in distributed runs, maps this rank's number of active episodes to the number
+            across all ranks, so ranks keep making the same number of generation calls.
+    """
+
+    def __init__(
+        self,
+        backend: GenerationBackend,
+        environment: Environment,
+        tokenizer: Any,
+        max_turns: int,
+        end_of_turn_id: int,
+        feedback_max_chars: int = 8000,
+        max_context_tokens: int | None = None,
+        count_active_globally: Callable[[int], int] | None = None,
+    ):
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        self.backend = backend
+        self.environment = environment
+        self.tokenizer = tokenizer
+        self.max_turns = max_turns
+        self.end_of_turn_id = end_of_turn_id
+        self.feedback_max_chars = feedback_max_chars
+        self.max_context_tokens = max_context_tokens
+        self.count_active_globally = count_active_globally
+        self.feedback_ids = FeedbackTokenizer(tokenizer, end_of_turn_id)
+        self.stats = RolloutStats()
+
+    def _clip_feedback(self, text: str) -> str:
+        if len(text) <= self.feedback_max_chars:
+            return text
+        self.stats.feedback_truncated += 1
+        marker = f"\n... [feedback truncated: {len(text) - self.feedback_max_chars} characters omitted]"
+        return text[: self.feedback_max_chars] + marker
+
+    def run(self, tasks: Sequence[Mapping[str, Any]], prompt_ids: Sequence[list[int]] | None = None) -> list[Trajectory]:
+        """Run one episode per task. ``prompt_ids`` (optional) overrides the chat-templated ``task["prompt"]``."""
+        self.stats = RolloutStats()
+        if prompt_ids is None:
+            prompt_ids = [render_prompt_ids(self.tokenizer, task["prompt"]) for task in tasks]
+        trajectories = [Trajectory(task=task, prompt_ids=list(ids)) for task, ids in zip(tasks, prompt_ids, strict=True)]
+        states = self.environment.reset(tasks)
+        if len(states) != len(tasks):
+            raise ValueError(f"environment.reset returned {len(states)} states for {len(tasks)} tasks")
+
+        for turn in range(self.max_turns):
+            active = [i for i, traj in enumerate(trajectories) if not traj.done]
+            if self.count_active_globally is not None:
+                if self.count_active_globally(len(active)) == 0:
+                    break
+            elif not active:
+                break
+            contexts = [trajectories[i].prompt_ids + trajectories[i].completion_ids for i in active]
+            started = time.perf_counter()
+            generated = self.backend.generate(contexts)
+            self.stats.generation_s += time.perf_counter() - started
+            self.stats.generation_calls += 1
+            if len(generated) != len(active):
+                raise RuntimeError(f"generation backend returned {len(generated)} outputs for {len(active)} prompts")
+            if not active:
+                continue  # this rank only kept step with the others
+            texts = [self.tokenizer.decode(g.token_ids, skip_special_tokens=True) for g in generated]
+            started = time.perf_counter()
+            raw = self.environment.step([states[i] for i in active], texts)
+            self.stats.environment_s += time.perf_counter() - started
+            if len(raw) != len(active):
+                raise RuntimeError(f"environment.step returned {len(raw)} results for {len(active)} completions")
+            for i, gen, text, step in zip(active, generated, texts, raw, strict=True):
+                self._append_turn(trajectories[i], turn, gen, text, as_step_result(step))
+        return trajectories
+
+    def _append_turn(self, traj: Trajectory, turn: int, gen: GenerationOutput, text: str, result: StepResult) -> None:
+        ids = list(gen.token_ids)
+        logps = list(gen.logprobs) if gen.logprobs is not None else [float("nan")] * len(ids)
+        if len(logps) != len(ids):
+            raise RuntimeError(f"backend gave {len(logps)} log-probs for {len(ids)} tokens")
+        truncated = not ids or ids[-1] != self.end_of_turn_id
+        traj.completion_ids += ids
+        traj.env_mask += [1] * len(ids)
+        traj.logprobs += logps
+        traj.turn_ids += [turn] * len(ids)
+        traj.turns.append(TurnRecord(ids, text, result, truncated))
+        if result.done or turn + 1 >= self.max_turns:
+            traj.done = True
+            return
+        # Close a truncated turn ourselves (not a model token: no loss), then the feedback turn.
+        between = ([self.end_of_turn_id] if truncated else []) + self.feedback_ids(self._clip_feedback(result.feedback))
+        if self.max_context_tokens is not None:
+            if len(traj.prompt_ids) + len(traj.completion_ids) + len(between) >= self.max_context_tokens:
+                traj.done = True
+                return
+        traj.completion_ids += between
+        traj.env_mask += [0] * len(between)
+        traj.logprobs += [0.0] * len(between)
+        traj.turn_ids += [FEEDBACK_TOKEN] * len(between)

@@ -1,0 +1,380 @@
+"""``TRLOOTrainer``: TRL's GRPOTrainer with multi-turn rollouts and turn-level advantages.
+
+The one change from ``trl.GRPOTrainer``: completions are multi-turn trajectories against an environment
+(``trl_ext.rollout``), and each token's advantage comes from its own turn's return (TRLOO or turn-level GRPO,
+``trl_ext.advantages``), with MRS / PRS / recipe filters applied as loss masks (``tool_mask``; the attention mask
+is untouched and the DAPO token normaliser is recomputed). Loss, clipping, optimisation, PEFT, vLLM weight sync,
+checkpointing and logging are GRPOTrainer's.
+
+Hooks used (all call the base implementation):
+- TRL's ``rollout_func`` hook runs ``MultiTurnRollout`` and returns prompt ids, all turns' completion ids with
+  the feedback tokens between them, the rollout log-probs and ``env_mask`` (feedback tokens carry no loss).
+- ``_generate_and_score_completions`` post-processes the base output: (B,) advantages -> (B, L) per-token
+  advantages, and loss masks. Per-turn rewards are gathered from every process first, because a prompt's
+  samples can sit on different ranks (TRL keeps each group contiguous in the gathered order).
+- ``training_step`` only adds the optimisation-time metric.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+from trl.models.utils import unwrap_model_for_generation
+
+from trl_ext.advantages import (
+    grpo_turn_advantages,
+    keep_failed_turns_after_success,
+    per_token,
+    trloo_advantages,
+    untied_groups,
+)
+from trl_ext.config import MultiTurnKernelConfig
+from trl_ext.env import Environment
+from trl_ext.mrs import (
+    mean_abs_log_ratio,
+    mrs_keep,
+    mrs_keep_tokens,
+    mrs_keep_turns,
+    prs_keep_probability,
+    prs_sample,
+)
+from trl_ext.rollout import (
+    GenerationOutput,
+    MultiTurnRollout,
+    Trajectory,
+    TransformersBackend,
+    render_prompt_ids,
+)
+
+# Per-turn statistics gathered across processes for logging (order of the last axis of the stats tensor).
+_TURN_STATS = ("reward", "formatted", "compiled", "correct", "hacked", "fast_1", "fast_1.2", "speedup", "coverage", "tokens")
+
+
+class TrajectoryReturn:
+    """GRPOTrainer bookkeeping reward: a trajectory's summed turn rewards (the trainer overrides advantages)."""
+
+    __name__ = "trajectory_return"
+
+    def __call__(self, completions, turn_rewards=None, **kwargs) -> list[float]:
+        if turn_rewards is None:
+            raise ValueError("trajectory_return needs the rollout's turn_rewards; use it with TRLOOTrainer only")
+        return [float(sum(rewards)) for rewards in turn_rewards]
+
+
+class _TRLVLLMBackend:
+    """Generation through TRL's vLLM integration (server or colocate mode), one completion per context.
+
+    Untested here (no vLLM on CPU); TRL syncs the weights before the rollout hook runs.
+    """
+
+    def __init__(self, trainer: GRPOTrainer):
+        self.trainer = trainer
+
+    def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
+        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(
+            prompts=prompts, images=None, num_generations=1
+        )
+        out = []
+        for ids, lps in zip(completion_ids, logprobs, strict=True):
+            out.append(GenerationOutput(list(ids), [float("nan") if lp[0] is None else lp[0] for lp in lps]))
+        return out
+
+
+def _turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
+    """(T, K) float stats of one trajectory, NaN for turns that did not happen or fields that do not apply."""
+    stats = torch.full((max_turns, len(_TURN_STATS)), float("nan"))
+    tokens_per_turn = [sum(1 for t in traj.turn_ids if t == k) for k in range(max_turns)]
+    for k, turn in enumerate(traj.turns):
+        r = turn.result
+        good = bool(r.correct) and not bool(r.hacked)
+        timed = r.speedup is not None
+        values = {
+            "reward": r.reward,
+            "formatted": r.formatted,
+            "compiled": r.compiled,
+            "correct": r.correct,
+            "hacked": r.hacked,
+            # Fast@p counts over all samples; unknown when a correct sample has no timing (CPU interpreter).
+            "fast_1": (good and r.speedup >= 1.0) if timed else (False if not good else None),
+            "fast_1.2": (good and r.speedup >= 1.2) if timed else (False if not good else None),
+            "speedup": r.speedup if good else None,
+            "coverage": r.coverage if good else None,
+            "tokens": tokens_per_turn[k],
+        }
+        for j, name in enumerate(_TURN_STATS):
+            if values[name] is not None:
+                stats[k, j] = float(values[name])
+    return stats
+
+
+class TRLOOTrainer(GRPOTrainer):
+    """Multi-turn TRLOO / MRS / PRS trainer (see the module docstring for the one change from GRPOTrainer).
+
+    Args:
+        model: model id, path or ``PreTrainedModel`` (as for GRPOTrainer).
+        environment: a ``trl_ext.env.Environment`` (e.g. ``kernel_reward.env.KernelEnvironment``).
+        args: ``MultiTurnKernelConfig``.
+        train_dataset / eval_dataset: conversational rows (``prompt`` = list of {role, content}); every column is
+            handed to ``environment.reset``.
+        processing_class, callbacks, optimizers, peft_config: as for GRPOTrainer.
+    """
+
+    _tag_names = ["trl", "grpo", "trloo", "drkernel"]
+
+    def __init__(
+        self,
+        model,
+        environment: Environment,
+        args: MultiTurnKernelConfig,
+        train_dataset=None,
+        eval_dataset=None,
+        processing_class=None,
+        callbacks=None,
+        optimizers=(None, None),
+        peft_config=None,
+    ):
+        if not isinstance(args, MultiTurnKernelConfig):
+            raise TypeError(f"args must be a MultiTurnKernelConfig, got {type(args).__name__}")
+        if not (hasattr(environment, "reset") and hasattr(environment, "step")):
+            raise TypeError(f"environment {type(environment).__name__} must have reset(tasks) and step(states, texts)")
+        with warnings.catch_warnings():  # the rollout hook is the supported extension point; its notice is noise
+            warnings.filterwarnings("ignore", message=".*'rollout_func'.*experimental")
+            super().__init__(
+                model=model,
+                reward_funcs=[TrajectoryReturn()],
+                args=args,
+                train_dataset=train_dataset,
+                eval_dataset=eval_dataset,
+                processing_class=processing_class,
+                callbacks=callbacks,
+                optimizers=optimizers,
+                peft_config=peft_config,
+                rollout_func=self._multi_turn_rollout,
+            )
+        self.environment = environment
+        self._rollout_tasks: list[Mapping[str, Any]] | None = None
+        self._trajectories: list[Trajectory] = []
+        self._rollout_stats = None
+        self._rollout_wall_s = 0.0  # rollout + scoring time inside the current training step
+        self._optimization_s = 0.0
+        self._prs_generator = torch.Generator().manual_seed(args.seed)
+
+    # ----------------------------------------------------------------------------------------- generation
+    def _model_for_generation(self):
+        stack = contextlib.ExitStack()
+        model = stack.enter_context(
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            )
+        )
+        stack.enter_context(self._dist.summon_full_params(self.model_wrapped, recurse=False))
+        return _Yielding(stack, model)
+
+    def _generation_backend(self):
+        if self.use_vllm:
+            return _TRLVLLMBackend(self)
+        return TransformersBackend(
+            model_context=self._model_for_generation,
+            generation_config=self.generation_config,
+            pad_token_id=self._tokenizer.pad_token_id,
+            eos_token_ids=self.eos_token_ids,
+            device=self.accelerator.device,
+        )
+
+    def _count_active_globally(self, local: int) -> int:
+        counts = self.accelerator.gather(torch.tensor([local], device=self.accelerator.device))
+        return int(counts.sum().item())
+
+    def _multi_turn_rollout(self, prompts: list, trainer: GRPOTrainer) -> dict[str, list]:
+        """TRL rollout hook: run every local sample for up to max_turns turns."""
+        tasks = self._rollout_tasks
+        if tasks is None or len(tasks) != len(prompts):
+            raise RuntimeError("rollout called without the matching dataset rows (internal ordering error)")
+        if not all(isinstance(p, list) for p in prompts):
+            raise ValueError("TRLOOTrainer needs conversational prompts (a list of {role, content} per row)")
+        rollout = MultiTurnRollout(
+            backend=self._generation_backend(),
+            environment=self.environment,
+            tokenizer=self._tokenizer,
+            max_turns=self.args.max_turns,
+            end_of_turn_id=self._tokenizer.eos_token_id,
+            feedback_max_chars=self.args.feedback_max_chars,
+            max_context_tokens=self.args.max_context_tokens,
+            count_active_globally=self._count_active_globally if self.accelerator.num_processes > 1 else None,
+        )
+        prompt_ids = [render_prompt_ids(self._tokenizer, p) for p in prompts]
+        self._trajectories = rollout.run(tasks, prompt_ids)
+        self._rollout_stats = rollout.stats
+        return {
+            "prompt_ids": [t.prompt_ids for t in self._trajectories],
+            "completion_ids": [t.completion_ids for t in self._trajectories],
+            "logprobs": [t.logprobs for t in self._trajectories],
+            "env_mask": [t.env_mask for t in self._trajectories],
+            "turn_rewards": [t.rewards for t in self._trajectories],
+        }
+
+    # ----------------------------------------------------------------------------------------- scoring
+    def _generate_and_score_completions(self, inputs):
+        started = time.perf_counter()
+        self._rollout_tasks = inputs
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        device = self.accelerator.device
+        args = self.args
+        trajs = self._trajectories
+        num_local, width, max_turns = len(trajs), output["completion_ids"].size(1), args.max_turns
+
+        turn_ids = torch.full((num_local, width), -1, dtype=torch.long)  # (B, L), -1 = feedback / padding
+        rewards = torch.full((num_local, max_turns), float("nan"))  # (B, T)
+        for n, traj in enumerate(trajs):
+            turn_ids[n, : len(traj.turn_ids)] = torch.tensor(traj.turn_ids, dtype=torch.long)
+            rewards[n, : len(traj.turns)] = torch.tensor(traj.rewards)
+        stats = torch.stack([_turn_stats(t, max_turns) for t in trajs])  # (B, T, K)
+
+        # Groups are contiguous in the gathered order (TRL's RepeatSampler), whichever rank holds each sample.
+        all_rewards = self.accelerator.gather(rewards.to(device)).cpu()  # (B_total, T)
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        group_ids = torch.arange(all_rewards.size(0)) // num_generations  # (B_total,)
+        if args.advantage_estimator == "trloo":
+            all_adv = trloo_advantages(all_rewards, group_ids, args.gamma, singleton=args.singleton_advantage)
+        else:
+            all_adv = grpo_turn_advantages(all_rewards, group_ids, args.gamma, scale_by_std=args.grpo_turn_scale_std)
+        local = slice(self.accelerator.process_index * num_local, (self.accelerator.process_index + 1) * num_local)
+        turn_adv = all_adv[local]  # (B, T)
+        output["advantages"] = per_token(turn_adv, turn_ids).to(device=device, dtype=torch.float32)  # (B, L)
+
+        # Loss masks: which turns / rows / tokens train. Rejected samples still counted in the baselines above.
+        keep_turns = ~torch.isnan(rewards)  # (B, T)
+        keep_rows = torch.ones(num_local, dtype=torch.bool)  # (B,)
+        keep_tokens = torch.ones(num_local, width, dtype=torch.bool)  # (B, L)
+        model_tokens = (output["completion_mask"] * output["tool_mask"]).cpu()  # (B, L)
+        metrics = self._metrics[mode]
+        if args.mask_failed_turns_after_success:
+            kept = keep_failed_turns_after_success(rewards)
+            metrics["filters/failed_after_success_frac"].append(self._global_frac(keep_turns & ~kept, keep_turns))
+            keep_turns &= kept
+        if args.drop_tied_groups:
+            untied = untied_groups(all_rewards, group_ids)[local]
+            metrics["filters/tied_group_frac"].append(self._global_frac(~untied, torch.ones_like(untied)))
+            keep_rows &= untied
+        if args.use_prs:
+            correct, coverage = stats[..., _TURN_STATS.index("correct")] == 1, stats[..., _TURN_STATS.index("coverage")]
+            prob = prs_keep_probability(coverage, correct, args.prs_threshold, args.prs_softness)  # (B, T)
+            drawn = prs_sample(prob, self._prs_generator)
+            metrics["prs/rejected_frac_of_correct"].append(self._global_frac(correct & ~drawn, correct))
+            metrics["prs/unknown_coverage_frac_of_correct"].append(self._global_frac(correct & torch.isnan(coverage), correct))
+            keep_turns &= drawn | ~correct
+        # The mismatch metric needs trainer log-probs: free when GRPO computed them, one forward pass for MRS.
+        have_train_logps = output.get("old_per_token_logps") is not None
+        if "sampling_per_token_logps" in output and (args.use_mrs or have_train_logps):
+            train_logps = self._train_logps(output).cpu()  # (B, L)
+            rollout_logps = output["sampling_per_token_logps"].cpu()
+            metrics["mrs/mean_abs_log_ratio"].append(
+                self._global_mean(mean_abs_log_ratio(train_logps, rollout_logps, model_tokens))
+            )
+            if args.use_mrs:
+                bounds = (args.mrs_lower, args.mrs_upper, args.mrs_veto)
+                if args.mrs_level == "trajectory":
+                    kept = mrs_keep(train_logps, rollout_logps, model_tokens, *bounds)
+                    metrics["mrs/rejected_frac"].append(self._global_frac(~kept, torch.ones_like(kept)))
+                    keep_rows &= kept
+                elif args.mrs_level == "turn":
+                    kept = mrs_keep_turns(train_logps, rollout_logps, model_tokens, turn_ids, max_turns, *bounds)
+                    present = ~torch.isnan(rewards)
+                    metrics["mrs/rejected_frac"].append(self._global_frac(present & ~kept, present))
+                    keep_turns &= kept
+                else:
+                    kept = mrs_keep_tokens(train_logps, rollout_logps, model_tokens, *bounds)
+                    metrics["mrs/rejected_frac"].append(self._global_frac(model_tokens.bool() & ~kept, model_tokens.bool()))
+                    keep_tokens &= kept
+        elif args.use_mrs:
+            raise RuntimeError("use_mrs needs rollout log-probs, but the generation backend returned none")
+        loss_keep = per_token(keep_turns.float(), turn_ids).bool() & keep_rows.unsqueeze(1) & keep_tokens  # (B, L)
+        output["tool_mask"] = output["tool_mask"] * loss_keep.to(device=device, dtype=output["tool_mask"].dtype)
+        # The DAPO / CISPO normaliser counts loss tokens across the generation batch: recount after masking.
+        loss_mask = output["completion_mask"] * output["tool_mask"]
+        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        metrics["filters/loss_token_frac"].append(
+            self._global_frac(loss_mask.cpu().bool(), model_tokens.bool())
+        )
+        self._log_turn_metrics(mode, stats, turn_adv, ~torch.isnan(rewards))
+        self._rollout_wall_s += time.perf_counter() - started
+        return output
+
+    def _train_logps(self, output: dict) -> torch.Tensor:
+        """Trainer log-probs of the sampled tokens at rollout time (computed once if GRPO did not already)."""
+        if output.get("old_per_token_logps") is not None:
+            return output["old_per_token_logps"]
+        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        batch_size = self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
+        with torch.no_grad():
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                self.model, ids, attention, output["completion_ids"].size(1), batch_size=batch_size
+            )
+        return logps
+
+    # ----------------------------------------------------------------------------------------- metrics
+    def _global_frac(self, hits: torch.Tensor, among: torch.Tensor) -> float:
+        totals = torch.tensor([float(hits.sum()), float(among.sum())], device=self.accelerator.device)
+        totals = self.accelerator.reduce(totals, reduction="sum")
+        return float(totals[0] / totals[1]) if totals[1] > 0 else 0.0
+
+    def _global_mean(self, value: float) -> float:
+        return float(self.accelerator.gather(torch.tensor([value], device=self.accelerator.device)).mean())
+
+    def _log_turn_metrics(self, mode: str, stats: torch.Tensor, turn_adv: torch.Tensor, present: torch.Tensor) -> None:
+        metrics = self._metrics[mode]
+        all_stats = self.accelerator.gather(stats.to(self.accelerator.device)).cpu()  # (B_total, T, K)
+        reached = ~torch.isnan(all_stats[..., 0])  # (B_total, T)
+        for t in range(all_stats.size(1)):
+            rows = all_stats[reached[:, t], t]  # (n_t, K)
+            if rows.numel() == 0:
+                continue
+            metrics[f"turn_{t + 1}/reached_frac"].append(float(reached[:, t].float().mean()))
+            for j, name in enumerate(_TURN_STATS):
+                column = rows[:, j]
+                known = ~torch.isnan(column)
+                if name.startswith("fast") and not known.all():
+                    continue  # some correct samples lack timing: Fast@p is unknown, not 0
+                if known.any():
+                    metrics[f"turn_{t + 1}/{name}"].append(float(column[known].mean()))
+        adv = turn_adv[present]
+        metrics["advantages/abs_mean"].append(self._global_mean(float(adv.abs().mean()) if adv.numel() else 0.0))
+        if self._rollout_stats is not None:
+            metrics["time/generation_s"].append(self._global_mean(self._rollout_stats.generation_s))
+            metrics["time/environment_s"].append(self._global_mean(self._rollout_stats.environment_s))
+            metrics["rollout/feedback_truncated"].append(self._global_mean(float(self._rollout_stats.feedback_truncated)))
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        started = time.perf_counter()
+        self._rollout_wall_s = 0.0
+        output = super().training_step(model, inputs, num_items_in_batch)
+        self._optimization_s += time.perf_counter() - started - self._rollout_wall_s
+        if self._step % self.current_gradient_accumulation_steps == 0:  # super() already advanced _step
+            self._metrics["train"]["time/optimization_s"].append(self._optimization_s)
+            self._optimization_s = 0.0
+        return output
+
+
+class _Yielding(contextlib.AbstractContextManager):
+    """Context manager that yields ``value`` and closes ``stack`` on exit."""
+
+    def __init__(self, stack: contextlib.ExitStack, value: Any):
+        self.stack, self.value = stack, value
+
+    def __enter__(self):
+        return self.value
+
+    def __exit__(self, *exc):
+        return self.stack.__exit__(*exc)
