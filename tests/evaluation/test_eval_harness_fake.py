@@ -8,38 +8,12 @@ import json
 
 import pytest
 
-from kernel_reward.result import EvalResult, Status
+from tests.evaluation.eval_fakes import CountingEvaluator, block
 from trl_ext.evaluation.cache import ResultCache
 from trl_ext.evaluation.completions import SavedTrajectory
 from trl_ext.evaluation.harness import evaluate_saved
 from trl_ext.evaluation.report import compare_summaries, write_run
 from trl_ext.evaluation.tasks import EvalTask, filter_tasks, tasks_from_rows
-
-VERDICTS = {
-    "HONEST": EvalResult(status=Status.CORRECT, compiled=True, correct=True, reward=1.0, feedback="fb: correct"),
-    "WRONG": EvalResult(status=Status.INCORRECT, compiled=True, feedback="fb: wrong"),
-    "HACK": EvalResult(status=Status.HACKED, compiled=True, hacked=True, hack_reasons=["no_launch"], feedback="fb: hack"),
-}
-
-
-class CountingEvaluator:
-    """Judges a completion by a marker word; records every candidate it is asked to evaluate."""
-
-    def __init__(self):
-        self.calls: list[tuple[str, str]] = []
-
-    def evaluate_many(self, pairs):
-        self.calls.extend(pairs)
-        out = []
-        for _, completion in pairs:
-            marker = next((m for m in VERDICTS if m in completion), None)
-            out.append(VERDICTS[marker] if marker else EvalResult(status=Status.FORMAT_ERROR, feedback="fb: no code"))
-        return out
-
-
-def block(marker):
-    return f"Here you go.\n```python\n# {marker}\nclass ModelNew: ...\n```"
-
 
 TASKS = [EvalTask(uuid=f"t{i}", reference_code=f"# ref {i}", prompt=({"role": "user", "content": f"p{i}"},),
                   level=str(1 + i % 2)) for i in range(2)]
