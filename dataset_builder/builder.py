@@ -1,0 +1,338 @@
+"""Build a dataset directory (zstd Parquet shards + card) from one source, dropping unusable rows.
+
+Three steps:
+1. `scan_source`: convert every chunk in worker processes, run the static checks and hash each normalised
+   reference; in the parent, drop duplicates (first occurrence wins) and, opt-in, run the runtime reference
+   checks of `dataset_builder.reference_checks` on the survivors. Result: which rows of each chunk to keep,
+   and a `BuildReport` naming every dropped row and its reasons.
+2. `KernelDatasetBuilder` (a `datasets.ArrowBasedBuilder`): converts the chunks again in parallel
+   (`num_proc`) and yields the kept rows as Arrow tables cast to FEATURES.
+3. `build_dataset`: runs both, writes `data/train-XXXXX-of-YYYYY.parquet` (zstd) sized by `shard_size`, and
+   the dataset card.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+import shutil
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from .checks import DropReason, scan_reference
+from .features import ARROW_SCHEMA, FEATURES
+from .prompt import load_template
+from .sources import Chunk, SourceFormat, SourceRow, plan_chunks, read_chunk
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SHARD_SIZE = 256 * 2**20  # uncompressed Arrow bytes per Parquet shard (~60 MB zstd on upstream-like text)
+ROW_GROUP_ROWS = 1000  # rows per Parquet row group: small enough for smooth streaming
+
+
+class BuildError(RuntimeError):
+    """The build could not run (bad options, unwritable output); not raised for dropped rows."""
+
+
+@dataclass(frozen=True)
+class DroppedRow:
+    where: str
+    uuid: str | None
+    reasons: tuple[DropReason, ...]
+    detail: str = ""
+
+    @property
+    def reason(self) -> DropReason:
+        """The reason the row is counted under (the first found)."""
+        return self.reasons[0]
+
+
+@dataclass
+class BuildReport:
+    """What a build read, kept and dropped (each dropped row counted once, under its first reason)."""
+
+    source: str
+    format: str
+    preset: str | None
+    prompt_template: str
+    rows_read: int = 0
+    rows_kept: int = 0
+    dropped: list[DroppedRow] = field(default_factory=list)
+    reference_checks: bool = False
+    shards: list[str] = field(default_factory=list)
+    num_bytes: int = 0
+    seconds: float = 0.0
+
+    def dropped_by_reason(self) -> dict[str, int]:
+        counts = Counter(row.reason.value for row in self.dropped)
+        return {reason.value: counts[reason.value] for reason in DropReason if counts[reason.value]}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["dropped_by_reason"] = self.dropped_by_reason()
+        return data
+
+    def to_text(self, max_rows: int = 20) -> str:
+        lines = [
+            f"source: {self.source} (format {self.format}{f', preset {self.preset}' if self.preset else ''})",
+            f"rows read: {self.rows_read}",
+            f"rows kept: {self.rows_kept}",
+            f"rows dropped: {len(self.dropped)}",
+        ]
+        lines += [f"  {reason}: {count}" for reason, count in self.dropped_by_reason().items()]
+        if not self.reference_checks:
+            lines.append("runtime reference checks: not run (--check-references to run them)")
+        for row in self.dropped[:max_rows]:
+            detail = f" - {row.detail}" if row.detail else ""
+            lines.append(f"  dropped {row.where}: {', '.join(r.value for r in row.reasons)}{detail}")
+        if len(self.dropped) > max_rows:
+            lines.append(f"  ... and {len(self.dropped) - max_rows} more dropped rows")
+        if self.shards:
+            lines.append(f"shards: {len(self.shards)} ({self.num_bytes / 2**20:.1f} MiB of Arrow data)")
+        lines.append(f"seconds: {self.seconds:.1f}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Step 1: scan
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scanned:
+    where: str
+    uuid: str
+    digest: str
+    problems: tuple[DropReason, ...]
+    reference: str | None  # kept only when runtime checks will need it
+
+
+def _scan_chunk(chunk: Chunk, template_path: str | None, keep_reference: bool) -> list[_Scanned]:
+    scanned = []
+    for row in read_chunk(chunk, template_path):
+        problems, digest = scan_reference(row.reference, row.entry_point)
+        scanned.append(
+            _Scanned(row.where, row.uuid, digest, tuple(problems), row.reference if keep_reference else None)
+        )
+    return scanned
+
+
+def _pool(num_proc: int) -> ProcessPoolExecutor:
+    methods = multiprocessing.get_all_start_methods()
+    # fork: workers inherit the imported modules (spawn would re-import datasets/pyarrow in each worker).
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=num_proc, mp_context=context)
+
+
+def _runtime_problems(references: list[str], num_proc: int, timeout_s: float) -> list[tuple[tuple[DropReason, ...], str]]:
+    from .reference_checks import check_references  # imports torch; only needed with --check-references
+
+    results = check_references(references, num_workers=num_proc, timeout_s=timeout_s)
+    return [(tuple(DropReason(p.value) for p in r.problems), str(r.details or "")) for r in results]
+
+
+def scan_source(
+    chunks: list[Chunk],
+    *,
+    template_path: str | None,
+    num_proc: int,
+    check_references: bool,
+    reference_timeout_s: float,
+    report: BuildReport,
+) -> list[list[int]]:
+    """Fill `report` and return, per chunk, the offsets of the rows to keep."""
+    per_chunk: list[list[_Scanned]]
+    progress = tqdm(total=len(chunks), desc="scanning", unit="chunk", disable=len(chunks) < 4)
+    if num_proc > 1 and len(chunks) > 1:
+        with _pool(num_proc) as pool:
+            futures = [pool.submit(_scan_chunk, c, template_path, check_references) for c in chunks]
+            per_chunk = []
+            for future in futures:
+                per_chunk.append(future.result())
+                progress.update()
+    else:
+        per_chunk = []
+        for chunk in chunks:
+            per_chunk.append(_scan_chunk(chunk, template_path, check_references))
+            progress.update()
+    progress.close()
+
+    keep: list[list[int]] = [[] for _ in chunks]
+    first_seen: dict[str, str] = {}
+    survivors: list[tuple[int, int, _Scanned]] = []
+    for chunk_index, rows in enumerate(per_chunk):
+        for offset, row in enumerate(rows):
+            report.rows_read += 1
+            problems, detail = list(row.problems), ""
+            if row.digest in first_seen:
+                problems.append(DropReason.DUPLICATE)
+                detail = f"same normalised reference as {first_seen[row.digest]}"
+            else:
+                first_seen[row.digest] = row.where
+            if problems:
+                report.dropped.append(DroppedRow(row.where, row.uuid, tuple(problems), detail))
+            else:
+                survivors.append((chunk_index, offset, row))
+
+    if check_references and survivors:
+        logger.info("running reference checks on %d rows (%d workers)", len(survivors), num_proc)
+        results = _runtime_problems([row.reference for _, _, row in survivors], num_proc, reference_timeout_s)
+        checked = []
+        for (chunk_index, offset, row), (problems, detail) in zip(survivors, results, strict=True):
+            if problems:
+                report.dropped.append(DroppedRow(row.where, row.uuid, problems, detail))
+            else:
+                checked.append((chunk_index, offset, row))
+        survivors = checked
+    for chunk_index, offset, _ in survivors:
+        keep[chunk_index].append(offset)
+    report.rows_kept = len(survivors)
+    return keep
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Step 2: the datasets builder
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelDatasetConfig(datasets.BuilderConfig):
+    """Which source to read and how; `keep` (set by `build_dataset`) holds the rows chosen by `scan_source`."""
+
+    source: str | None = None
+    source_format: str = SourceFormat.SAMPLE.value
+    preset: str = "small"
+    prompt_template: str | None = None
+    chunks: list[Chunk] | None = None
+    keep: list[list[int]] | None = None
+
+
+class KernelDatasetBuilder(datasets.ArrowBasedBuilder):
+    """Yields the kept rows of each chunk as FEATURES-typed Arrow tables; everything else is `datasets`'."""
+
+    BUILDER_CONFIG_CLASS = KernelDatasetConfig
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(features=FEATURES)
+
+    def _split_generators(self, dl_manager):
+        config = self.config
+        if config.chunks is None or config.keep is None:
+            raise BuildError("KernelDatasetBuilder needs chunks and keep (use dataset_builder.build_dataset)")
+        return [
+            datasets.SplitGenerator(
+                name=datasets.Split.TRAIN,
+                gen_kwargs={"chunks": config.chunks, "keep": config.keep, "template_path": config.prompt_template},
+            )
+        ]
+
+    def _generate_tables(self, chunks: list[Chunk], keep: list[list[int]], template_path: str | None):
+        for chunk, offsets in zip(chunks, keep, strict=True):
+            if not offsets:
+                continue
+            rows: list[SourceRow] = read_chunk(chunk, template_path)
+            table = pa.Table.from_pylist([rows[i].row for i in offsets], schema=ARROW_SCHEMA)
+            yield f"{chunk.path}:{chunk.start}", table
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Step 3: write the directory
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _write_shards(dataset: datasets.Dataset, data_dir: Path, shard_size: int) -> list[str]:
+    table = dataset.data.table
+    num_shards = max(1, math.ceil(table.nbytes / shard_size))
+    rows_per_shard = math.ceil(dataset.num_rows / num_shards) if dataset.num_rows else 0
+    names = []
+    for index in range(num_shards):
+        name = f"train-{index:05d}-of-{num_shards:05d}.parquet"
+        shard = table.slice(index * rows_per_shard, rows_per_shard)
+        pq.write_table(shard, data_dir / name, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+        names.append(f"data/{name}")
+    return names
+
+
+def _prepare_out_dir(out_dir: Path, overwrite: bool) -> None:
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not overwrite:
+            raise BuildError(f"{out_dir} exists and is not empty (pass --overwrite to replace its contents)")
+        if not (out_dir / "README.md").exists() and not (out_dir / "data").exists():
+            raise BuildError(f"{out_dir} does not look like a dataset directory; refusing to overwrite it")
+        shutil.rmtree(out_dir / "data", ignore_errors=True)
+        (out_dir / "README.md").unlink(missing_ok=True)
+    (out_dir / "data").mkdir(parents=True, exist_ok=True)
+
+
+def build_dataset(
+    source: str | None,
+    source_format: SourceFormat | str,
+    out_dir: str | Path,
+    *,
+    preset: str = "small",
+    prompt_template: str | None = None,
+    check_references: bool = False,
+    reference_timeout_s: float = 60.0,
+    num_proc: int = 1,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    chunk_rows: int = 64,
+    license: str | None = None,
+    overwrite: bool = False,
+) -> BuildReport:
+    """Build `out_dir` (card + zstd Parquet shards) from `source`; return the report."""
+    from .card import write_card
+
+    started = time.perf_counter()
+    source_format = SourceFormat(source_format)
+    template = load_template(prompt_template)  # fail early on a bad template file
+    out = Path(out_dir)
+    _prepare_out_dir(out, overwrite)
+    report = BuildReport(
+        source=str(source) if source else "dataset_builder.tasks",
+        format=source_format.value,
+        preset=preset if source_format is SourceFormat.SAMPLE else None,
+        prompt_template=template.version,
+        reference_checks=check_references,
+    )
+    chunks = plan_chunks(source_format, source, preset=preset, chunk_rows=chunk_rows)
+    keep = scan_source(
+        chunks,
+        template_path=prompt_template,
+        num_proc=num_proc,
+        check_references=check_references,
+        reference_timeout_s=reference_timeout_s,
+        report=report,
+    )
+    with tempfile.TemporaryDirectory(prefix="drkernel-build-") as cache_dir:
+        builder = KernelDatasetBuilder(
+            cache_dir=cache_dir,
+            dataset_name="drkernel_rl",
+            source=report.source,
+            source_format=source_format.value,
+            preset=preset,
+            prompt_template=prompt_template,
+            chunks=chunks,
+            keep=keep,
+        )
+        builder.download_and_prepare(
+            download_mode=datasets.DownloadMode.FORCE_REDOWNLOAD,
+            num_proc=num_proc if num_proc > 1 and len(chunks) > 1 else None,
+        )
+        dataset = builder.as_dataset(split="train")
+        report.shards = _write_shards(dataset, out / "data", shard_size)
+        report.num_bytes = dataset.data.table.nbytes
+        del dataset
+    report.seconds = time.perf_counter() - started
+    write_card(out, report, license=license)
+    return report
