@@ -56,3 +56,25 @@ def write_dataset(folder: Path, num_tasks: int) -> Path:
     (folder / "data").mkdir(parents=True, exist_ok=True)
     Dataset.from_list(rows).to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
     return folder
+
+
+def write_shipped_dataset(folder: Path, names: list[str]) -> Path:
+    """A dataset folder holding shipped tasks at the ``small`` preset (ids = task names)."""
+    from datasets import Dataset
+
+    from dataset_builder.prompt import first_turn_messages
+    from dataset_builder.tasks import load_tasks
+
+    rows = [
+        {
+            "data_source": "drkernel_sample",
+            "prompt": first_turn_messages(task.source),
+            "ability": "kernel_optimization",
+            "reward_model": {"style": "rule", "ground_truth": task.source},
+            "extra_info": {"uuid": task.name, "level": task.level, "entry_point": "Model"},
+        }
+        for task in load_tasks("small", names=names)
+    ]
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(rows).to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
+    return folder

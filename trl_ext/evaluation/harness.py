@@ -35,9 +35,15 @@ Messages = list[dict[str, str]]
 
 
 class PairEvaluator(Protocol):
-    """What the harness needs from ``kernel_reward.Evaluator``: batched, order-preserving evaluation."""
+    """What the harness needs from ``kernel_reward.Evaluator``: batched, order-preserving evaluation of
+    (reference, candidate) pairs, or (reference, candidate, entry_point) where the entry point is not Model."""
 
-    def evaluate_many(self, pairs: Sequence[tuple[str, str]]) -> list[EvalResult]: ...
+    def evaluate_many(self, pairs: Sequence[tuple[str, ...]]) -> list[EvalResult]: ...
+
+
+def evaluation_pair(reference: str, candidate: str, entry_point: str = "Model") -> tuple[str, ...]:
+    """The evaluator input for one candidate (the entry point only travels when it is not the default)."""
+    return (reference, candidate) if entry_point == "Model" else (reference, candidate, entry_point)
 
 
 @dataclass
@@ -100,21 +106,21 @@ def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
 
 
 def evaluate_pairs_cached(
-    jobs: Sequence[tuple[str, str, str]],
+    jobs: Sequence[tuple[str, tuple[str, ...]]],
     evaluator: PairEvaluator,
     cache: ResultCache,
     *,
     batch_size: int,
     description: str,
 ) -> tuple[list[EvalResult], list[bool]]:
-    """Evaluate (cache key, reference, completion) jobs; cached keys are not sent to the evaluator.
+    """Evaluate (cache key, evaluator pair) jobs; cached keys are not sent to the evaluator.
 
     Returns the results in job order and, per job, whether it came from the cache.
     """
     results: list[EvalResult | None] = [None] * len(jobs)
     from_cache = [False] * len(jobs)
     todo: list[int] = []
-    for i, (key, _, _) in enumerate(jobs):
+    for i, (key, _) in enumerate(jobs):
         hit = cache.get(key)
         if hit is not None:
             results[i] = EvalResult.from_dict(hit["result"])
@@ -125,7 +131,7 @@ def evaluate_pairs_cached(
         logger.info("%s: %d of %d turns found in the resume cache", description, len(jobs) - len(todo), len(jobs))
     with tqdm(total=len(todo), desc=description, unit="turn", disable=not todo) as bar:
         for chunk in _chunks(todo, batch_size):
-            pairs = [(jobs[i][1], jobs[i][2]) for i in chunk]
+            pairs = [jobs[i][1] for i in chunk]
             chunk_results = evaluator.evaluate_many(pairs)
             if len(chunk_results) != len(chunk):
                 raise RuntimeError(f"evaluator returned {len(chunk_results)} results for {len(chunk)} candidates")
@@ -158,7 +164,7 @@ def evaluate_saved(
     if missing:
         raise ValueError(f"no saved completions for selected task(s) {missing[:10]}")
 
-    jobs: list[tuple[str, str, str]] = []
+    jobs: list[tuple[str, tuple[str, ...]]] = []
     for trajectory in trajectories:
         task = by_uuid[trajectory.uuid]
         for turn in range(1, len(trajectory.completions) + 1):
@@ -169,7 +175,7 @@ def evaluate_saved(
                 history=list(trajectory.completions[:turn]),
                 evaluator=evaluator_settings,
             )
-            jobs.append((key, task.reference_code, trajectory.completions[turn - 1]))
+            jobs.append((key, evaluation_pair(task.reference_code, trajectory.completions[turn - 1], task.entry_point)))
     results, from_cache = evaluate_pairs_cached(
         jobs, evaluator, cache, batch_size=batch_size, description="evaluating saved completions"
     )
@@ -257,14 +263,15 @@ class EvaluatorEnvironment:
         self.evaluator = evaluator
         self.calls = 0
 
-    def reset(self, tasks: Sequence[dict[str, Any]]) -> list[str]:
-        return [row["reward_model"]["ground_truth"] for row in tasks]
+    def reset(self, tasks: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+        return [(row["reward_model"]["ground_truth"], row["extra_info"].get("entry_point") or "Model") for row in tasks]
 
-    def step(self, states: Sequence[str], completions: Sequence[str]) -> list[Any]:
+    def step(self, states: Sequence[tuple[str, str]], completions: Sequence[str]) -> list[Any]:
         from trl_ext.env import StepResult
 
         self.calls += 1
-        results = self.evaluator.evaluate_many(list(zip(states, completions, strict=True)))
+        pairs = [evaluation_pair(ref, completion, entry) for (ref, entry), completion in zip(states, completions, strict=True)]
+        results = self.evaluator.evaluate_many(pairs)
         return [
             StepResult(
                 reward=r.reward, feedback=feedback_message(r), status=r.status.value,

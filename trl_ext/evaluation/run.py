@@ -50,22 +50,12 @@ def evaluator_settings(config: EvalConfig) -> dict[str, Any]:
 
 def default_evaluator(config: EvalConfig) -> contextlib.AbstractContextManager[PairEvaluator]:
     """``kernel_reward.Evaluator`` for the configured device, timeout, workers and options."""
-    import inspect
-
     from kernel_reward import Evaluator
-    from kernel_reward.options import EvalOptions
 
-    kwargs: dict[str, Any] = {"device": config.device, "timeout": config.timeout}
-    accepted = inspect.signature(Evaluator).parameters
     options = evaluator_options(config)
     options.pop("timeout_s", None)  # passed as timeout=
-    if options:
-        kwargs["options"] = EvalOptions(**options)
-    if config.workers is not None:
-        if "num_workers" not in accepted:
-            raise ValueError("--workers: this kernel_reward.Evaluator does not take a worker count")
-        kwargs["num_workers"] = config.workers
-    return Evaluator(**kwargs)
+    # progress=False: the harness shows its own bar over all turns.
+    return Evaluator(device=config.device, timeout=config.timeout, workers=config.workers, progress=False, **options)
 
 
 def _model_fingerprint(path: str) -> str:
