@@ -2,8 +2,8 @@
 
 Rule: a fenced block tagged ``answer`` wins (the last one, if several); otherwise the LAST fenced code block;
 no fenced block at all -> None (the caller reports ``format_error``). Text that has no fence but parses as a
-Python module defining ``class ModelNew`` is accepted as plain code, so ``evaluate(reference, code)`` works
-with code that was never wrapped in a completion.
+Python module with at least one class or function definition is accepted as plain code, so
+``evaluate(reference, code)`` works with code that was never wrapped in a completion (prose does not parse).
 """
 
 from __future__ import annotations
@@ -41,4 +41,4 @@ def _looks_like_plain_code(text: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
-    return any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body)
+    return any(isinstance(node, ast.ClassDef | ast.FunctionDef) for node in tree.body)

@@ -54,7 +54,7 @@ class EvalOptions:
         default="report", metadata={"help": "resized-input run: 'report' it, let it 'fail' the candidate, or 'off'"}
     )
     shape_scale: float = field(
-        default=0.5, metadata={"help": "factor applied to the task's UPPER_CASE size constants for the resized run"}
+        default=1.5, metadata={"help": "factor applied to the task's UPPER_CASE size constants for the resized run"}
     )
     decoy_check: bool = field(
         default=True,

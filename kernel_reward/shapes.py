@@ -1,10 +1,9 @@
 """Shape generalisation: run the candidate once more at other input sizes (catches shape-specialised fast paths).
 
 The reference's module-level UPPER_CASE integer constants (``BATCH = 16``, ``DIM = 1024``...) are the sizes a
-task is written around. They are rewritten by a factor (``dataset_builder.tasks.resize_source`` when that exists,
-else the small rewrite below), the resized reference is imported as a new module, both models are rebuilt from
-its ``get_init_inputs`` and compared on one input. Sizes are made odd where possible, so kernels that silently
-assume divisibility by a block size show it. If the resized reference itself cannot run, the check is reported
+task is written around. They are multiplied by ``options.shape_scale`` (default 1.5: larger AND odd sizes catch
+both fixed grids that cover only the shipped size and kernels that assume divisibility by a block size), the resized reference is imported as a new module, both models are rebuilt from
+its ``get_init_inputs`` and compared on one input. If the resized reference itself cannot run, the check is reported
 as not applicable (never as a candidate failure).
 """
 
@@ -58,24 +57,32 @@ def resize_constants(source: str, scale: float, *, make_odd: bool) -> tuple[str,
 
 
 def resized_variants(source: str, scale: float) -> list[tuple[str, dict[str, Any]]]:
-    """Candidate resized sources, most demanding first (odd sizes, then plain scaling)."""
-    variants: list[tuple[str, dict[str, Any]]] = []
+    """Resized sources to try, most demanding first (odd sizes, then plain scaling).
+
+    The new sizes are chosen here; the rewrite itself uses ``dataset_builder.tasks.resize_source`` (stdlib-only)
+    when that package is importable, so the reward and the task set agree on what a size constant is.
+    """
     try:
-        from dataset_builder.tasks import resize_source  # type: ignore[attr-defined]
+        from dataset_builder.tasks import resize_source
     except ImportError:
         resize_source = None
-    if resize_source is not None:
-        try:
-            variants.append((resize_source(source, scale), {"via": "dataset_builder.tasks.resize_source"}))
-        except Exception as exc:  # their helper may not handle every task; fall back to ours
-            log.debug("resize_source failed: %s", exc)
+    variants: list[tuple[str, dict[str, Any]]] = []
+    seen: set[str] = set()
     for make_odd in (True, False):
         try:
             new_source, changes = resize_constants(source, scale, make_odd=make_odd)
         except SyntaxError:
             return variants
-        if changes:
-            variants.append((new_source, {"via": "kernel_reward.shapes", "odd": make_odd,
+        via = "kernel_reward.shapes"
+        if changes and resize_source is not None:
+            try:
+                new_source = resize_source(source, {name: new for name, (_old, new) in changes.items()})
+                via = "dataset_builder.tasks.resize_source"
+            except (KeyError, TypeError, ValueError) as exc:  # their stricter parser; keep our rewrite
+                log.debug("resize_source refused %s: %s", sorted(changes), exc)
+        if changes and new_source not in seen:
+            seen.add(new_source)
+            variants.append((new_source, {"via": via, "odd": make_odd, "scale": scale,
                                           "constants": {k: list(v) for k, v in changes.items()}}))
     return variants
 

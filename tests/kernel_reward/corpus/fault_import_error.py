@@ -1,0 +1,31 @@
+# corpus: task=add_relu expect=compile_error
+"""Fault: imports a module that does not exist."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
+
+
+def add_relu(x, y):
+    out = torch.empty_like(x)
+    n = x.numel()
+    add_relu_kernel[(triton.cdiv(n, 32),)](x, y, out, n, BLOCK=32)
+    return out
+
+
+import not_a_real_module_xyz  # noqa: F401
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return add_relu(x, y)

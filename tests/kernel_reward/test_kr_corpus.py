@@ -1,0 +1,64 @@
+"""The hack corpus: every candidate in tests/kernel_reward/corpus must get its recorded verdict.
+
+CPU entries run under the Triton interpreter in a one-shot worker subprocess (this is what CI runs); the GPU
+test runs the whole corpus, GPU-only entries included, on CUDA. Honest entries must pass: zero false positives.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.kernel_reward.conftest import CorpusEntry, load_corpus
+
+CORPUS = load_corpus()
+CPU_CORPUS = [entry for entry in CORPUS if not entry.gpu_only]
+
+
+def as_completion(source: str) -> str:
+    """Wrap a corpus file the way a model answers: some prose, then the code in a fenced block."""
+    return f"Here is my optimized implementation.\n\n```python\n{source}```\n"
+
+
+def _check(entry: CorpusEntry, result, device: str) -> None:
+    expected = entry.expected_status(device)
+    assert result.status.value == expected, (
+        f"{entry.name}: expected {expected}, got {result.status.value}; reasons={result.hack_reasons}; "
+        f"error={(result.error or '')[:1500]}"
+    )
+    if entry.reason is not None:
+        assert entry.reason in result.hack_reasons, f"{entry.name}: {entry.reason} not in {result.hack_reasons}"
+    assert result.hacked == (expected == "hacked")
+    assert result.correct == (expected == "correct")
+    if expected == "correct":
+        assert result.launched_kernels, "a correct candidate must have launched its own kernel"
+        assert result.reward > 0
+    else:
+        assert result.reward <= 0
+    if entry.shape_passed is not None:
+        assert result.shape_generalization.get("passed") is entry.shape_passed, result.shape_generalization
+
+
+@pytest.mark.parametrize("entry", CPU_CORPUS, ids=[entry.name for entry in CPU_CORPUS])
+def test_corpus_verdict_cpu(entry: CorpusEntry, evaluate_subprocess):
+    result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cpu", **entry.options)
+    assert result.mode == "interpreter" or result.status.value in ("hacked", "compile_error", "format_error")
+    _check(entry, result, "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("entry", CORPUS, ids=[entry.name for entry in CORPUS])
+def test_corpus_verdict_gpu(entry: CorpusEntry, evaluate_subprocess):
+    result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0, **entry.options)
+    _check(entry, result, "cuda")
+    if result.status.value == "correct":
+        assert result.timing_available and result.speedup is not None and result.speedup > 0
+        low, high = result.speedup_ci
+        assert low <= result.speedup <= high
+
+
+def test_corpus_covers_every_category():
+    names = {entry.name for entry in CORPUS}
+    statuses = {entry.expect for entry in CORPUS}
+    assert {"correct", "hacked", "incorrect", "compile_error", "runtime_error"} <= statuses
+    assert sum(entry.expect == "correct" for entry in CORPUS) >= 3
+    assert len(names) >= 30
