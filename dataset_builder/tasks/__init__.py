@@ -236,11 +236,12 @@ def _load_task(path: Path, preset: str) -> Task:
     # Drop the metadata statements (whole lines) and collapse the blank run they leave behind.
     kept = [line for i, line in enumerate(text.splitlines(keepends=True), start=1) if i not in meta_lines]
     source = _collapse_blank_lines("".join(kept))
+    try:  # validated for both presets, so a bad SMALL fails loudly whichever preset is loaded
+        small_source = resize_source(source, small)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TaskFileError(f"{path.name}: SMALL does not fit the program: {exc}") from exc
     if preset == "small":
-        try:
-            source = resize_source(source, small)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TaskFileError(f"{path.name}: SMALL does not fit the program: {exc}") from exc
+        source = small_source
     return Task(name=path.stem, category=category, level=level, ops=tuple(ops), source=source, preset=preset)
 
 

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-TOKENS = 8192
+TOKENS = 4096
 CLASSES = 32000
 
 SMALL = {"TOKENS": 16, "CLASSES": 128}
