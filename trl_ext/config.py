@@ -158,7 +158,3 @@ class MultiTurnKernelConfig(GRPOConfig):
             raise ValueError(f"pr_weight must be >= 0, got {self.pr_weight}")
         if self.use_prs and self.pr_weight == 0.0:
             warnings.warn("use_prs without PR in the reward (pr_weight=0): PRS still filters by coverage", stacklevel=2)
-        if self.num_generations is not None and self.num_generations < 2:
-            raise ValueError(
-                f"num_generations={self.num_generations}: turn-level baselines need >= 2 samples per prompt"
-            )

@@ -252,7 +252,6 @@ def write_run(
     out.mkdir(parents=True, exist_ok=True)
     summary = build_summary(records, config=config, tts_records=tts_records)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    all_records = [*records, *(tts_records or [])]
     write_samples(out / "samples.jsonl", records)
     if tts_records:
         write_samples(out / "tts_samples.jsonl", tts_records)
@@ -260,7 +259,7 @@ def write_run(
         out / "completions.jsonl",
         [SavedTrajectory(r.task.uuid, r.sample, tuple(t.completion for t in r.turns)) for r in records],
     )
-    plots = render_plots(summary, all_records if not tts_records else records, out / "plots")
+    plots = render_plots(summary, records, out / "plots")
     report = render_markdown(summary, [str(p.relative_to(out)) for p in plots])
     (out / "report.md").write_text(report, encoding="utf-8")
     logger.info("wrote %s/summary.json and report.md", out)

@@ -1,0 +1,237 @@
+"""TRLOOTrainer on CPU: a tiny random Qwen2 + locally trained tokenizer, driven by the toy environment."""
+
+import contextlib
+import math
+
+import pytest
+import torch
+
+datasets = pytest.importorskip("datasets")
+pytest.importorskip("trl")
+
+from trl_ext import DigitGuessEnvironment, MultiTurnKernelConfig, TRLOOTrainer, make_toy_tasks  # noqa: E402
+from trl_ext.env import StepResult  # noqa: E402
+from trl_ext.rollout import (  # noqa: E402
+    FEEDBACK_TOKEN,
+    FeedbackTokenizer,
+    GenerationOutput,
+    MultiTurnRollout,
+    TransformersBackend,
+)
+from trl_ext.tiny_model import save_tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def load(tiny_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(tiny_dir), AutoTokenizer.from_pretrained(tiny_dir)
+
+
+def make_args(tmp_path, **overrides):
+    values = dict(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=6,
+        max_steps=2,
+        learning_rate=5e-3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        max_turns=3,
+        seed=0,
+    )
+    values.update(overrides)
+    return MultiTurnKernelConfig(**values)
+
+
+def run_trainer(tiny_dir, tmp_path, peft_config=None, **overrides):
+    model, tok = load(tiny_dir)
+    dataset = datasets.Dataset.from_list(make_toy_tasks(8))
+    trainer = TRLOOTrainer(
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=make_args(tmp_path, **overrides),
+        train_dataset=dataset,
+        processing_class=tok,
+        peft_config=peft_config,
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    changed = {n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])}
+    return trainer, before, changed
+
+
+def test_multi_turn_steps_with_grad_accumulation(tiny_dir, tmp_path):
+    trainer, before, changed = run_trainer(tiny_dir, tmp_path, gradient_accumulation_steps=2, use_mrs=True)
+    assert trainer.state.global_step == 2
+    assert len(changed) == len(before), f"unchanged: {set(before) - changed}"
+    logs = [h for h in trainer.state.log_history if "turn_1/reward" in h]
+    assert len(logs) == 2
+    for h in logs:
+        assert h["turn_3/reached_frac"] == 1.0  # the toy never ends episodes early
+        assert h["turn_2/tokens"] > 0 and h["mrs/rejected_frac"] == 0.0  # same model samples and scores
+        assert h["mrs/mean_abs_log_ratio"] < 1e-4
+        assert "time/optimization_s" in h and "time/generation_s" in h
+    # The trajectories of the last rollout: three model turns separated by feedback tokens.
+    traj = trainer._trajectories[0]
+    assert len(traj.turns) == 3 and traj.env_mask.count(0) > 0
+
+
+def test_lora_trains_only_adapters(tiny_dir, tmp_path):
+    from peft import LoraConfig
+
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    trainer, before, changed = run_trainer(tiny_dir, tmp_path, peft_config=lora)
+    lora_names = {n for n in before if "lora_B" in n}
+    assert lora_names and lora_names <= changed
+    assert all("lora_" in n for n in changed), f"non-adapter weights changed: {[n for n in changed if 'lora_' not in n]}"
+
+
+def test_feedback_tokens_carry_no_loss(tiny_dir, tmp_path):
+    model, tok = load(tiny_dir)
+    dataset = datasets.Dataset.from_list(make_toy_tasks(4))
+    trainer = TRLOOTrainer(
+        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path), train_dataset=dataset,
+        processing_class=tok,
+    )
+    rows = [dict(r) for r in dataset for _ in range(1)]
+    inputs = trainer._generate_and_score_completions(rows)
+    loss_mask = (inputs["completion_mask"] * inputs["tool_mask"]).cpu()
+    for n, traj in enumerate(trainer._trajectories):
+        expected = torch.tensor(traj.env_mask)
+        assert torch.equal(loss_mask[n, : len(expected)], expected)
+        assert loss_mask[n, len(expected):].sum() == 0
+        feedback = torch.tensor(traj.turn_ids) == FEEDBACK_TOKEN
+        assert feedback.any() and (inputs["advantages"][n, : len(expected)][feedback] == 0).all()
+        assert "The secret digit is" in tok.decode([t for t, m in zip(traj.completion_ids, traj.env_mask, strict=True) if not m])
+    # Giving feedback tokens huge advantages must not change the loss: they are outside the loss mask.
+    with torch.no_grad():
+        base = trainer._compute_loss(trainer.model, inputs).item()
+        poisoned = dict(inputs)
+        poisoned["advantages"] = inputs["advantages"] + 1e3 * (loss_mask == 0).float()
+        assert trainer._compute_loss(trainer.model, poisoned).item() == pytest.approx(base, abs=1e-6)
+        shifted = dict(inputs)
+        shifted["advantages"] = inputs["advantages"] + 1e3 * loss_mask.float()
+        assert abs(trainer._compute_loss(trainer.model, shifted).item() - base) > 1.0  # the mask is not empty
+
+
+class SkewedBackend(TransformersBackend):
+    """Reports rollout log-probs 0.1 nats too high, as a mismatched inference engine would."""
+
+    def generate(self, prompts):
+        return [GenerationOutput(o.token_ids, [lp + 0.1 for lp in o.logprobs]) for o in super().generate(prompts)]
+
+
+def test_mrs_rejects_mismatched_rollouts(tiny_dir, tmp_path):
+    model, tok = load(tiny_dir)
+
+    class SkewedTrainer(TRLOOTrainer):
+        def _generation_backend(self):
+            plain = super()._generation_backend()
+            return SkewedBackend(plain.model_context, plain.generation_config, plain.pad_token_id, plain.eos_token_ids)
+
+    trainer = SkewedTrainer(
+        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, use_mrs=True, max_steps=1),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+    )
+    trainer.model.train()  # metrics go to the "train" bucket
+    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    assert inputs["tool_mask"].sum() == 0 and inputs["num_items_in_batch"] == 0
+    assert trainer._metrics["train"]["mrs/rejected_frac"][-1] == 1.0
+    assert trainer._metrics["train"]["mrs/mean_abs_log_ratio"][-1] == pytest.approx(0.1, abs=1e-3)
+
+
+def test_config_rejects_bad_combinations(tmp_path):
+    with pytest.raises(ValueError, match="top_p"):
+        make_args(tmp_path, use_mrs=True, top_p=0.9)
+    with pytest.raises(ValueError, match="max_turns"):
+        make_args(tmp_path, max_turns=0)
+    with pytest.raises(ValueError, match="at least 2 generations"):
+        make_args(tmp_path, num_generations=1, per_device_train_batch_size=1)
+    with pytest.raises(ValueError, match="grpo_turn_scale_std"):
+        make_args(tmp_path, grpo_turn_scale_std=True)
+
+
+class ScriptedBackend:
+    """Returns fixed texts (tokenised, ending with eos) turn after turn."""
+
+    def __init__(self, tok, texts_per_turn):
+        self.tok, self.texts, self.calls = tok, texts_per_turn, 0
+
+    def generate(self, prompts):
+        texts = self.texts[self.calls]
+        self.calls += 1
+        out = []
+        for i, _ in enumerate(prompts):
+            ids = self.tok.encode(texts[i % len(texts)], add_special_tokens=False) + [self.tok.eos_token_id]
+            out.append(GenerationOutput(ids, [-1.0] * len(ids)))
+        return out
+
+
+class RecordingEnv(DigitGuessEnvironment):
+    def __init__(self):
+        super().__init__(stop_on_success=True)
+        self.seen = []
+
+    def step(self, states, completions):
+        self.seen.append(list(completions))
+        return super().step(states, completions)
+
+
+def test_rollout_appends_feedback_as_tokens_and_stops_done_episodes(tiny_dir):
+    _, tok = load(tiny_dir)
+    tasks = make_toy_tasks(3, seed=1)
+    secrets = [t["reward_model"]["ground_truth"] for t in tasks]
+    wrong = str((int(secrets[0]) + 1) % 10)
+    # Turn 1: task 0 answers its secret (done), others a wrong digit; turn 2: everyone answers `wrong`.
+    backend = ScriptedBackend(tok, [[secrets[0], wrong, wrong], [wrong]])
+    env = RecordingEnv()
+    rollout = MultiTurnRollout(backend, env, tok, max_turns=2, end_of_turn_id=tok.eos_token_id, feedback_max_chars=25)
+    trajs = rollout.run(tasks)
+    assert [len(t.turns) for t in trajs] == [1, 2, 2] and len(env.seen[1]) == 2
+    assert trajs[0].rewards == [1.0] and trajs[0].env_mask == [1] * len(trajs[0].completion_ids)
+    t1 = trajs[1]
+    fb_ids = FeedbackTokenizer(tok, tok.eos_token_id)(f"Wrong. The secret digit is {secrets[1]}"[:25])
+    first = len(t1.turns[0].completion_ids)
+    assert t1.completion_ids[first : first + 3] == fb_ids[:3]  # feedback appended right after the eos
+    assert rollout.stats.feedback_truncated == 2  # 27-28 character feedback cut at 25
+    assert t1.turn_ids.count(FEEDBACK_TOKEN) == t1.env_mask.count(0)
+    assert all(math.isfinite(x) for x in t1.logprobs)
+
+
+def test_rollout_rejects_bad_step_results(tiny_dir):
+    _, tok = load(tiny_dir)
+
+    class NanEnv(DigitGuessEnvironment):
+        def step(self, states, completions):
+            return [StepResult(reward=float("nan"), feedback="?") for _ in states]
+
+    backend = ScriptedBackend(tok, [["1"]])
+    with pytest.raises(ValueError, match="finite"):
+        MultiTurnRollout(backend, NanEnv(), tok, 1, tok.eos_token_id).run(make_toy_tasks(1))
+
+
+def test_transformers_backend_logprobs_match_forward(tiny_dir):
+    from transformers import GenerationConfig
+
+    model, tok = load(tiny_dir)
+    config = GenerationConfig(max_new_tokens=5, do_sample=True, temperature=0.7, top_k=0, top_p=1.0,
+                              pad_token_id=tok.pad_token_id, eos_token_id=[tok.eos_token_id])
+    backend = TransformersBackend(lambda: contextlib.nullcontext(model), config, tok.pad_token_id, [tok.eos_token_id])
+    prompts = [[1, 50, 60], [1, 70]]
+    outs = backend.generate(prompts)
+    assert backend.generate([]) == []
+    for prompt, out in zip(prompts, outs, strict=True):
+        ids = torch.tensor([prompt + out.token_ids])
+        with torch.no_grad():
+            logits = model(ids).logits[0, len(prompt) - 1 : -1] / 0.7
+        expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
+        assert torch.allclose(expected, torch.tensor(out.logprobs), atol=1e-4)
