@@ -49,6 +49,11 @@ def test_tiny_model_multi_turn_with_tts_and_resume(tmp_path, tiny_model, dataset
     tts = [json.loads(x) for x in (tmp_path / "out" / "tts_samples.jsonl").read_text().splitlines()]
     assert len(tts) == 4 * 3 and sum(x["phase"] == "tts" for x in tts) == 4
     assert summary["tts"]["num_rounds"] == 3
+    # window 1: the TTS prompt is the task prompt plus the single best earlier turn and its feedback.
+    tts_turn = next(x for x in tts if x["phase"] == "tts")
+    assert [m["role"] for m in tts_turn["prompt"]] == ["user", "assistant", "user"]
+    earlier = [x["completion"] for x in tts if x["uuid"] == tts_turn["uuid"] and x["sample"] == tts_turn["sample"]]
+    assert tts_turn["prompt"][1]["content"] in earlier[:2]
     # The generated text is what was evaluated.
     assert sorted(c for _, c in evaluator.calls[:8]) == sorted(x["completion"] for x in lines)
 
