@@ -1,0 +1,202 @@
+"""Benchmark the single-candidate reward on a GPU: timing fidelity, repeatability, cost per evaluation by phase.
+
+    python scripts/bench_reward.py --device cuda --tasks all --json-out $OUT/bench_reward.json
+
+Sections (each a function, so other modes such as a throughput benchmark can be added beside them):
+  fidelity       every selected shipped task (dataset_builder.tasks, "full" sizes) timed against ITSELF with
+                 kernel_reward.timing.time_pair (two instances of the reference built under one seed). The ideal
+                 speedup is 1; reports |log speedup| per task, its median and p95 (targets 0.02 / 0.05).
+  honest         full evaluate_request runs of the honest GPU candidates of the test corpus (status, speedup,
+                 coverage, per-phase seconds).
+  repeatability  one honest candidate evaluated N times in this process: coefficient of variation of the speedup
+                 (target <= 3 %).
+  phases         mean seconds per phase over all evaluate_request runs above.
+Prints a table per section and writes everything (raw numbers included) as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as a plain script from a checkout (the GPU machine has no install)
+    sys.path.insert(0, str(REPO_ROOT))
+CORPUS_DIR = REPO_ROOT / "tests" / "kernel_reward" / "corpus"
+HONEST_GPU = {"honest_add_relu_big_gpu": "add_relu_big", "honest_matmul_ieee_gpu": "matmul_big"}
+
+log = logging.getLogger("bench_reward")
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return str(value)
+
+    widths = {c: max(len(c), *(len(cell(r.get(c, ""))) for r in rows)) if rows else len(c) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
+    lines += ["  ".join(cell(r.get(c, "")).ljust(widths[c]) for c in columns) for r in rows]
+    return "\n".join(lines)
+
+
+def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dict[str, Any]:
+    """Self-speedup of each shipped task's reference (the timing method's error floor)."""
+    import torch
+
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the GPU machine may lack tqdm; progress bars are a nicety there
+
+        def tqdm(items, **_kwargs):
+            return items
+
+    from dataset_builder.tasks import load_tasks
+    from kernel_reward.loading import unload, write_and_import
+    from kernel_reward.tensors import make_inputs
+    from kernel_reward.timing import time_pair
+
+    torch_device = torch.device(device)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for task in tqdm(load_tasks("full", task_names), desc="fidelity", file=sys.stderr):
+            module = write_and_import(task.source, Path(tmp), "bench")
+            try:
+                init = list(module.get_init_inputs())
+                torch.manual_seed(0)
+                first = module.Model(*init).to(torch_device)
+                torch.manual_seed(0)
+                second = module.Model(*init).to(torch_device)
+                pool = [make_inputs(module, seed, torch_device) for seed in (1, 2)]
+                paired = time_pair(first, second, pool, torch_device, budget_ms=budget_ms, warmup_calls=5,
+                                   min_calls=20, max_calls=500, l2_flush_mb=256)
+                rows.append({"task": task.name, "ref_ms": paired.reference.median_ms, "cand_ms": paired.candidate.median_ms,
+                             "speedup": paired.speedup, "abs_log": abs(math.log(paired.speedup)),
+                             "ci_low": paired.speedup_ci[0], "ci_high": paired.speedup_ci[1],
+                             "samples": paired.reference.num_samples})
+            except Exception as exc:  # report and keep going: one broken task must not hide the others
+                rows.append({"task": task.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            finally:
+                unload(module)
+                torch.cuda.empty_cache()
+    measured = [r["abs_log"] for r in rows if "abs_log" in r]
+    summary = {
+        "tasks": len(rows), "measured": len(measured),
+        "median_abs_log_speedup": statistics.median(measured) if measured else None,
+        "p95_abs_log_speedup": _percentile(measured, 95) if measured else None,
+        "max_abs_log_speedup": max(measured) if measured else None,
+    }
+    return {"rows": rows, "summary": summary}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int | None = None) -> dict[str, Any]:
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.request import EvalRequest
+    from kernel_reward.worker import evaluate_request
+
+    task = HONEST_GPU[candidate_name]
+    reference = (CORPUS_DIR / "tasks" / f"{task}.py").read_text()
+    candidate = (CORPUS_DIR / f"{candidate_name}.py").read_text()
+    request = EvalRequest(reference, candidate, device=device,
+                          options=EvalOptions(timing_budget_ms=budget_ms, seed_base=seed_base))
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        result = evaluate_request(request, work_dir=Path(tmp))
+        wall = time.perf_counter() - start
+    return {"candidate": candidate_name, "status": result.status.value, "speedup": result.speedup,
+            "ci": result.speedup_ci, "coverage": result.coverage, "ref_ms": result.reference_time_ms,
+            "kernel_ms": result.kernel_time_ms, "reward": result.reward, "wall_s": wall,
+            "phases": result.phase_seconds, "flags": result.flags, "error": (result.error or "")[:500],
+            "kernels": [(row.name, row.device_time_ms, row.from_candidate) for row in result.kernel_table[:5]]}
+
+
+def honest(device: str, budget_ms: float) -> dict[str, Any]:
+    return {"rows": [_evaluate(name, device, budget_ms) for name in HONEST_GPU]}
+
+
+def repeatability(device: str, budget_ms: float, repeats: int, candidate: str) -> dict[str, Any]:
+    rows = [_evaluate(candidate, device, budget_ms) for _ in range(repeats)]
+    speedups = [r["speedup"] for r in rows if r["speedup"] is not None]
+    mean = statistics.fmean(speedups) if speedups else None
+    cv = statistics.stdev(speedups) / mean if len(speedups) > 1 and mean else None
+    return {"candidate": candidate, "rows": rows,
+            "summary": {"repeats": repeats, "mean_speedup": mean, "cv_speedup": cv,
+                        "min": min(speedups, default=None), "max": max(speedups, default=None)}}
+
+
+def phase_costs(evaluations: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean seconds per phase over the evaluations (the first run pays compilation; it is included)."""
+    phases: dict[str, list[float]] = {}
+    for row in evaluations:
+        for name, seconds in (row.get("phases") or {}).items():
+            phases.setdefault(name, []).append(seconds)
+    return {name: statistics.fmean(values) for name, values in phases.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n", 1)[1])
+    parser.add_argument("--device", default="cuda", help="CUDA device to benchmark (the reward's timing is GPU-only)")
+    parser.add_argument("--tasks", default="all", help="comma-separated shipped task names, or 'all'")
+    parser.add_argument("--json-out", type=Path, default=None, help="write all results here as JSON")
+    parser.add_argument("--budget-ms", type=float, default=400.0, help="timing budget per side, ms")
+    parser.add_argument("--repeats", type=int, default=10, help="evaluations of one candidate for repeatability")
+    parser.add_argument("--sections", default="fidelity,honest,repeatability",
+                        help="comma-separated subset of: fidelity, honest, repeatability")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    import torch
+
+    if not args.device.startswith("cuda") or not torch.cuda.is_available():
+        parser.error("this benchmark needs a CUDA device (timing is not available under the Triton interpreter)")
+    from kernel_reward.worker import prepare_worker
+
+    info = prepare_worker(args.device)
+    sections = set(args.sections.split(","))
+    names = None if args.tasks == "all" else [n for n in args.tasks.split(",") if n]
+    report: dict[str, Any] = {"device": info.device_name, "torch": torch.__version__, "budget_ms": args.budget_ms}
+    evaluations: list[dict[str, Any]] = []
+    if "fidelity" in sections:
+        report["fidelity"] = fidelity(names, args.device, args.budget_ms)
+        print("\n== timing fidelity: reference vs itself ==")
+        print(_table(report["fidelity"]["rows"], ["task", "ref_ms", "cand_ms", "speedup", "abs_log", "samples", "error"]))
+        print(json.dumps(report["fidelity"]["summary"], indent=2))
+    if "honest" in sections:
+        report["honest"] = honest(args.device, args.budget_ms)
+        evaluations += report["honest"]["rows"]
+        print("\n== full evaluations of honest candidates ==")
+        print(_table(report["honest"]["rows"], ["candidate", "status", "speedup", "coverage", "ref_ms", "kernel_ms", "reward", "wall_s"]))
+    if "repeatability" in sections:
+        report["repeatability"] = repeatability(args.device, args.budget_ms, args.repeats, "honest_add_relu_big_gpu")
+        evaluations += report["repeatability"]["rows"]
+        print("\n== repeatability ==")
+        print(_table(report["repeatability"]["rows"], ["candidate", "status", "speedup", "ref_ms", "kernel_ms", "wall_s"]))
+        print(json.dumps(report["repeatability"]["summary"], indent=2))
+    if evaluations:
+        report["phases_mean_s"] = phase_costs(evaluations)
+        print("\n== mean seconds per phase ==")
+        print(_table([{"phase": k, "seconds": v} for k, v in report["phases_mean_s"].items()], ["phase", "seconds"]))
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(report, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
