@@ -1,0 +1,257 @@
+"""``Evaluator``: the embedded execution service (a context manager owning warm, sandboxed worker pools).
+
+    with Evaluator() as ev:                          # every visible GPU, or the CPU interpreter without one
+        results = ev.evaluate_many([(reference, completion), ...])   # input order, progress bar when long
+
+Backends: ``"local"`` (one ``pool.DevicePool`` per device, all pulling from one queue) and ``"ray"``
+(``ray_backend.RayBackend``: worker actors on a Ray cluster, each running the same local pool inside).
+Submissions beyond ``max_in_flight`` block (back-pressure); ``aevaluate`` / ``aevaluate_many`` are the asyncio
+forms; cancelling an awaiting task kills the candidate's process. Leaving the context (also on Ctrl-C) kills
+every worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import functools
+import logging
+import queue
+import threading
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Protocol
+
+from kernel_reward.options import EvalOptions
+from kernel_reward.pool import DevicePool, Job, PoolConfig, default_workers
+from kernel_reward.request import EvalRequest
+from kernel_reward.result import EvalResult, Status
+from kernel_reward.sandbox import SandboxPolicy
+
+log = logging.getLogger(__name__)
+
+Pair = tuple[str, str] | tuple[str, str, str] | EvalRequest
+_LIVE: weakref.WeakSet[Evaluator] = weakref.WeakSet()
+
+
+class Backend(Protocol):
+    def submit(self, job: Job) -> None: ...
+
+    def close(self) -> None: ...
+
+    @property
+    def capacity(self) -> int: ...
+
+
+def resolve_devices(device: str | Sequence[str] | None) -> list[str]:
+    """``None`` / "cuda" -> every visible GPU ("cpu" when there is none); "cpu"; "cuda:N"; or a list of those."""
+    if device is not None and not isinstance(device, str):
+        devices = [d for item in device for d in resolve_devices(item)]
+        if not devices:
+            raise ValueError("Evaluator: empty device list")
+        return devices
+    if device == "cpu":
+        return ["cpu"]
+    if device is not None and device.startswith("cuda:"):
+        if not device[5:].isdigit():
+            raise ValueError(f"Evaluator: bad device {device!r}; use 'cpu', 'cuda' or 'cuda:N'")
+        return [device]
+    if device not in (None, "cuda"):
+        raise ValueError(f"Evaluator: bad device {device!r}; use None, 'cpu', 'cuda' or 'cuda:N'")
+    import torch
+
+    count = torch.cuda.device_count()
+    if count == 0:
+        if device == "cuda":
+            raise ValueError("Evaluator: device='cuda' but no CUDA GPU is visible")
+        return ["cpu"]
+    return [f"cuda:{i}" for i in range(count)]
+
+
+class LocalBackend:
+    """One warm pool per device; slot threads of all pools take jobs from one queue."""
+
+    def __init__(self, devices: list[str], *, workers: int | None, policy: SandboxPolicy, worker_module: str,
+                 max_attempts: int, pool_kwargs: dict[str, Any] | None = None) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.pools: list[DevicePool] = []
+        try:
+            for device in devices:
+                config = PoolConfig(device=device, workers=workers or default_workers(device), policy=policy,
+                                    worker_module=worker_module, max_attempts=max_attempts, **(pool_kwargs or {}))
+                self.pools.append(DevicePool(config, self.queue))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def capacity(self) -> int:
+        return sum(pool.config.workers for pool in self.pools)
+
+    def submit(self, job: Job) -> None:
+        self.queue.put(job)
+
+    def close(self) -> None:
+        # Jobs still queued will never run: cancel them, so nobody waits forever.
+        while True:
+            try:
+                job = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.future.cancel()
+        for pool in self.pools:
+            pool.stopping.set()
+        for pool in self.pools:
+            pool.close()
+
+
+class Evaluator:
+    """Evaluate candidates against references in sandboxed, pre-warmed worker processes."""
+
+    def __init__(
+        self,
+        *,
+        device: str | Sequence[str] | None = None,
+        timeout: float | None = None,
+        backend: Literal["local", "ray"] = "local",
+        workers: int | None = None,
+        max_in_flight: int | None = None,
+        progress: bool | None = None,
+        policy: SandboxPolicy | None = None,
+        worker_module: str = "kernel_reward.worker",
+        max_attempts: int = 3,
+        pool_options: dict[str, Any] | None = None,
+        ray_address: str | None = None,
+        num_actors: int | None = None,
+        **options: Any,
+    ) -> None:
+        if timeout is not None:
+            options["timeout_s"] = float(timeout)
+        self.options = EvalOptions(**options)  # validates every option once, up front
+        self.progress = progress
+        policy = policy or SandboxPolicy()
+        if backend == "local":
+            self.backend: Backend = LocalBackend(resolve_devices(device), workers=workers, policy=policy,
+                                                 worker_module=worker_module, max_attempts=max_attempts,
+                                                 pool_kwargs=pool_options)
+        elif backend == "ray":
+            from kernel_reward.ray_backend import RayBackend
+
+            self.backend = RayBackend(device=device, address=ray_address, num_actors=num_actors, workers=workers,
+                                      policy=policy, worker_module=worker_module, max_attempts=max_attempts,
+                                      pool_options=pool_options)
+        else:
+            raise ValueError(f"Evaluator: backend must be 'local' or 'ray', got {backend!r}")
+        limit = max_in_flight or 4 * self.backend.capacity
+        if limit < 1:
+            raise ValueError(f"Evaluator: max_in_flight must be >= 1, got {limit}")
+        self._slots = threading.BoundedSemaphore(limit)
+        self._closed = False
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------------ requests
+    def make_request(self, reference: str, candidate: str, *, entry_point: str = "Model",
+                     **options: Any) -> EvalRequest:
+        merged = self.options.to_dict()
+        if "timeout" in options:
+            options["timeout_s"] = options.pop("timeout")
+        merged.update(options)
+        return EvalRequest(reference_code=reference, candidate=candidate, entry_point=entry_point,
+                           options=EvalOptions.from_dict(merged))
+
+    def _as_request(self, item: Pair) -> EvalRequest:
+        if isinstance(item, EvalRequest):
+            return item
+        if isinstance(item, tuple | list) and len(item) in (2, 3):
+            return self.make_request(item[0], item[1], **({"entry_point": item[2]} if len(item) == 3 else {}))
+        raise TypeError(f"Evaluator: expected (reference, candidate[, entry_point]) or EvalRequest, got {type(item).__name__}")
+
+    # ------------------------------------------------------------------ sync API
+    def submit_request(self, request: EvalRequest) -> Job:
+        """Queue one request (blocks while ``max_in_flight`` requests are pending) and return its job."""
+        if self._closed:
+            raise RuntimeError("Evaluator is closed")
+        self._slots.acquire()
+        job = Job(request=request)
+        job.future.add_done_callback(lambda _: self._slots.release())
+        self.backend.submit(job)
+        return job
+
+    def submit(self, reference: str, candidate: str, **kwargs: Any) -> concurrent.futures.Future:
+        return self.submit_request(self.make_request(reference, candidate, **kwargs)).future
+
+    def evaluate(self, reference: str, candidate: str, **kwargs: Any) -> EvalResult:
+        return _outcome(self.submit(reference, candidate, **kwargs))
+
+    def evaluate_many(self, pairs: Iterable[Pair], *, progress: bool | None = None) -> list[EvalResult]:
+        """Evaluate every pair; results come back in input order, one per pair, whatever happened."""
+        requests = [self._as_request(item) for item in pairs]
+        show = self.progress if progress is None else progress
+        bar = None
+        if show or (show is None and len(requests) >= 32):
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(requests), desc="evaluating", unit="cand", disable=None if show is None else False)
+        futures = []
+        try:
+            for request in requests:
+                job = self.submit_request(request)
+                if bar is not None:
+                    job.future.add_done_callback(lambda _: bar.update(1))
+                futures.append(job.future)
+            return [_outcome(future) for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+
+    # ------------------------------------------------------------------ async API
+    async def aevaluate(self, reference: str, candidate: str, **kwargs: Any) -> EvalResult:
+        return await self.aevaluate_request(self.make_request(reference, candidate, **kwargs))
+
+    async def aevaluate_request(self, request: EvalRequest) -> EvalResult:
+        loop = asyncio.get_running_loop()
+        job = await loop.run_in_executor(None, functools.partial(self.submit_request, request))
+        try:
+            await asyncio.wait([asyncio.wrap_future(job.future)])
+        except asyncio.CancelledError:
+            job.cancel.set()  # kills the child if the candidate is already running
+            job.future.cancel()
+            raise
+        return _outcome(job.future)
+
+    async def aevaluate_many(self, pairs: Iterable[Pair]) -> list[EvalResult]:
+        return list(await asyncio.gather(*(self.aevaluate_request(self._as_request(p)) for p in pairs)))
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.backend.close()
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _outcome(future: concurrent.futures.Future) -> EvalResult:
+    if future.cancelled():
+        return EvalResult.failure(Status.CRASHED, "cancelled before it ran", flags=["cancelled"], attempts=0)
+    return future.result()
+
+
+@atexit.register
+def _close_all() -> None:
+    for evaluator in list(_LIVE):
+        try:
+            evaluator.close()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            log.exception("closing an Evaluator at exit failed")

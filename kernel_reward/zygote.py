@@ -1,0 +1,341 @@
+"""Per-device zygote: a trusted process that imported torch/Triton once and forks one sandboxed child per candidate.
+
+Started by the pool with ``python -m kernel_reward.zygote --control-fd N --config JSON`` (an exec'd process, so
+it never inherits the service's threads or CUDA state). It never creates a CUDA context itself; each forked child
+does, while idle, together with the worker's ``prepare_worker`` check, so a warm child is ready when a candidate
+arrives. Each child serves exactly ONE request and exits.
+
+Control protocol (SOCK_SEQPACKET, one JSON object per packet, the service's side of each child's channel and
+output pipe travel back as SCM_RIGHTS file descriptors):
+
+    service -> zygote: {"op": "spawn", "id": n}         zygote -> service: {"op": "spawned", "id": n, "pid": p}
+    service -> zygote: {"op": "kill", "pid": p}         zygote -> service: {"op": "exited", "pid": p, "returncode": r}
+
+Child protocol (length-prefixed JSON over a stream socket, see ``wire``):
+
+    child -> service: {"type": "ready", "isolation": {...}}  (or {"type": "error", ...} when warm-up failed)
+    service -> child: {"type": "request", "request": EvalRequest.to_dict(), "wall_clock_s": t}
+    child -> service: {"type": "accepted"}, then {"type": "result", "result": EvalResult.to_dict()}
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import importlib
+import json
+import logging
+import os
+import random
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kernel_reward import sandbox, wire
+
+log = logging.getLogger("kernel_reward.zygote")
+
+CHILD_ROOT_IN_NAMESPACE = Path("/tmp/candidate")  # inside the child's private tmpfs
+UID_RANGE = 4096  # private uids handed out per zygote, from a random base
+
+
+@dataclass
+class ZygoteConfig:
+    device: str  # "cpu" (Triton interpreter) or "cuda" (the one GPU this zygote's environment shows)
+    worker_module: str  # provides prepare_worker(device) and evaluate_request(request, *, work_dir, timing_slot)
+    policy: dict[str, Any]  # SandboxPolicy.to_dict()
+    state_dir: str  # trusted scratch space of the service (seed cache, fallback work dirs)
+    lock_path: str  # per-GPU timing lock (flock), shared by every process that times on this GPU
+    gpu_memory_fraction: float | None = None
+    seed_triton_cache: bool = False
+    uid_base: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _seed_files(seed_dir: Path) -> dict[str, bytes]:
+    """The trusted, pre-compiled Triton cache (C launcher stubs etc.) as bytes, copied into each private cache."""
+    files = {}
+    if seed_dir.is_dir():
+        for path in seed_dir.rglob("*"):
+            if path.is_file():
+                files[str(path.relative_to(seed_dir))] = path.read_bytes()
+    return files
+
+
+def _write_tree(root: Path, files: dict[str, bytes], uid: int | None) -> None:
+    for rel, data in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    if uid is not None:
+        for path in [root, *root.rglob("*")]:
+            os.chown(path, uid, uid)
+
+
+def _timing_slot_factory(lock_fd: int):
+    @contextlib.contextmanager
+    def timing_slot() -> Iterator[None]:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+    return timing_slot
+
+
+class Zygote:
+    def __init__(self, control: socket.socket, config: ZygoteConfig) -> None:
+        self.control = control
+        self.config = config
+        self.policy = sandbox.SandboxPolicy.from_dict(config.policy)
+        self.worker = importlib.import_module(config.worker_module)
+        self.state_dir = Path(config.state_dir)
+        self.seed_dir = self.state_dir / "triton-seed"
+        self.seed: dict[str, bytes] = {}
+        root = os.geteuid() == 0 and self.policy.drop_privileges
+        base = config.uid_base if config.uid_base is not None else random.randrange(25, 500_000) * UID_RANGE
+        self.free_uids = list(range(base, base + UID_RANGE)) if root else []
+        self.children: dict[int, tuple[int | None, Path]] = {}  # pid -> (uid, fallback work root)
+        self.kill_requested: set[int] = set()
+        self.counter = 0
+
+    # ------------------------------------------------------------------ zygote side
+    def serve(self) -> None:
+        if self.config.seed_triton_cache:
+            self._build_seed_cache()
+        self._reply({"op": "hello", "pid": os.getpid(), "seed_files": len(self.seed)})
+        while True:
+            readable, _, _ = select.select([self.control], [], [], 0.05)
+            if readable:
+                try:
+                    data, fds, _, _ = socket.recv_fds(self.control, 65536, 4)
+                except OSError:
+                    data = b""
+                for fd in fds:
+                    os.close(fd)
+                if not data:
+                    break  # the service went away: take every child with us
+                self._handle(json.loads(data))
+            self._reap()
+        self.shutdown()
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "spawn":
+            pid, fds = self._fork_child()
+            try:
+                socket.send_fds(self.control, [json.dumps({"op": "spawned", "id": message["id"], "pid": pid}).encode()], fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        elif op == "kill":
+            pid = int(message["pid"])
+            if pid in self.children:
+                self._kill(pid)
+                self.kill_requested.add(pid)
+            else:
+                self._reply({"op": "exited", "pid": pid, "returncode": None})
+        else:
+            log.error("zygote: unknown op %r", op)
+
+    def _kill(self, pid: int) -> None:
+        uid, _ = self.children[pid]
+        sandbox.kill_process_group(pid)
+        if uid is not None:
+            sandbox.kill_uid_processes(uid)
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid not in self.children:
+                continue
+            uid, work_root = self.children.pop(pid)
+            # The leader is gone; anything it left behind in its group or under its uid goes too.
+            sandbox.kill_process_group(pid)
+            if uid is not None:
+                sandbox.kill_uid_processes(uid)
+                self.free_uids.append(uid)
+            shutil.rmtree(work_root, ignore_errors=True)
+            returncode = os.waitstatus_to_exitcode(status)
+            self._reply({"op": "exited", "pid": pid, "returncode": returncode, "requested": pid in self.kill_requested})
+            self.kill_requested.discard(pid)
+
+    def _reply(self, message: dict[str, Any]) -> None:
+        try:
+            self.control.send(json.dumps(message).encode())
+        except OSError:
+            pass
+
+    def shutdown(self) -> None:
+        for pid in list(self.children):
+            self._kill(pid)
+        deadline = time.monotonic() + 10
+        while self.children and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.01)
+
+    def _build_seed_cache(self) -> None:
+        """Compile the worker's known-answer kernel once, trusted, so children start with a warm launcher cache."""
+        shutil.rmtree(self.seed_dir, ignore_errors=True)
+        self.seed_dir.mkdir(parents=True)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.environ["TRITON_CACHE_DIR"] = str(self.seed_dir)
+                self.worker.prepare_worker(self.config.device)
+                code = 0
+            except BaseException:  # noqa: BLE001 - a child reports and exits, whatever happened
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            log.warning("zygote: seeding the Triton cache failed; children compile their own launcher stubs")
+        self.seed = _seed_files(self.seed_dir)
+
+    def _fork_child(self) -> tuple[int, list[int]]:
+        self.counter += 1
+        uid = self.free_uids.pop(0) if self.free_uids else None
+        work_root = self.state_dir / f"child-{os.getpid()}-{self.counter}"
+        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            parent_sock.close()
+            os.close(out_r)
+            self._child_main(child_sock, out_w, uid, work_root)
+        child_sock.close()
+        os.close(out_w)
+        self.children[pid] = (uid, work_root)
+        fds = [parent_sock.detach(), out_r]
+        return pid, fds
+
+    # ------------------------------------------------------------------ child side (after fork)
+    def _child_main(self, channel: socket.socket, out_w: int, uid: int | None, work_root: Path) -> NoReturn:
+        code = 70
+        stage = "setup"
+        try:
+            os.setsid()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.dup2(out_w, 1)
+            os.dup2(out_w, 2)
+            lock_fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            keep = sorted({0, 1, 2, channel.fileno(), lock_fd})
+            _close_fds_except(keep)
+            sandbox.set_parent_death_signal()
+            isolation = sandbox.Isolation()
+            sandbox.enter_namespaces(self.policy, isolation, expose=_interpreter_paths(self.worker))
+            root = CHILD_ROOT_IN_NAMESPACE if isolation.private_tmp else work_root
+            sandbox.make_private_dir(root, uid if os.geteuid() == 0 else None)
+            work_dir = sandbox.make_private_dir(root / "work", uid if os.geteuid() == 0 else None)
+            home = sandbox.make_private_dir(root / "home", uid if os.geteuid() == 0 else None)
+            cache = sandbox.make_private_dir(root / "triton-cache", uid if os.geteuid() == 0 else None)
+            _write_tree(cache, self.seed, uid if os.geteuid() == 0 else None)
+            os.environ.update({"HOME": str(home), "TMPDIR": str(home), "TRITON_CACHE_DIR": str(cache),
+                               "TRITON_HOME": str(home)})
+            sandbox.drop_privileges(self.policy, isolation, uid)
+            os.chdir(work_dir)
+            stage = "warmup"
+            self.worker.prepare_worker(self.config.device)
+            wire.send_message(channel, {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid()})
+            stage = "waiting"
+            message = wire.recv_message_blocking(channel)
+            if message is None or message.get("type") != "request":
+                os._exit(0)  # the service no longer needs this warm child
+            stage = "request"
+            result = self._evaluate(channel, message, isolation, work_dir, lock_fd)
+            wire.send_message(channel, {"type": "result", "result": result})
+            code = 0
+        except BaseException:  # noqa: BLE001 - whatever happens, report it and exit; never return into the zygote
+            try:
+                wire.send_message(channel, {"type": "error", "stage": stage, "error": traceback.format_exc(limit=20)})
+            except BaseException:  # noqa: BLE001
+                pass
+        finally:
+            with contextlib.suppress(BaseException):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+
+    def _evaluate(self, channel: socket.socket, message: dict[str, Any], isolation: sandbox.Isolation,
+                  work_dir: Path, lock_fd: int) -> dict[str, Any]:
+        from kernel_reward.request import EvalRequest
+        from kernel_reward.result import EvalResult, Status
+
+        request = EvalRequest.from_dict(message["request"])
+        request.device = self.config.device
+        sandbox.apply_rlimits(self.policy.limits, isolation, address_space=self.config.device == "cpu")
+        if self.config.device != "cpu" and self.config.gpu_memory_fraction is not None:
+            import torch
+
+            torch.cuda.set_per_process_memory_fraction(self.config.gpu_memory_fraction)
+            isolation.gpu_memory_fraction = self.config.gpu_memory_fraction
+        # From here on, whatever happens to this process is the candidate's doing.
+        wire.send_message(channel, {"type": "accepted", "isolation": isolation.to_dict()})
+        try:
+            result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=_timing_slot_factory(lock_fd))
+        except BaseException as exc:  # noqa: BLE001 - the worker promises not to raise; report if it did anyway
+            result = EvalResult.failure(
+                Status.CRASHED, f"evaluation raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+            )
+        data = result.to_dict()
+        data["isolation"] = isolation.to_dict()
+        return data
+
+
+def _interpreter_paths(worker: Any) -> list[str]:
+    """What an unprivileged child must still reach: the interpreter, its stdlib and site-packages, our code."""
+    paths = {sys.executable, sys.prefix, sys.base_prefix, *[p for p in sys.path if p]}
+    for module in (worker, sandbox):
+        if getattr(module, "__file__", None):
+            paths.add(str(Path(module.__file__).parent))
+    return sorted(paths)
+
+
+def _close_fds_except(keep: list[int]) -> None:
+    previous = -1
+    for fd in keep:
+        if fd > previous + 1:
+            os.closerange(previous + 1, fd)
+        previous = fd
+    os.closerange(previous + 1, 65536)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m kernel_reward.zygote",
+                                     description="Per-device zygote of the kernel_reward pool (started by the pool).")
+    parser.add_argument("--control-fd", type=int, required=True, help="inherited SOCK_SEQPACKET control socket")
+    parser.add_argument("--config", required=True, help="ZygoteConfig as JSON")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s zygote %(levelname)s %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service decides when we stop (control socket EOF)
+    control = socket.socket(fileno=args.control_fd)
+    config = ZygoteConfig(**json.loads(args.config))
+    # Heavy imports happen here, once: every child inherits them through fork.
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+
+    Zygote(control, config).serve()
+
+
+if __name__ == "__main__":
+    main()

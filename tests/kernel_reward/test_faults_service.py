@@ -1,0 +1,249 @@
+"""Fault matrix of the execution service: one hostile program per fault kind, each must get the right status and a
+clear error, the pool must keep serving, and nothing may leak.
+
+Most programs run through ``service_fake_worker`` (plain Python candidates, no kernels: the sandbox layer knows
+nothing of kernels either); the last tests run real Triton candidates through the real worker.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kernel_reward.evaluator import Evaluator
+from kernel_reward.result import Status
+from kernel_reward.sandbox import SandboxLimits, SandboxPolicy, processes_of_uid
+from tests.kernel_reward import service_programs as programs
+from tests.kernel_reward.service_helpers import pool_ids, wait_no_pool_processes
+
+FAKE = "tests.kernel_reward.service_fake_worker"
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="namespaces and the uid drop need root (they degrade otherwise)")
+
+HOSTILE = {
+    "syntax_error": ("def main(:\n    pass\n", Status.COMPILE_ERROR, "SyntaxError"),
+    "exception": ("def main():\n    raise RuntimeError('kaboom')\n", Status.RUNTIME_ERROR, "kaboom"),
+    "import_error": ("import no_such_module_xyz\n", Status.RUNTIME_ERROR, "no_such_module_xyz"),
+    "segfault": ("import ctypes\ndef main():\n    ctypes.string_at(0)\n", Status.CRASHED, "SIGSEGV"),
+    "abort": ("import os\ndef main():\n    os.abort()\n", Status.CRASHED, "SIGABRT"),
+    "os_exit_at_import": ("import os\nos._exit(0)\n", Status.CRASHED, "exited with code 0"),
+    "os_exit_in_call": ("import os\ndef main():\n    os._exit(7)\n", Status.CRASHED, "exited with code 7"),
+    "sys_exit_in_call": ("import sys\ndef main():\n    sys.exit(0)\n", Status.CRASHED, "SystemExit"),
+    "infinite_loop": ("def main():\n    while True:\n        pass\n", Status.TIMEOUT, "wall-clock limit"),
+    "sleep_forever": ("import time\ndef main():\n    time.sleep(10**6)\n", Status.TIMEOUT, "process group was killed"),
+    "huge_allocation": ("def main():\n    return len(bytearray(1 << 37))\n", Status.RUNTIME_ERROR, "MemoryError"),
+    "thread_bomb": (
+        "import threading, time\ndef main():\n    threads = []\n    while True:\n"
+        "        t = threading.Thread(target=time.sleep, args=(60,), daemon=True)\n        t.start()\n"
+        "        threads.append(t)\n",
+        Status.RUNTIME_ERROR,
+        "thread",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    policy = SandboxPolicy(limits=SandboxLimits(processes=48))
+    with Evaluator(device="cpu", workers=2, timeout=3, policy=policy, worker_module=FAKE,
+                   pool_options={"wall_clock_grace_s": 0.5}) as ev:
+        yield ev
+    ids = pool_ids(ev)
+    for pool_id in ids:
+        assert wait_no_pool_processes(pool_id) == [], "processes left behind after the Evaluator closed"
+
+
+def _ok(evaluator: Evaluator) -> None:
+    result = evaluator.evaluate("ref", "def main():\n    return 6 * 7\n")
+    assert result.status == Status.CORRECT and result.feedback == "42", result
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_hostile_program_gets_right_status(evaluator, kind):
+    code, status, needle = HOSTILE[kind]
+    start = time.monotonic()
+    result = evaluator.evaluate("ref", code)
+    assert result.status == status, (kind, result.status, result.error)
+    assert needle.lower() in (result.error or "").lower(), (kind, result.error)
+    assert result.attempts == 1, "a candidate fault must never be retried"
+    assert time.monotonic() - start < 20
+    if status == Status.TIMEOUT:
+        assert result.isolation["wall_clock_s"] == pytest.approx(3.5)
+    _ok(evaluator)  # the pool keeps serving
+
+
+def test_fork_bomb_is_contained_and_fully_killed(evaluator):
+    code = "import os\ndef main():\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n"
+    result = evaluator.evaluate("ref", code, timeout=2)
+    assert result.status == Status.TIMEOUT, result.error
+    uid = result.isolation.get("uid")
+    if uid is not None:
+        deadline = time.monotonic() + 10
+        while processes_of_uid(uid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_of_uid(uid) == [], "fork-bomb processes survived the kill"
+        assert result.isolation["rlimits"]["processes"] == 48
+    _ok(evaluator)
+
+
+def test_fifty_megabytes_of_printing_is_truncated_not_fatal(evaluator):
+    code = "import sys\ndef main():\n    line = 'x' * 1023 + '\\n'\n    for _ in range(50 * 1024):\n        sys.stdout.write(line)\n    return 'done'\n"
+    result = evaluator.evaluate("ref", code, timeout=60)
+    assert result.status == Status.CORRECT and result.feedback == "'done'", result.error
+    limit = SandboxLimits().output_bytes
+    assert len(result.stdout_tail) < limit + 200
+    assert "bytes of output dropped" in result.stdout_tail
+
+
+def test_host_memory_watchdog_kills_a_growing_process():
+    policy = SandboxPolicy(limits=SandboxLimits(address_space_bytes=None, memory_bytes=900 * 1024**2))
+    code = ("import time\nchunks = []\ndef main():\n    for _ in range(40):\n"
+            "        chunks.append(b'\\x01' * (100 << 20))\n        time.sleep(0.05)\n")
+    with Evaluator(device="cpu", workers=1, timeout=30, policy=policy, worker_module=FAKE) as ev:
+        result = ev.evaluate("ref", code)
+        assert result.status == Status.RUNTIME_ERROR, result.error
+        assert "memory limit exceeded" in result.error
+        _ok(ev)
+
+
+@needs_root
+def test_isolation_record_is_full_as_root(evaluator):
+    result = evaluator.evaluate("ref", "def main():\n    return 1\n")
+    iso = result.isolation
+    assert iso["level"] == "full", iso
+    assert iso["network_namespace"] and iso["mount_namespace"] and iso["private_tmp"]
+    assert iso["uid"] not in (None, 0)
+    assert iso["rlimits"]["core_bytes"] == 0 and iso["rlimits"]["open_files"] == 512
+
+
+@needs_root
+def test_sockets_cannot_reach_the_host(evaluator):
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    server.settimeout(3)
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(_accept(server)), daemon=True).start()
+    code = (f"import socket\ndef main():\n    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "        return 'connected'\n    except OSError as exc:\n        return type(exc).__name__ + ': ' + str(exc)\n")
+    result = evaluator.evaluate("ref", code)
+    server.close()
+    assert result.status == Status.CORRECT
+    assert "connected" not in result.feedback.replace("not connected", ""), result.feedback
+    assert accepted in ([], [None])
+
+
+def _accept(server):
+    try:
+        return server.accept()
+    except OSError:
+        return None
+
+
+@needs_root
+def test_writes_outside_its_dir_do_not_reach_the_host(evaluator, tmp_path):
+    token = uuid.uuid4().hex
+    repo_target = Path(__file__).parent / f"escape-{token}.txt"
+    os.chmod(tmp_path, 0o777)  # even a world-writable host directory is out of reach
+    host_target = tmp_path / f"escape-{token}.txt"
+    code = ("def main():\n    out = {}\n"
+            f"    for path in [{str(repo_target)!r}, {str(host_target)!r}, '/tmp/escape-{token}.txt', 'inside.txt']:\n"
+            "        try:\n            open(path, 'w').write('pwned')\n            out[path] = 'written'\n"
+            "        except OSError as exc:\n            out[path] = type(exc).__name__\n    return out\n")
+    result = evaluator.evaluate("ref", code)
+    outcome = eval(result.feedback)  # our own fake worker's repr of a dict of str
+    assert outcome["inside.txt"] == "written"
+    assert outcome[str(repo_target)] == "PermissionError"
+    assert not repo_target.exists()
+    assert not Path(f"/tmp/escape-{token}.txt").exists(), "a write to /tmp reached the host's /tmp"
+    assert not host_target.exists()
+
+
+@needs_root
+def test_cannot_read_protected_or_other_candidates_files(evaluator):
+    secret = uuid.uuid4().hex
+    writer = ("import time, os\ndef main():\n"
+              f"    open('secret.txt', 'w').write({secret!r})\n    time.sleep(2)\n    return os.getcwd()\n")
+    reader = ("import os\ndef main():\n    found = []\n"
+              "    for top in ['/tmp', '/var/tmp', '/dev/shm']:\n"
+              "        for root, _, files in os.walk(top):\n"
+              "            for name in files:\n"
+              "                try:\n                    found.append(open(os.path.join(root, name)).read())\n"
+              "                except OSError:\n                    pass\n"
+              "    try:\n        open('/etc/shadow').read()\n        shadow = 'read'\n"
+              "    except OSError as exc:\n        shadow = type(exc).__name__\n    return (found, shadow)\n")
+    first = evaluator.submit("ref", writer)
+    time.sleep(0.5)
+    found, shadow = eval(evaluator.evaluate("ref", reader).feedback)
+    assert first.result().status == Status.CORRECT
+    assert not any(secret in text for text in found)
+    if Path("/etc/shadow").exists():
+        assert shadow == "PermissionError"
+
+
+def test_infrastructure_failure_in_warmup_is_retried_then_reported(monkeypatch):
+    monkeypatch.setenv("FAKE_WORKER_FAIL_WARMUP", "1")
+    with Evaluator(device="cpu", workers=1, timeout=5, worker_module=FAKE, max_attempts=2) as ev:
+        result = ev.evaluate("ref", "def main():\n    return 1\n")
+    assert result.status == Status.CRASHED
+    assert "infrastructure failure" in result.error and "warm-up" in result.error
+    assert result.attempts == 2
+
+
+def test_killed_warm_children_and_zygote_are_replaced(evaluator):
+    pool = evaluator.backend.pools[0]
+    _ok(evaluator)
+    time.sleep(1.0)  # let every slot's next child finish warming
+    zygote = pool.zygote
+    with zygote.lock:
+        warm = list(zygote.children)
+    assert warm, "expected warm children"
+    for pid in warm:
+        os.kill(pid, 9)  # an infrastructure fault: nobody's candidate did this
+    results = [evaluator.evaluate("ref", "def main():\n    return 6 * 7\n") for _ in range(2)]
+    assert all(r.status == Status.CORRECT for r in results), [r.error for r in results]
+    assert max(r.attempts for r in results) >= 2, "the dead warm child should have cost a retry"
+    os.kill(pool.zygote.process.pid, 9)
+    time.sleep(0.3)
+    results = [evaluator.evaluate("ref", "def main():\n    return 6 * 7\n") for _ in range(3)]
+    assert all(r.status == Status.CORRECT for r in results), [r.error for r in results]
+
+
+# ----------------------------------------------------------------------------- real worker, real Triton candidates
+
+
+@pytest.fixture(scope="module")
+def real_evaluator():
+    with Evaluator(device="cpu", workers=2, timeout=20, pool_options={"wall_clock_grace_s": 0.5}) as ev:
+        yield ev
+
+
+REAL = {
+    "honest": (programs.CANDIDATE_ADD, Status.CORRECT),
+    "wrong_result": (programs.CANDIDATE_WRONG, Status.INCORRECT),
+    "syntax_error": (programs.CANDIDATE_SYNTAX_ERROR, Status.COMPILE_ERROR),
+    "raising_forward": (programs.CANDIDATE_RAISES, Status.RUNTIME_ERROR),
+    "passthrough": (programs.CANDIDATE_PASSTHROUGH, Status.HACKED),
+    "out_of_bounds_crash": (programs.CANDIDATE_OOB_CRASH, Status.CRASHED),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REAL))
+def test_real_worker_faults(real_evaluator, kind):
+    code, status = REAL[kind]
+    result = real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(code))
+    assert result.status == status, (kind, result.error)
+    assert result.attempts == 1
+    assert result.isolation.get("wall_clock_s") == pytest.approx(20.5)
+
+
+def test_real_worker_hang_times_out(real_evaluator):
+    result = real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_HANGS), timeout=2)
+    assert result.status == Status.TIMEOUT, result.error
+    ok = real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD))
+    assert ok.status == Status.CORRECT, ok.error
