@@ -43,3 +43,19 @@ def test_compare_two_runs(tmp_path):
     done = cli("--compare", str(tmp_path / "a"), str(tmp_path / "b" / "summary.json"))
     assert done.returncode == 0, done.stderr
     assert "| correct_rate | 0.250 | 0.750 | +0.500 |" in done.stdout
+
+
+def test_compile_baseline_is_refused_until_kernel_reward_offers_it():
+    from kernel_reward.options import EvalOptions
+    from trl_ext.evaluation.config import EvalConfig
+    from trl_ext.evaluation.run import evaluator_options
+
+    config = EvalConfig(dataset="d", out="o", completions="c.jsonl", baseline="compile", timeout=30)
+    if "baseline" in EvalOptions.__dataclass_fields__:
+        assert evaluator_options(config)["baseline"] == "compile"
+    else:
+        import pytest
+
+        with pytest.raises(ValueError, match="no 'baseline' option"):
+            evaluator_options(config)
+    assert evaluator_options(EvalConfig(dataset="d", out="o", completions="c.jsonl", timeout=30)) == {"timeout_s": 30}
