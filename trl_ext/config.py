@@ -83,15 +83,20 @@ class MultiTurnKernelConfig(GRPOConfig):
     mrs_upper: float = field(default=1.001, metadata={"help": "MRS upper bound of the geometric-mean ratio."})
     mrs_veto: float = field(default=1e-4, metadata={"help": "MRS veto: reject if any token ratio is below this."})
     # --- reward / PRS ---------------------------------------------------------------------------------------
-    reward_scheme: Literal["paper", "released", "ladder"] = field(
-        default="paper",
+    reward_scheme: Literal["drkernel", "paper", "ladder", "correctness"] = field(
+        default="drkernel",
         metadata={
-            "help": "Kernel reward passed to the environment: 'paper' R = C + C*min(speedup,3) + C*w*PR; "
-            "'released' half of it; 'ladder' the discrete ladder (FACTS 3)."
+            "help": "Kernel reward computed by the environment (kernel_reward.reward): 'drkernel' the released "
+            "recipe 0.5*C + 0.5*C*min(speedup,3) + 0.5*C*PR; 'paper' C + C*min(speedup,3) + C*PR; 'ladder' the "
+            "discrete ladder; 'correctness' C only (CPU interpreter runs always fall back to it)."
         },
     )
-    pr_weight: float = field(
-        default=1.0, metadata={"help": "Weight w of the profiling reward PR in the kernel reward (0 disables PR)."}
+    pr_weight: float | None = field(
+        default=None,
+        metadata={
+            "help": "Weight of the profiling reward PR (coverage) in 'drkernel' / 'paper' (None: the scheme's "
+            "default; 0 disables PR)."
+        },
     )
     reward_device: str | None = field(
         default=None,
@@ -154,7 +159,13 @@ class MultiTurnKernelConfig(GRPOConfig):
             raise ValueError(f"prs_threshold must be in [0, 1], got {self.prs_threshold}")
         if self.prs_softness <= 0.0:
             raise ValueError(f"prs_softness must be > 0, got {self.prs_softness}")
-        if self.pr_weight < 0.0:
+        if self.pr_weight is not None and self.pr_weight < 0.0:
             raise ValueError(f"pr_weight must be >= 0, got {self.pr_weight}")
+        if self.pr_weight is not None and self.reward_scheme not in ("drkernel", "paper"):
+            raise ValueError(f"pr_weight applies to reward_scheme 'drkernel' or 'paper', not {self.reward_scheme!r}")
         if self.use_prs and self.pr_weight == 0.0:
             warnings.warn("use_prs without PR in the reward (pr_weight=0): PRS still filters by coverage", stacklevel=2)
+
+    def reward_params(self) -> dict[str, float]:
+        """Overrides of the kernel reward scheme's parameters implied by this config."""
+        return {} if self.pr_weight is None else {"w_coverage": float(self.pr_weight)}
