@@ -1,0 +1,123 @@
+"""The local pool under load and over its lifetime: 500 submissions (10 % faulty) each get exactly one result in
+input order with no process left behind; back-pressure, async cancellation and Ctrl-C shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel_reward.evaluator import Evaluator
+from kernel_reward.result import Status
+from tests.kernel_reward import service_programs as programs
+from tests.kernel_reward.service_helpers import pool_ids, pool_processes, wait_no_pool_processes
+
+FAKE = "tests.kernel_reward.service_fake_worker"
+REPO = Path(__file__).resolve().parents[2]
+
+FAULTS = [
+    (programs.CANDIDATE_WRONG, Status.INCORRECT),
+    (programs.CANDIDATE_SYNTAX_ERROR, Status.COMPILE_ERROR),
+    (programs.CANDIDATE_RAISES, Status.RUNTIME_ERROR),
+    (programs.CANDIDATE_PASSTHROUGH, Status.HACKED),
+    (programs.CANDIDATE_OOB_CRASH, Status.CRASHED),
+]
+
+
+def test_500_submissions_ten_percent_faulty_one_result_each_in_order():
+    total, faulty_every = 500, 10
+    pairs, expected = [], []
+    for i in range(total):
+        if i % faulty_every == faulty_every - 1:
+            code, status = FAULTS[(i // faulty_every) % len(FAULTS)]
+        else:
+            code, status = programs.CANDIDATE_ADD, Status.CORRECT
+        # Vary the reference size so each result can be traced back to its submission.
+        reference = programs.REFERENCE_ADD.replace("N = 64", f"N = {16 + i % 48}")
+        pairs.append((reference, programs.fenced(code)))
+        expected.append(status)
+    with Evaluator(device="cpu", workers=2, timeout=30, num_trials=2, shape_check="off", progress=False) as ev:
+        ids = pool_ids(ev)
+        start = time.monotonic()
+        results = ev.evaluate_many(pairs)
+        elapsed = time.monotonic() - start
+    assert len(results) == total
+    statuses = [r.status for r in results]
+    mismatches = [(i, s.value, e.value, results[i].error) for i, (s, e) in enumerate(zip(statuses, expected, strict=True)) if s != e]
+    assert not mismatches, mismatches[:5]
+    assert collections.Counter(statuses)[Status.CORRECT] == 450
+    assert all(r.attempts == 1 for r in results), "no infrastructure retry was expected on a healthy pool"
+    assert all(r.isolation.get("wall_clock_s") for r in results)
+    for pool_id in ids:
+        assert wait_no_pool_processes(pool_id) == []
+    print(f"500 submissions in {elapsed:.1f} s ({total / elapsed:.1f}/s)")
+
+
+def test_back_pressure_blocks_submitters_beyond_max_in_flight():
+    slow = "import time\ndef main():\n    time.sleep(1.5)\n"
+    with Evaluator(device="cpu", workers=1, timeout=10, max_in_flight=2, worker_module=FAKE) as ev:
+        first = ev.submit("ref", slow)
+        second = ev.submit("ref", slow)
+        third_submitted = threading.Event()
+
+        def submit_third():
+            ev.submit("ref", "def main():\n    return 3\n")
+            third_submitted.set()
+
+        threading.Thread(target=submit_third, daemon=True).start()
+        assert not third_submitted.wait(0.8), "the third submission should block while two are in flight"
+        first.result(timeout=30)
+        assert third_submitted.wait(10), "the third submission should go through once a slot frees"
+        assert second.result(timeout=30).status == Status.CORRECT
+
+
+def test_async_cancellation_kills_the_running_candidate():
+    async def scenario(ev):
+        task = asyncio.create_task(ev.aevaluate("ref", "def main():\n    while True:\n        pass\n"))
+        await asyncio.sleep(1.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        results = await ev.aevaluate_many([("ref", f"def main():\n    return {i}\n") for i in range(6)])
+        return results
+
+    with Evaluator(device="cpu", workers=1, timeout=120, worker_module=FAKE) as ev:
+        start = time.monotonic()
+        results = asyncio.run(scenario(ev))
+        assert time.monotonic() - start < 30, "cancellation must not wait for the 120 s wall clock"
+        assert [r.feedback for r in results] == [str(i) for i in range(6)]
+
+
+def test_ctrl_c_leaves_no_process_behind(tmp_path):
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        from kernel_reward.evaluator import Evaluator
+        with Evaluator(device="cpu", workers=2, timeout=300, worker_module={FAKE!r}) as ev:
+            print("POOL", ev.backend.pools[0].pool_id, flush=True)
+            futures = [ev.submit("ref", "def main():\\n    while True:\\n        pass\\n") for _ in range(4)]
+            print("RUNNING", flush=True)
+            futures[0].result()
+    """))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    pool_id = proc.stdout.readline().split()[1]
+    assert proc.stdout.readline().strip() == "RUNNING"
+    deadline = time.monotonic() + 30
+    while len(pool_processes(pool_id)) < 3 and time.monotonic() < deadline:  # zygote + running candidates
+        time.sleep(0.2)
+    assert len(pool_processes(pool_id)) >= 3
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    assert "KeyboardInterrupt" in proc.stderr.read()
+    assert wait_no_pool_processes(pool_id, timeout=10) == []
