@@ -139,7 +139,8 @@ def _runtime_problems(references: list[str], num_proc: int, timeout_s: float) ->
     from .reference_checks import check_references  # imports torch; only needed with --check-references
 
     results = check_references(references, num_workers=num_proc, timeout_s=timeout_s)
-    return [(tuple(DropReason(p.value) for p in r.problems), str(r.details or "")) for r in results]
+    # details can hold a child's output tail: the report keeps its first line
+    return [(tuple(DropReason(p.value) for p in r.problems), (r.details or "").splitlines()[0][:300] if r.details else "") for r in results]
 
 
 def scan_source(

@@ -28,6 +28,7 @@ class DropReason(StrEnum):
     INPUT_INDEPENDENT = "input_independent"
     NEAR_CONSTANT = "near_constant"
     NO_TENSOR_OUTPUT = "no_tensor_output"
+    NON_FINITE = "non_finite"
 
 
 RUNTIME_REASONS = frozenset(
@@ -38,6 +39,7 @@ RUNTIME_REASONS = frozenset(
         DropReason.INPUT_INDEPENDENT,
         DropReason.NEAR_CONSTANT,
         DropReason.NO_TENSOR_OUTPUT,
+        DropReason.NON_FINITE,
     }
 )
 

@@ -36,6 +36,7 @@ class PushResult:
     rows: int
     pr_url: str | None = None
     verified: bool = False
+    unchanged: bool = False  # the files equal the branch head: no new commit, the tag names the existing one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -46,7 +47,9 @@ class PushResult:
             f"commit {self.commit_sha} on {self.revision}, tag {self.version}",
         ]
         if self.pr_url:
-            lines.append(f"pull request: {self.pr_url}")
+            lines.append(f"pull request: {self.pr_url} ({self.revision})")
+        if self.unchanged:
+            lines.append("note: the files equal the branch head, so no new commit was made; the tag names that commit")
         lines.append("verified: loaded the tagged revision back" if self.verified else "verified: skipped")
         return "\n".join(lines)
 
@@ -107,6 +110,7 @@ def push_dataset(
         target = branch or "main"
         if branch:
             api.create_branch(repo_id, repo_type="dataset", branch=branch, exist_ok=True)
+        head = api.dataset_info(repo_id, revision=target).sha
         info = api.upload_folder(
             repo_id=repo_id,
             repo_type="dataset",
@@ -124,7 +128,10 @@ def push_dataset(
         )
     except HfHubHTTPError as exc:
         raise PublishError(f"{repo_id}: the Hub refused the request: {exc}") from exc
+    unchanged = info.oid == head and not info.pr_url  # huggingface_hub skips commits that change nothing
+    if unchanged:
+        logger.warning("%s: %s has the same files as %s@%s; tagged that commit", repo_id, version, target, head)
     logger.info("pushed %s %s as commit %s", repo_id, version, info.oid)
     if verify:
         verify_revision(repo_id, version, rows)
-    return PushResult(repo_id, version, info.oid, landed, rows, info.pr_url, verified=verify)
+    return PushResult(repo_id, version, info.oid, landed, rows, info.pr_url, verified=verify, unchanged=unchanged)

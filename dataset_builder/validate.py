@@ -44,6 +44,7 @@ class Finding(StrEnum):
     INPUT_INDEPENDENT = "input_independent"
     NEAR_CONSTANT = "near_constant"
     NO_TENSOR_OUTPUT = "no_tensor_output"
+    NON_FINITE = "non_finite"
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ def _rows(file: Path, report: ValidationReport, rel: str) -> Iterator[tuple[int,
     except Exception as exc:  # broken file
         report.add(rel, Finding.UNREADABLE, str(exc))
         return
+    report.rows += parquet.metadata.num_rows  # counted even when the schema is wrong (the card check compares)
     schema = parquet.schema_arrow
     diffs = []
     for expected in ARROW_SCHEMA:
@@ -169,7 +171,6 @@ def validate_dataset(path: str | Path, *, check_references: bool = False, num_pr
     for file in files:
         rel = str(file.relative_to(root))
         for offset, record in _rows(file, report, rel):
-            report.rows += 1
             extra, reference = record["extra_info"], record["reward_model"]["ground_truth"]
             uuid = extra["uuid"]
             where = f"{rel} row {offset} (uuid {uuid})"
@@ -198,5 +199,5 @@ def validate_dataset(path: str | Path, *, check_references: bool = False, num_pr
         results = run_checks([ref for _, ref in to_run], num_workers=num_proc, timeout_s=reference_timeout_s)
         for (where, _), result in zip(to_run, results, strict=True):
             for problem in result.problems:
-                report.add(where, Finding(problem.value), str(result.details or ""))
+                report.add(where, Finding(problem.value), (result.details or "").splitlines()[0][:300] if result.details else "")
     return report

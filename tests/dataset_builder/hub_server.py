@@ -12,6 +12,7 @@ dataset version, tag and branch it, and download it back by tag, branch or commi
     POST /api/{type}s/{repo}/tag/{rev}                  create a tag (409 when it exists)
     POST /api/{type}s/{repo}/preupload/{rev}            upload mode per file: always "regular" (inline base64)
     POST /api/{type}s/{repo}/commit/{rev}[?create_pr=1] git-style commit from an NDJSON payload
+    GET  /api/{type}s/{repo}/commits/{rev}              commit history, newest first
     GET  /api/{type}s/{repo}/tree/{rev}[/{path}]        list files and folders (recursive or not)
     POST /api/{type}s/{repo}/paths-info/{rev}           info about given paths
     GET|HEAD /{type}s/{repo}/resolve/{rev}/{path}      file bytes with ETag / X-Repo-Commit (Range supported)
@@ -94,9 +95,9 @@ class Repo:
 
 
 class HubError(Exception):
-    def __init__(self, status: int, message: str, code: str | None = None):
+    def __init__(self, status: int, message: str, code: str | None = None, **extra):
         super().__init__(message)
-        self.status, self.message, self.code = status, message, code
+        self.status, self.message, self.code, self.extra = status, message, code, extra
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -145,7 +146,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"X-Error-Message": exc.message}
             if exc.code:
                 headers["X-Error-Code"] = exc.code
-            body = json.dumps({"error": exc.message}).encode()
+            body = json.dumps({"error": exc.message, **exc.extra}).encode()
             self._send(exc.status, body, headers, head=method == "HEAD")
 
     def do_GET(self):  # noqa: N802 (stdlib naming)
@@ -196,14 +197,15 @@ def create_repo(handler: _Handler, hub: LocalHub, method, query):
     if "/" not in repo_id:
         repo_id = f"local-user/{repo_id}"
     key = (f"{repo_type}s", repo_id)
-    if key in hub.repos:
-        raise HubError(409, "You already created this repo")
+    prefix = "" if repo_type == "model" else f"{repo_type}s/"
+    url = f"{hub.url}/{prefix}{repo_id}"
+    if key in hub.repos:  # like the Hub: 409, and the body still carries the url (create_repo(exist_ok=True) reads it)
+        raise HubError(409, "You already created this repo", url=url)
     repo = Repo(repo_id, repo_type)
     initial = repo.add_commit(None, {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}, "initial commit")
     repo.branches["main"] = initial.sha
     hub.repos[key] = repo
-    prefix = "" if repo_type == "model" else f"{repo_type}s/"
-    handler._json({"url": f"{hub.url}/{prefix}{repo_id}", "name": repo_id, "id": repo_id})
+    handler._json({"url": url, "name": repo_id, "id": repo_id})
 
 
 def agent_harnesses(handler: _Handler, hub, method, query):
@@ -338,6 +340,17 @@ def commit(handler: _Handler, hub: LocalHub, method, query, type, repo, rev):
     )
 
 
+def list_commits(handler: _Handler, hub: LocalHub, method, query, type, repo, rev):
+    found = _repo(hub, type, repo)
+    commit_, history = _commit(found, rev), []
+    while commit_ is not None:  # newest first, following first parents like `git log`
+        history.append(
+            {"id": commit_.sha, "title": commit_.title, "message": "", "authors": [{"user": "local-user"}], "date": commit_.date}
+        )
+        commit_ = found.commits.get(commit_.parent) if commit_.parent else None
+    handler._json(history)
+
+
 def tree(handler: _Handler, hub: LocalHub, method, query, type, repo, rev, path=""):
     found = _repo(hub, type, repo)
     commit_ = _commit(found, rev)
@@ -409,6 +422,7 @@ _ROUTES = [
     (re.compile(rf"{_API}/tag/(?P<rev>[^/]+)"), ("POST",), create_tag),
     (re.compile(rf"{_API}/preupload/(?P<rev>[^/]+)"), ("POST",), preupload),
     (re.compile(rf"{_API}/commit/(?P<rev>[^/]+)"), ("POST",), commit),
+    (re.compile(rf"{_API}/commits/(?P<rev>[^/]+)"), ("GET",), list_commits),
     (re.compile(rf"{_API}/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?"), ("GET",), tree),
     (re.compile(rf"{_API}/paths-info/(?P<rev>[^/]+)"), ("POST",), paths_info),
     (re.compile(rf"/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)"), ("GET", "HEAD"), resolve),
