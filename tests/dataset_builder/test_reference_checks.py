@@ -268,3 +268,33 @@ def test_result_to_dict_is_json_ready():
     )
     data = json.loads(json.dumps(result.to_dict()))
     assert data["problems"] == ["timeout"] and data["outputs"][0]["shape"] == [4, 8]
+
+
+# --------------------------------------------------------------------------------------------------------
+# Command line
+
+
+def test_cli_help_and_exit_codes(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    cli = [sys.executable, "-m", "dataset_builder.reference_checks"]
+    shown = subprocess.run([*cli, "--help"], cwd=root, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and "--tasks" in shown.stdout
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text(GOOD)
+    bad.write_text(BAD["near_zero"][0])
+    run = subprocess.run(
+        [*cli, str(good), str(bad), "--timeout", str(TIMEOUT_S)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr
+    lines = dict(line.split("\t")[:2] for line in run.stdout.splitlines())
+    assert lines[str(good)] == "ok"
+    assert "near_constant" in lines[str(bad)].split(",")  # (x * 1e-6 is input-independent at 1e-4 too)
+    nothing = subprocess.run(cli, cwd=root, capture_output=True, text=True, timeout=60)
+    assert nothing.returncode == 2 and "nothing to check" in nothing.stderr
