@@ -10,8 +10,11 @@ as not applicable (never as a candidate failure).
 from __future__ import annotations
 
 import ast
+import importlib.util
 import logging
 import re
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +59,50 @@ def resize_constants(source: str, scale: float, *, make_odd: bool) -> tuple[str,
     return "".join(lines), changes
 
 
+def task_tools() -> types.ModuleType | None:
+    """``dataset_builder.tasks`` loaded from its file WITHOUT running ``dataset_builder/__init__.py``.
+
+    That module is stdlib-only, but the package's ``__init__`` imports ``datasets`` (slow, and absent on the GPU
+    machine); kernel_reward must depend on torch/triton/numpy/stdlib only. None when the package is not there.
+    """
+    global _TASK_TOOLS
+    if _TASK_TOOLS is None:
+        _TASK_TOOLS = False
+        try:
+            spec = importlib.util.find_spec("dataset_builder")
+        except (ImportError, ValueError):
+            spec = None
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        for location in locations:
+            path = Path(location) / "tasks" / "__init__.py"
+            if path.exists():
+                tools_spec = importlib.util.spec_from_file_location("_kr_dataset_builder_tasks", path)
+                if tools_spec is None or tools_spec.loader is None:
+                    continue
+                module = importlib.util.module_from_spec(tools_spec)
+                sys.modules[tools_spec.name] = module  # dataclasses look their module up there
+                try:
+                    tools_spec.loader.exec_module(module)
+                except Exception as exc:  # their module broken or changed: fall back to our own rewrite
+                    sys.modules.pop(tools_spec.name, None)
+                    log.warning("could not load %s: %s", path, exc)
+                    continue
+                _TASK_TOOLS = module
+                break
+    return _TASK_TOOLS or None
+
+
+_TASK_TOOLS: types.ModuleType | bool | None = None
+
+
 def resized_variants(source: str, scale: float) -> list[tuple[str, dict[str, Any]]]:
     """Resized sources to try, most demanding first (odd sizes, then plain scaling).
 
     The new sizes are chosen here; the rewrite itself uses ``dataset_builder.tasks.resize_source`` (stdlib-only)
     when that package is importable, so the reward and the task set agree on what a size constant is.
     """
-    try:
-        from dataset_builder.tasks import resize_source
-    except ImportError:
-        resize_source = None
+    tools = task_tools()
+    resize_source = getattr(tools, "resize_source", None)
     variants: list[tuple[str, dict[str, Any]]] = []
     seen: set[str] = set()
     for make_odd in (True, False):

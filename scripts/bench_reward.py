@@ -59,11 +59,15 @@ def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dic
         def tqdm(items, **_kwargs):
             return items
 
-    from dataset_builder.tasks import load_tasks
     from kernel_reward.loading import unload, write_and_import
+    from kernel_reward.shapes import task_tools
     from kernel_reward.tensors import make_inputs
     from kernel_reward.timing import time_pair
 
+    tools = task_tools()  # dataset_builder.tasks without the package __init__ (which needs `datasets`)
+    if tools is None:
+        raise RuntimeError("dataset_builder.tasks is not available: run from a drkernel-rl checkout")
+    load_tasks = tools.load_tasks
     torch_device = torch.device(device)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,8 +162,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=10, help="evaluations of one candidate for repeatability")
     parser.add_argument("--sections", default="fidelity,honest,repeatability",
                         help="comma-separated subset of: fidelity, honest, repeatability")
+    parser.add_argument("--throughput", action="store_true",
+                        help="instead: execution-service throughput, warm pool vs fresh process per evaluation "
+                        "(kernel_reward.bench_throughput; --workers, --baseline-count)")
+    parser.add_argument("--workers", type=int, default=None, help="--throughput: concurrent candidates per GPU")
+    parser.add_argument("--baseline-count", type=int, default=10, help="--throughput: fresh-process evaluations")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.throughput:
+        from kernel_reward.bench_throughput import run_cli
+
+        return run_cli(args)
 
     import torch
 
