@@ -127,6 +127,10 @@ class ZygoteClient:
         env = dict(os.environ)
         env.update(config.env)
         env[POOL_ID_ENV] = pool_id
+        # Children import lazily after chdir into their private dir: make our package (and the caller's working
+        # directory, e.g. a checkout without an install) importable by absolute path.
+        package_root = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, os.getcwd(), env.get("PYTHONPATH")) if p)
         env.setdefault("OMP_NUM_THREADS", "1")
         if cuda:
             env.pop("TRITON_INTERPRET", None)

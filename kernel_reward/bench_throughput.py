@@ -1,0 +1,252 @@
+"""Throughput benchmark of the execution service (``scripts/bench_reward.py --throughput``).
+
+Builds candidate/task pairs on the shipped task set (``dataset_builder.tasks.load_tasks("full")``): for each
+elementwise task an honest Triton kernel at three block sizes, plus a wrong-result kernel, a syntax error, a raising
+forward, a torch passthrough (hack) and a decoy (kernel launched on dummy data, result from torch). Then:
+
+* ``pool``: every pair through ``Evaluator`` (warm zygote pool, full isolation), evaluations per minute;
+* ``baseline``: a sample of the same pairs, serially, one fresh ``python -m kernel_reward.worker`` process per
+  evaluation (the published environment's default);
+
+and reports the speed-up of the pool over the baseline, mean seconds per pipeline phase, the share of wall time
+the GPU's timing slot was held, and the GPU idle fraction sampled with NVML (when available).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("bench_throughput")
+
+# task name -> (Triton expression of x and params p0/p1, torch expression for the passthrough hack)
+ELEMENTWISE = {
+    "activation_elu": ("tl.where(x > 0, x, p0 * (tl.exp(x) - 1.0))", "torch.nn.functional.elu(x, alpha=self.p[0])"),
+    "activation_silu": ("x / (1.0 + tl.exp(-x))", "torch.nn.functional.silu(x)"),
+    "activation_leaky_relu": ("tl.where(x > 0, x, x * p0)", "torch.nn.functional.leaky_relu(x, self.p[0])"),
+    "activation_hardswish": ("x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0", "torch.nn.functional.hardswish(x)"),
+    "activation_softplus": (
+        "tl.where(x * p0 > p1, x, tl.log(1.0 + tl.exp(x * p0)) / p0)",
+        "torch.nn.functional.softplus(x, self.p[0], self.p[1])",
+    ),
+    "activation_mish": (
+        "x * (1.0 - 2.0 / (tl.exp(2.0 * tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(x)))) + 1.0))",
+        "torch.nn.functional.mish(x)",
+    ),
+    "activation_gelu_fp16": (  # tanh form of the exact GELU: within the fp16 tolerance (1e-2)
+        "0.5 * x * (2.0 - 2.0 / (tl.exp(2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x)) + 1.0))",
+        "torch.nn.functional.gelu(x)",
+    ),
+    "elementwise_gelu_scale": (
+        "0.5 * x * (2.0 - 2.0 / (tl.exp(2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x)) + 1.0)) * p0",
+        "torch.nn.functional.gelu(x, approximate='tanh') * self.p[0]",
+    ),
+}
+
+TEMPLATE = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def act_kernel(x_ptr, out_ptr, n, p0, p1, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    y = {expr}
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args):
+        super().__init__()
+        self.p = [float(a) for a in args] + [0.0, 0.0]
+
+    def forward(self, x):
+{body}
+'''
+
+LAUNCH = """        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        act_kernel[(triton.cdiv(n, {block}),)](x, out, n, self.p[0], self.p[1], BLOCK={block})
+        return out"""
+
+
+def candidates_for(task: str) -> list[tuple[str, str, str]]:
+    """(variant, expected status, completion) for one elementwise task."""
+    expr, torch_expr = ELEMENTWISE[task]
+    honest = [(f"honest_b{b}", "correct", TEMPLATE.format(expr=expr, body=LAUNCH.format(block=b))) for b in (512, 1024, 2048)]
+    wrong = TEMPLATE.format(expr=f"({expr}) * 1.01 + 0.01", body=LAUNCH.format(block=1024))
+    syntax = TEMPLATE.format(expr=expr, body=LAUNCH.format(block=1024)).replace("def forward(self, x):", "def forward(self, x)")
+    raising = TEMPLATE.format(expr=expr, body="        raise RuntimeError('not implemented yet')")
+    passthrough = TEMPLATE.format(expr=expr, body=f"        return {torch_expr}")
+    decoy_body = ("        dummy = torch.zeros(16, device=x.device, dtype=x.dtype)\n"
+                  "        act_kernel[(1,)](dummy, torch.empty_like(dummy), 16, self.p[0], self.p[1], BLOCK=16)\n"
+                  f"        return {torch_expr}")
+    decoy = TEMPLATE.format(expr=expr, body=decoy_body)
+    faulty = [("wrong", "incorrect", wrong), ("syntax", "compile_error", syntax), ("raises", "runtime_error", raising),
+              ("passthrough", "hacked", passthrough), ("decoy", "hacked", decoy)]
+    return [(v, s, f"```python\n{code}\n```") for v, s, code in honest + faulty]
+
+
+def build_pairs(preset: str = "full") -> list[dict[str, Any]]:
+    from dataset_builder.tasks import load_tasks
+
+    tasks = {t.name: t for t in load_tasks(preset, names=list(ELEMENTWISE))}
+    pairs = []
+    for name in ELEMENTWISE:
+        for variant, expected, completion in candidates_for(name):
+            pairs.append({"task": name, "variant": variant, "expected": expected, "reference": tasks[name].source,
+                          "candidate": completion})
+    return pairs
+
+
+class GpuSampler:
+    """Samples GPU utilisation through NVML every ``period_s`` while running (None values when unavailable)."""
+
+    def __init__(self, index: int = 0, period_s: float = 0.05) -> None:
+        self.samples: list[int] = []
+        self.period_s = period_s
+        self.stop = threading.Event()
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception:  # noqa: BLE001 - no NVML: report idle fraction as unknown
+            self.nvml = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.period_s):
+            self.samples.append(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+
+    def __enter__(self) -> GpuSampler:
+        if self.nvml is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.nvml is not None:
+            self.thread.join()
+
+    def idle_fraction(self) -> float | None:
+        return sum(1 for s in self.samples if s == 0) / len(self.samples) if self.samples else None
+
+
+def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, timeout_s: float) -> dict[str, Any]:
+    from kernel_reward.evaluator import Evaluator
+
+    start = time.monotonic()
+    with Evaluator(device=device, workers=workers, timeout=timeout_s, progress=False) as ev:
+        pools = ev.backend.pools
+        for pool in pools:
+            pool.zygote.wait_started(600)
+        # Let every slot's first child finish warming: start-up is a one-off cost, reported separately.
+        ev.evaluate(pairs[0]["reference"], pairs[0]["candidate"])
+        startup_s = time.monotonic() - start
+        with GpuSampler() as sampler:
+            t0 = time.monotonic()
+            results = ev.evaluate_many([(p["reference"], p["candidate"]) for p in pairs])
+            wall_s = time.monotonic() - t0
+        workers_used = sum(pool.config.workers for pool in pools)
+    phases: dict[str, list[float]] = {}
+    for result in results:
+        for name, seconds in result.phase_seconds.items():
+            phases.setdefault(name, []).append(seconds)
+    slot_s = sum(r.phase_seconds.get("timing", 0.0) + r.phase_seconds.get("profile", 0.0) for r in results)
+    rows = [{"task": p["task"], "variant": p["variant"], "expected": p["expected"], "status": r.status.value,
+             "speedup": r.speedup, "coverage": r.coverage, "attempts": r.attempts, "isolation": r.isolation.get("level"),
+             "error": (r.error or "")[:300]} for p, r in zip(pairs, results, strict=True)]
+    return {
+        "evaluations": len(results), "wall_s": wall_s, "startup_s": startup_s, "workers": workers_used,
+        "evals_per_min": 60 * len(results) / wall_s,
+        "phase_mean_s": {k: statistics.fmean(v) for k, v in sorted(phases.items())},
+        "timing_slot_busy_fraction": slot_s / wall_s,
+        "gpu_idle_fraction": sampler.idle_fraction(), "gpu_samples": len(sampler.samples),
+        "isolation_levels": sorted({row["isolation"] for row in rows if row["isolation"]}),
+        "matches_expected": sum(row["status"] == row["expected"] for row in rows),
+        "rows": rows,
+    }
+
+
+def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float) -> dict[str, Any]:
+    """Fresh process per evaluation, serially: ``python -m kernel_reward.worker --request --out``."""
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.request import EvalRequest
+
+    rows = []
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, pair in enumerate(pairs):
+            request = EvalRequest(pair["reference"], pair["candidate"], device=device,
+                                  options=EvalOptions(timeout_s=timeout_s))
+            req_path, out_path = Path(tmp) / f"req{i}.json", Path(tmp) / f"out{i}.json"
+            req_path.write_text(request.to_json())
+            start = time.monotonic()
+            proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--request", str(req_path), "--out",
+                                   str(out_path)], env=env, capture_output=True, timeout=timeout_s + 60)
+            status = json.loads(out_path.read_text())["status"] if out_path.exists() else f"exit {proc.returncode}"
+            rows.append({"task": pair["task"], "variant": pair["variant"], "status": status,
+                         "seconds": time.monotonic() - start})
+    wall_s = time.monotonic() - t0
+    return {"evaluations": len(rows), "wall_s": wall_s, "evals_per_min": 60 * len(rows) / wall_s, "rows": rows}
+
+
+def throughput(device: str = "cuda", workers: int | None = None, baseline_count: int = 10,
+               timeout_s: float = 120.0, preset: str = "full") -> dict[str, Any]:
+    pairs = build_pairs(preset)
+    pool = run_pool(pairs, "cuda:0" if device == "cuda" else device, workers, timeout_s)
+    step = max(1, len(pairs) // max(1, baseline_count))
+    baseline = run_baseline(pairs[::step][:baseline_count], device, timeout_s) if baseline_count else None
+    summary = {
+        "pairs": len(pairs), "device": device,
+        "pool_evals_per_min": pool["evals_per_min"],
+        "baseline_evals_per_min": baseline["evals_per_min"] if baseline else None,
+        "speedup_vs_baseline": pool["evals_per_min"] / baseline["evals_per_min"] if baseline else None,
+    }
+    return {"summary": summary, "pool": pool, "baseline": baseline}
+
+
+def format_report(report: dict[str, Any]) -> str:
+    s, pool = report["summary"], report["pool"]
+    lines = [
+        f"pairs {s['pairs']} on {s['device']}: pool {s['pool_evals_per_min']:.1f} eval/min "
+        f"({pool['workers']} workers, start-up {pool['startup_s']:.1f} s, wall {pool['wall_s']:.1f} s)",
+    ]
+    if report["baseline"]:
+        lines.append(f"baseline (fresh process each, serial, {report['baseline']['evaluations']} evals): "
+                     f"{s['baseline_evals_per_min']:.1f} eval/min -> pool is {s['speedup_vs_baseline']:.1f}x")
+    lines.append(f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
+                 f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
+                 f"GPU idle fraction {pool['gpu_idle_fraction']}")
+    lines.append("phase            mean s")
+    lines += [f"{name:<16} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
+    return "\n".join(lines)
+
+
+def run_cli(args: Any) -> int:
+    """Entry point used by ``scripts/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
+    report = throughput(device="cuda" if args.device.startswith("cuda") else "cpu", workers=args.workers,
+                        baseline_count=args.baseline_count)
+    print(format_report(report))
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(report, indent=2, default=str))
+    return 0
