@@ -47,7 +47,8 @@ def test_saved_completions_metrics_prompts_and_outputs(tmp_path):
     assert summary["status_counts"] == {"correct": 2, "hacked": 1, "incorrect": 1}
     # The turn-2 prompt is the task prompt + turn-1 completion + turn-1 feedback.
     second = records[0].turns[1]
-    assert [m["content"] for m in second.prompt] == ["p0", block("WRONG"), "fb: wrong"]
+    assert [m["content"] for m in second.prompt][:2] == ["p0", block("WRONG")]
+    assert "Server feedback (status/metrics/errors):\nfb: wrong" in second.prompt[2]["content"]
     assert records[1].turns[0].code is None and "class ModelNew" in records[0].turns[0].code
     out = tmp_path / "out"
     lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]

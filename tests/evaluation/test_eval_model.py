@@ -45,7 +45,8 @@ def test_tiny_model_multi_turn_with_tts_and_resume(tmp_path, tiny_model, dataset
     turn2 = next(x for x in lines if x["turn"] == 2)
     # The turn-2 prompt holds the task prompt, the turn-1 completion and the evaluator's feedback.
     assert [m["role"] for m in turn2["prompt"]] == ["user", "assistant", "user"]
-    assert turn2["prompt"][2]["content"].startswith("fb:")
+    assert turn2["prompt"][2]["content"].startswith("You received the server's feedback")
+    assert "fb: no code" in turn2["prompt"][2]["content"]
     tts = [json.loads(x) for x in (tmp_path / "out" / "tts_samples.jsonl").read_text().splitlines()]
     assert len(tts) == 4 * 3 and sum(x["phase"] == "tts" for x in tts) == 4
     assert summary["tts"]["num_rounds"] == 3

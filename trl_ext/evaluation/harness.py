@@ -6,7 +6,8 @@ Two sources of completions:
   evaluated in one batched stream through ``Evaluator.evaluate_many`` (no model, no loop over turns); the
   prompt each turn saw is rebuilt from the task prompt and the feedback of the turns before it;
 - a model (``evaluate_model``): generation goes through trl_ext's multi-turn rollout (the loop shared with the
-  trainer), with test-time scaling (``run_tts``) as an optional second phase.
+  trainer) against ``kernel_reward.env.KernelEnvironment`` (the trainer's environment, so feedback turns read
+  the same), with test-time scaling (``run_tts``) as an optional second phase.
 
 Every finished turn is stored in a ``ResultCache`` keyed by (task, model, sampling, turn history, evaluator
 settings), so a re-run recomputes nothing it already has.
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 
 from tqdm.auto import tqdm
 
+from kernel_reward.env import feedback_turn
 from kernel_reward.extract import extract_code
 from kernel_reward.result import EvalResult, Status
 
@@ -92,8 +94,8 @@ class SampleRecord:
 
 
 def feedback_message(result: EvalResult) -> str:
-    """The user message that answers a turn: the evaluator's feedback text (FACTS 1, feedback turn)."""
-    return result.feedback
+    """The user message that answers a turn, exactly as the training environment writes it (FACTS 1)."""
+    return feedback_turn(result)
 
 
 def task_fingerprint(task: EvalTask) -> dict[str, Any]:
@@ -251,35 +253,6 @@ def eval_result_from_step(step: Any) -> EvalResult:
         feedback=step.feedback,
         timing_available=step.speedup is not None,
     )
-
-
-class EvaluatorEnvironment:
-    """The kernel environment for evaluation: one batched ``evaluate_many`` per rollout step.
-
-    Implements ``trl_ext.env.Environment``; each step carries the full EvalResult in ``details``.
-    """
-
-    def __init__(self, evaluator: PairEvaluator):
-        self.evaluator = evaluator
-        self.calls = 0
-
-    def reset(self, tasks: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-        return [(row["reward_model"]["ground_truth"], row["extra_info"].get("entry_point") or "Model") for row in tasks]
-
-    def step(self, states: Sequence[tuple[str, str]], completions: Sequence[str]) -> list[Any]:
-        from trl_ext.env import StepResult
-
-        self.calls += 1
-        pairs = [evaluation_pair(ref, completion, entry) for (ref, entry), completion in zip(states, completions, strict=True)]
-        results = self.evaluator.evaluate_many(pairs)
-        return [
-            StepResult(
-                reward=r.reward, feedback=feedback_message(r), status=r.status.value,
-                formatted=r.status is not Status.FORMAT_ERROR, compiled=r.compiled, correct=r.correct,
-                hacked=r.hacked, speedup=r.speedup, coverage=r.coverage, details={"eval_result": r.to_dict()},
-            )
-            for r in results
-        ]
 
 
 def _turns_from_trajectory(trajectory: Any) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 from .cache import ResultCache
 from .completions import read_completions
 from .config import EvalConfig
-from .harness import EvaluatorEnvironment, PairEvaluator, evaluate_model, evaluate_saved, run_tts
+from .harness import PairEvaluator, evaluate_model, evaluate_saved, run_tts
 from .report import write_run
 from .tasks import filter_tasks, load_dataset_tasks
 
@@ -148,7 +148,9 @@ def run_evaluation(config: EvalConfig, evaluator_factory: EvaluatorFactory = def
         sampling = _sampling(config)
         logger.info("generating %d samples x %d turns for %d tasks", config.num_samples, config.num_turns, len(tasks))
         with evaluator_factory(config) as evaluator:
-            environment = EvaluatorEnvironment(evaluator)
+            from kernel_reward.env import KernelEnvironment
+
+            environment = KernelEnvironment(evaluator)  # the trainer's environment over our evaluator
             rollout, single_turn, render = build_model_rollouts(config, environment)
             records = evaluate_model(tasks, rollout, cache, num_samples=config.num_samples,
                                      num_turns=config.num_turns, model_id=model_id, sampling=sampling,
