@@ -90,27 +90,31 @@ def compute_reward(
     speedup: float | None,
     coverage: float | None,
     hacked: bool,
+    timing_available: bool = True,
     hacked_penalty: float = 0.0,
     params: dict[str, float] | None = None,
 ) -> RewardOutcome:
     """Reward of one evaluated candidate.
 
-    ``status`` is the ``Status`` value string. Without timing (``speedup is None``) every scheme falls back to
-    ``correctness``; without coverage the coverage term counts as 0 (the scheme name says so with ``-nocov``).
+    ``status`` is the ``Status`` value string. ``timing_available`` says whether this evaluation mode can time
+    kernels at all (False on the CPU interpreter): then every scheme falls back to ``correctness``. A correct
+    candidate in a timed mode must come with a speedup. Without coverage the coverage term counts as 0 and the
+    returned scheme name says so (``-nocov``).
     """
     if hacked or status == "hacked":
         return RewardOutcome(float(hacked_penalty), scheme)
     correct = status == "correct"
-    if scheme != "correctness" and speedup is None:
-        # Only the correctness term is measurable (CPU interpreter, or timing skipped).
-        fallback = scheme_params("correctness")
-        return RewardOutcome(fallback["correct_value"] if correct else 0.0, "correctness")
+    if scheme == "correctness" or not timing_available:
+        merged = scheme_params("correctness", params if scheme == "correctness" else None)
+        return RewardOutcome(merged["correct_value"] if correct else 0.0, "correctness")
     merged = scheme_params(scheme, params)
-    if scheme == "correctness":
-        return RewardOutcome(merged["correct_value"] if correct else 0.0, scheme)
+    if correct and speedup is None:
+        raise ValueError(f"scheme {scheme!r}: a correct candidate in a timed mode needs a speedup")
     if scheme == "ladder":
         return RewardOutcome(ladder_reward(status, speedup, merged), scheme)
     # drkernel / paper share one formula with different weights.
+    if not correct:
+        return RewardOutcome(0.0, scheme)
     name = scheme if coverage is not None else f"{scheme}-nocov"
     return RewardOutcome(drkernel_reward(correct, float(speedup), coverage or 0.0, merged), name)
 

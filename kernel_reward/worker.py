@@ -146,6 +146,7 @@ def _finish(result: EvalResult, options: EvalOptions) -> None:
         speedup=result.speedup if result.timing_available else None,
         coverage=result.coverage,
         hacked=result.hacked,
+        timing_available=result.mode == "gpu",
         hacked_penalty=options.hacked_penalty,
         params=options.reward_params,
     )
@@ -165,6 +166,8 @@ def _run_pipeline(
     request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult, phases: dict[str, float]
 ) -> None:
     options = request.options
+    # Known up front so the reward of an early failure uses the right scheme (ladder on GPU, correctness on CPU).
+    result.mode = "interpreter" if wants_interpreter(request.device) else "gpu"
     with _phase(phases, "extract"):
         code = extract_code(request.candidate)
     if code is None:

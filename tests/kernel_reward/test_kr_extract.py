@@ -1,0 +1,31 @@
+"""Code extraction: ```answer wins, else the last fenced block, else plain code, else None (format error)."""
+
+from kernel_reward.extract import extract_code, fenced_blocks
+
+
+def test_last_fenced_block_wins_without_answer_block():
+    text = "first\n```python\na = 1\n```\nthen\n```python\nb = 2\n```\n"
+    assert extract_code(text) == "b = 2\n"
+
+
+def test_answer_block_beats_later_blocks():
+    text = "```answer\nx = 'answer'\n```\n```python\ny = 'later'\n```\n"
+    assert extract_code(text) == "x = 'answer'\n"
+
+
+def test_tildes_and_untagged_fences():
+    assert fenced_blocks("~~~\nz = 3\n~~~\n") == [("", "z = 3\n")]
+
+
+def test_no_code_is_none():
+    assert extract_code("I cannot help with that, sorry.") is None
+    assert extract_code("") is None
+
+
+def test_plain_code_without_fence_is_accepted():
+    code = "import torch\n\nclass ModelNew:\n    pass\n"
+    assert extract_code(code) == code
+
+
+def test_unterminated_fence_is_not_a_block():
+    assert extract_code("```python\nclass ModelNew: pass\n") is None

@@ -1,0 +1,97 @@
+"""Static checks: each hack shape gets its named reason; honest code gets none (no false positives)."""
+
+import pytest
+
+from kernel_reward.static_checks import StaticReason, check_candidate
+
+HONEST = '''
+import math
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim) / math.sqrt(dim))
+
+    def forward(self, x):
+        y = x.clone()
+        kernel[(triton.cdiv(y.numel(), 128),)](y, y.numel(), BLOCK=128)
+        return y
+'''
+
+
+def reasons(source: str) -> set[str]:
+    return set(check_candidate(source).reasons)
+
+
+def test_honest_code_has_no_findings():
+    assert check_candidate(HONEST).findings == []
+
+
+def test_autotuned_kernel_counts_as_triton():
+    source = HONEST.replace("@triton.jit", "@triton.autotune(configs=[], key=['n'])\n@triton.jit")
+    assert "no_triton_kernel" not in reasons(source)
+
+
+@pytest.mark.parametrize(
+    ("snippet", "reason"),
+    [
+        ("class ModelNew(Model):\n    pass\n", StaticReason.INHERITS_REFERENCE),
+        ("def f(x):\n    return Model()(x)\n", StaticReason.USES_REFERENCE),
+        ("def f(x):\n    try:\n        return x\n    except Exception:\n        return x\n", StaticReason.TRY_EXCEPT),
+        ("import threading\n", StaticReason.FORBIDDEN_IMPORT),
+        ("from multiprocessing import Pool\n", StaticReason.FORBIDDEN_IMPORT),
+        ("import subprocess as sp\n", StaticReason.FORBIDDEN_IMPORT),
+        ("import ctypes\n", StaticReason.FORBIDDEN_IMPORT),
+        ("import socket\n", StaticReason.FORBIDDEN_IMPORT),
+        ("import gc\n", StaticReason.FORBIDDEN_IMPORT),
+        ("import os\nos.system('ls')\n", StaticReason.FORBIDDEN_CALL),
+        ("from os import _exit\n", StaticReason.FORBIDDEN_IMPORT),
+        ("import sys\nsys.exit(0)\n", StaticReason.FORBIDDEN_CALL),
+        ("data = open('/etc/passwd').read()\n", StaticReason.FORBIDDEN_CALL),
+        ("exec('x = 1')\n", StaticReason.FORBIDDEN_CALL),
+        ("m = __import__('os')\n", StaticReason.FORBIDDEN_CALL),
+        ("w = torch.load('weights.pt')\n", StaticReason.FORBIDDEN_CALL),
+        ("import time\ntime.perf_counter = lambda: 0.0\n", StaticReason.MONKEY_PATCH),
+        ("torch.cuda.synchronize = lambda: None\n", StaticReason.MONKEY_PATCH),
+        ("import torch as t\nt.backends.cuda.matmul.allow_tf32 = True\n", StaticReason.MONKEY_PATCH),
+        ("setattr(torch, 'allclose', lambda *a, **k: True)\n", StaticReason.MONKEY_PATCH),
+        ("import os\nos.environ['TRITON_INTERPRET'] = '0'\n", StaticReason.MONKEY_PATCH),
+        ("s = torch.cuda.Stream()\n", StaticReason.CUDA_STREAM),
+        ("with torch.cuda.stream(s):\n    pass\n", StaticReason.CUDA_STREAM),
+        ("from torch.cuda import Stream\n", StaticReason.CUDA_STREAM),
+        ("g = torch.cuda.CUDAGraph()\n", StaticReason.CUDA_STREAM),
+        ("def f():\n    return f.__globals__\n", StaticReason.INTROSPECTION),
+    ],
+)
+def test_hack_shapes_are_named(snippet, reason):
+    source = HONEST + "\n" + snippet
+    assert reason.value in reasons(source), check_candidate(source).findings
+
+
+def test_missing_model_new_and_syntax_error_are_compile_findings():
+    missing = check_candidate(HONEST.replace("class ModelNew", "class ModelFast"))
+    assert [f.reason for f in missing.compile_findings] == [StaticReason.MISSING_MODEL_NEW]
+    broken = check_candidate("def f(:\n")
+    assert [f.reason for f in broken.compile_findings] == [StaticReason.SYNTAX_ERROR]
+    assert broken.findings[0].line == 1
+
+
+def test_no_triton_kernel():
+    assert "no_triton_kernel" in reasons("import torch.nn as nn\nclass ModelNew(nn.Module):\n    pass\n")
+
+
+def test_custom_entry_point_name():
+    source = HONEST.replace("class ModelNew(nn.Module)", "class ModelNew(Reference)")
+    assert "inherits_reference" in set(check_candidate(source, entry_point="Reference").reasons)
+    assert "inherits_reference" not in set(check_candidate(source, entry_point="Model").reasons)
