@@ -1,0 +1,130 @@
+"""Train a model with multi-turn TRLOO (+ MRS / PR / PRS) against the kernel reward.
+
+    python scripts/train.py --config recipes/tiny_cpu.yaml
+    accelerate launch --num_processes 8 scripts/train.py --config recipes/qwen3_8b_trloo.yaml
+
+Every ``MultiTurnKernelConfig`` (GRPOConfig), ``ModelConfig`` (incl. LoRA: ``--use_peft``) and script option
+below can be set in the YAML or on the command line (``--help`` lists them). Checkpoints go to ``output_dir``;
+``--resume_from_checkpoint PATH`` (or ``true`` for the latest) resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from trl import ModelConfig, ScriptArguments, TrlParser  # noqa: E402
+
+from trl_ext.config import MultiTurnKernelConfig  # noqa: E402
+
+logger = logging.getLogger("train")
+
+
+@dataclass
+class TrainScriptArguments(ScriptArguments):
+    """Dataset and environment options (``dataset_name``: a Hub id or a local dataset folder)."""
+
+    environment: Literal["kernel", "toy"] = field(
+        default="kernel",
+        metadata={"help": "'kernel': kernel_reward's evaluator; 'toy': the digit-guessing toy (no dataset needed)."},
+    )
+    toy_tasks: int = field(default=64, metadata={"help": "Number of toy tasks when environment='toy'."})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N training rows (None: all)."}
+    )
+    eos_token: str | None = field(
+        default=None,
+        metadata={"help": "Override the tokenizer's eos token (must be the chat template's end-of-turn token)."},
+    )
+
+
+def load_train_dataset(script_args: TrainScriptArguments, seed: int):
+    from datasets import Dataset, load_dataset
+
+    if script_args.environment == "toy":
+        from trl_ext.env import make_toy_tasks
+
+        return Dataset.from_list(make_toy_tasks(script_args.toy_tasks, seed=seed))
+    if not script_args.dataset_name:
+        raise SystemExit("error: --dataset_name is required with environment='kernel' (a Hub id or a local folder)")
+    data = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
+    if script_args.dataset_train_split not in data:
+        raise SystemExit(f"error: split {script_args.dataset_train_split!r} not in {list(data)}")
+    train = data[script_args.dataset_train_split]
+    if script_args.max_train_samples is not None:
+        train = train.select(range(min(script_args.max_train_samples, len(train))))
+    return train
+
+
+def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelConfig):
+    if script_args.environment == "toy":
+        from trl_ext.env import DigitGuessEnvironment
+
+        return DigitGuessEnvironment()
+    from kernel_reward.env import KernelEnvironment
+
+    return KernelEnvironment(
+        device=args.reward_device,
+        timeout=args.reward_timeout,
+        reward_scheme=args.reward_scheme,
+        reward_params=args.reward_params(),
+    )
+
+
+def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_args: ModelConfig) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import get_peft_config
+
+    from trl_ext.trainer import TRLOOTrainer
+
+    if args.use_mrs and model_args.use_peft and model_args.lora_dropout > 0:
+        raise SystemExit(
+            f"error: use_mrs needs identical trainer and rollout probabilities, but lora_dropout="
+            f"{model_args.lora_dropout} makes them differ; set --lora_dropout 0"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
+    if script_args.eos_token is not None:
+        tokenizer.eos_token = script_args.eos_token
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    dtype = model_args.dtype if model_args.dtype in ("auto", None) else getattr(torch, model_args.dtype)
+    model = AutoModelForCausalLM.from_pretrained(
+        model_args.model_name_or_path,
+        revision=model_args.model_revision,
+        dtype=dtype,
+        attn_implementation=model_args.attn_implementation,
+    )
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    train_dataset = load_train_dataset(script_args, args.seed)
+    environment = make_environment(script_args, args)
+    try:
+        trainer = TRLOOTrainer(
+            model=model,
+            environment=environment,
+            args=args,
+            train_dataset=train_dataset,
+            processing_class=tokenizer,
+            peft_config=get_peft_config(model_args),
+        )
+        resume = args.resume_from_checkpoint
+        if isinstance(resume, str) and resume.lower() in ("true", "false"):
+            resume = resume.lower() == "true"
+        trainer.train(resume_from_checkpoint=resume)
+        trainer.save_model(args.output_dir)
+        logger.info("saved the trained model to %s", args.output_dir)
+    finally:
+        close = getattr(environment, "close", None)
+        if close is not None:
+            close()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    parser = TrlParser((TrainScriptArguments, MultiTurnKernelConfig, ModelConfig))
+    main(*parser.parse_args_and_config())
