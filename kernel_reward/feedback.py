@@ -46,24 +46,37 @@ def summary_fields(result: EvalResult) -> dict[str, Any]:
 
 
 def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
-    """Indented JSON of the result, cut to ``max_chars`` with the important parts first."""
+    """Indented JSON of the result, at most ``max_chars`` long, with the important parts first.
+
+    Parts are dropped or trimmed from the least important end (kernel table rows, then the middle of the error
+    text) until the JSON fits, so the text stays valid JSON; only when the summary alone is too long is it cut.
+    """
     data = summary_fields(result)
-    head = json.dumps(data, indent=2)
     kernels = [
         {"name": row.name, "device_ms": _round(row.device_time_ms), "calls": row.calls, "yours": row.from_candidate}
         for row in result.kernel_table[:TOP_KERNELS]
     ]
     if kernels:
         data["top_kernels"] = kernels
-    if result.error:
-        budget = max(max_chars - len(json.dumps(data, indent=2)) - 40, 120)
-        data["error"] = _trim_middle(result.error, budget)
+    error_budget = max_chars
+    for _ in range(20):
+        if result.error:
+            data["error"] = _trim_middle(result.error, max(error_budget, 80))
+        text = json.dumps(data, indent=2)
+        overflow = len(text) - max_chars
+        if overflow <= 0:
+            return text
+        if result.error and error_budget > 80:
+            # JSON escapes (newlines, quotes) make the text longer than the raw error: shrink by the overflow.
+            error_budget = min(error_budget, len(result.error)) - overflow - 16
+        elif data.get("top_kernels"):
+            data["top_kernels"] = data["top_kernels"][:-1] or None
+            if data["top_kernels"] is None:
+                del data["top_kernels"]
+        else:
+            break
     text = json.dumps(data, indent=2)
-    if len(text) > max_chars:
-        text = text[: max_chars - 20] + "\n... (truncated)"
-    if len(text) < len(head):  # never lose the verdict itself
-        text = head[:max_chars]
-    return text
+    return text if len(text) <= max_chars else text[: max_chars - 16] + "\n...(truncated)"
 
 
 def _trim_middle(text: str, budget: int) -> str:

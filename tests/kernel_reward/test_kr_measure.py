@@ -1,0 +1,75 @@
+"""Pure parts of timing, profiling, tensors and shapes (no Triton, no GPU)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from kernel_reward.profiling import build_table, coverage_from_table
+from kernel_reward.shapes import resize_constants, resized_variants
+from kernel_reward.tensors import aliases, compare_outputs, flatten_outputs, non_plain_tensors, same_values
+from kernel_reward.timing import bootstrap_speedup_ci, speedup_of, summarize
+
+
+def tolerance(dtype_name):
+    return (1e-2, 1e-2) if "16" in dtype_name else (1e-4, 1e-4)
+
+
+def test_summary_statistics_use_the_median():
+    stats = summarize([1.0, 1.0, 1.0, 100.0])
+    assert stats.median_ms == 1.0 and stats.num_samples == 4 and stats.mean_ms == pytest.approx(25.75)
+
+
+def test_speedup_and_bootstrap_interval():
+    rng = np.random.default_rng(0)
+    reference = list(2.0 + 0.05 * rng.standard_normal(200))
+    candidate = list(1.0 + 0.05 * rng.standard_normal(200))
+    speedup = speedup_of(reference, candidate)
+    low, high = bootstrap_speedup_ci(reference, candidate)
+    assert low < speedup < high
+    assert 1.9 < low and high < 2.1
+    assert math.isclose(speedup, np.median(reference) / np.median(candidate))
+
+
+def test_coverage_is_candidate_device_time_over_all_device_time():
+    table = build_table([("my_kernel", 3.0), ("my_kernel", 3.0), ("at::native::gemm", 2.0)], {"my_kernel"})
+    assert [(row.name, row.device_time_ms, row.calls, row.from_candidate) for row in table] == [
+        ("my_kernel", 6.0, 2, True), ("at::native::gemm", 2.0, 1, False)]
+    assert coverage_from_table(table) == pytest.approx(0.75)
+    assert coverage_from_table([]) is None
+
+
+def test_compare_outputs_checks_shape_dtype_and_tolerance():
+    ref = [torch.ones(4)]
+    assert compare_outputs([torch.ones(4) + 5e-5], ref, tolerance).ok
+    assert not compare_outputs([torch.ones(4) + 1e-3], ref, tolerance).ok
+    assert "shape" in compare_outputs([torch.ones(2, 2)], ref, tolerance).reason
+    assert "dtype" in compare_outputs([torch.ones(4, dtype=torch.float64)], ref, tolerance).reason
+    assert compare_outputs([torch.ones(4, dtype=torch.float16) + 5e-3], [torch.ones(4, dtype=torch.float16)], tolerance).ok
+    nan_ref = [torch.tensor([float("nan"), 1.0])]
+    assert compare_outputs([torch.tensor([float("nan"), 1.0])], nan_ref, tolerance).ok
+    assert not compare_outputs([torch.tensor([0.0, 1.0])], nan_ref, tolerance).ok
+
+
+def test_output_integrity_helpers():
+    x = torch.randn(8)
+    assert aliases([x.view(2, 4)], [x]) and not aliases([x.clone()], [x])
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert non_plain_tensors([x.as_subclass(Sub)]) == ["Sub"] and non_plain_tensors([x]) == []
+    assert same_values([x, 3], [x.clone(), 3]) and not same_values([x], [x + 1])
+    with pytest.raises(Exception, match="expected a tensor"):
+        flatten_outputs({"out": x})
+
+
+def test_resize_constants_scales_sizes_only():
+    source = "import torch\nBATCH = 16\nDIM = 64\nKERNEL_SIZE = 3\nlower = 10\nEPS = 1\n"
+    new_source, changes = resize_constants(source, 1.5, make_odd=True)
+    assert changes == {"BATCH": (16, 23), "DIM": (64, 95)}
+    assert "KERNEL_SIZE = 3" in new_source and "lower = 10" in new_source
+    variants = resized_variants(source, 1.5)
+    assert [info["odd"] for _src, info in variants] == [True, False]
+    assert "BATCH = 24" in variants[1][0]
