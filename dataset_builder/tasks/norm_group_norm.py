@@ -1,14 +1,18 @@
-"""Group normalization of a convolutional feature map with learned per-channel affine parameters."""
+"""Group normalization of a convolutional feature map with learned per-channel affine parameters.
+
+The channel count is GROUPS * CHANNELS_PER_GROUP, so every size constant can change on its own.
+"""
 
 import torch
 import torch.nn as nn
 
 BATCH = 32
-CHANNELS = 256
+GROUPS = 8
+CHANNELS_PER_GROUP = 32
 HEIGHT = 64
 WIDTH = 64
 
-SMALL = {"BATCH": 2, "CHANNELS": 8, "HEIGHT": 12, "WIDTH": 12}
+SMALL = {"BATCH": 2, "GROUPS": 2, "CHANNELS_PER_GROUP": 4, "HEIGHT": 12, "WIDTH": 12}
 CATEGORY = "norm"
 LEVEL = "1"
 OPS = ["torch.nn.GroupNorm"]
@@ -27,8 +31,8 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(BATCH, CHANNELS, HEIGHT, WIDTH) * 3.0 + 1.0]
+    return [torch.randn(BATCH, GROUPS * CHANNELS_PER_GROUP, HEIGHT, WIDTH) * 3.0 + 1.0]
 
 
 def get_init_inputs():
-    return [4, CHANNELS]
+    return [GROUPS, GROUPS * CHANNELS_PER_GROUP]
