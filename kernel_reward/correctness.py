@@ -56,6 +56,7 @@ class HackReason(enum.StrEnum):
     DECOY_KERNEL = "decoy_kernel"
     INCONSISTENT_RESULTS = "inconsistent_results"  # right before the reference ran, wrong after (or vice versa)
     INCORRECT_AFTER_TIMING = "incorrect_after_timing"
+    EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
 
 
 class Verdict(enum.StrEnum):
@@ -112,6 +113,8 @@ class CandidateRunner:
             with monitor.active(), context():
                 raw = self.task.candidate_model(*args)
             synchronize(self.device)
+        except SystemExit as exc:
+            raise _Stop(Verdict.HACKED, f"forward raised SystemExit({exc.code!r})", HackReason.EARLY_EXIT) from exc
         except Exception as exc:
             raise _Stop(Verdict.RUNTIME_ERROR, _format_exception("candidate forward raised", exc)) from exc
         self.launched.update(launch.name for launch in monitor.candidate_launches)

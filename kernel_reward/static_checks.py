@@ -236,6 +236,10 @@ class _Visitor(ast.NodeVisitor):
         func = node.func
         if isinstance(func, ast.Name) and func.id in FORBIDDEN_BUILTINS and func.id not in self.aliases:
             self._add(StaticReason.FORBIDDEN_CALL, node, f"call of {func.id}()")
+        if isinstance(func, ast.Name) and func.id == "getattr" and node.args:
+            dotted = self._dotted(node.args[0]) or ""
+            if dotted.split(".")[0] in ("os", "sys", "builtins", "subprocess"):
+                self._add(StaticReason.FORBIDDEN_CALL, node, f"getattr({dotted}, ...) hides which function is used")
         if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
             dotted = self._dotted(node.args[0]) or ""
             if dotted.split(".")[0] in PROTECTED_ROOTS:

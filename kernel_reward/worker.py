@@ -126,6 +126,8 @@ def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: Timin
     start = time.perf_counter()
     try:
         _run_pipeline(request, Path(work_dir), timing_slot, result, phases)
+    except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
+        _set_failure(result, Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"])
     except Exception as exc:  # a harness-side failure: fail closed, keep the traceback for the developers
         log.exception("evaluation pipeline failed")
         result.status = Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR
@@ -207,9 +209,10 @@ def _run_pipeline(
             return
         try:
             candidate_module = loading.write_and_import(code, work_dir, "cand")
-        except BaseException as exc:  # SystemExit at import is a candidate fault too
-            if isinstance(exc, KeyboardInterrupt):
-                raise
+        except SystemExit as exc:
+            _set_failure(result, Status.HACKED, f"candidate raised SystemExit({exc.code!r}) at import", ["early_exit"])
+            return
+        except Exception as exc:
             _set_failure(result, Status.COMPILE_ERROR, f"candidate failed to import: {type(exc).__name__}: {exc}\n{_tail_traceback(exc)}")
             return
     try:

@@ -1,0 +1,108 @@
+"""The worker seam end to end on CPU: one-shot CLI, result fields, state transfer, phases, timing slot use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from kernel_reward.correctness import trial_seeds
+from tests.kernel_reward.conftest import CORPUS_DIR, REPO_ROOT, TASKS_DIR
+
+ADD_RELU = (TASKS_DIR / "add_relu.py").read_text()
+LINEAR = (TASKS_DIR / "linear.py").read_text()
+
+
+def fenced(path_name: str) -> str:
+    return "```python\n" + (CORPUS_DIR / path_name).read_text() + "```"
+
+
+def test_cli_help():
+    proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--help"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "--request" in proc.stdout
+
+
+def test_cli_rejects_a_bad_request_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"reference_code": "x", "candidate": "y", "options": {"num_trails": 1}}))
+    proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--request", str(bad), "--out",
+                           str(tmp_path / "out.json")], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "num_trails" in proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_format_error_without_code(evaluate_subprocess):
+    result = evaluate_subprocess(ADD_RELU, "I would write a kernel, but not today.")
+    assert result.status.value == "format_error" and not result.compiled and result.reward == 0.0
+    assert "code block" in result.error and '"status": "format_error"' in result.feedback
+
+
+def test_honest_linear_result_fields(evaluate_subprocess):
+    result = evaluate_subprocess(LINEAR, fenced("honest_linear.py"))
+    assert result.status.value == "correct", result.error
+    # The candidate draws a buffer before its Linear, so only the state transfer makes its weights match.
+    assert set(result.state_transfer["copied"]) == {"linear.weight", "linear.bias"}
+    assert result.state_transfer["candidate_only"] == ["scratch"]
+    assert len(result.correctness["trials"]) == 5
+    assert all(t["ok_before_reference"] and t["ok_after_reference"] for t in result.correctness["trials"])
+    assert result.correctness["decoy_check"] == "passed"
+    assert result.correctness["launch_passes"] == {"inference_mode": "launched", "enable_grad": "launched"}
+    assert result.launched_kernels == ["linear_kernel"]
+    assert result.shape_generalization["ran"] and result.shape_generalization["passed"]
+    assert result.shape_generalization["constants"]["K"] == [32, 47]
+    assert (result.mode, result.timing_available, result.reward_scheme) == ("interpreter", False, "correctness")
+    assert result.speedup is None and result.kernel_time_ms is None and result.coverage is None
+    assert "timing_unavailable_interpreter" in result.flags
+    assert {"extract", "static_checks", "load", "build", "correctness", "shape_check", "total"} <= set(result.phase_seconds)
+
+
+def test_shape_check_off_skips_the_resized_run(evaluate_subprocess):
+    result = evaluate_subprocess(ADD_RELU, fenced("shape_specialised.py"), shape_check="off")
+    assert result.status.value == "correct"
+    assert result.shape_generalization == {"ran": False, "passed": None, "reason": "shape_check is off"}
+
+
+def test_broken_reference_is_flagged_as_a_task_problem(evaluate_subprocess):
+    reference = ADD_RELU.replace("def get_inputs", "def get_inputz")
+    result = evaluate_subprocess(reference, fenced("honest_add_relu.py"))
+    assert result.status.value == "runtime_error" and "reference_error" in result.flags
+    assert "get_inputs" in result.error
+
+
+def test_hidden_seeds_differ_per_base_and_avoid_42():
+    first, second = trial_seeds(1, 5), trial_seeds(2, 5)
+    assert len(set(first)) == 5 and set(first).isdisjoint(second) and 42 not in first
+
+
+def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
+    """evaluate_request in a fresh interpreter (TRITON_INTERPRET must precede the triton import): the slot is
+    never entered on CPU, where nothing is timed; prepare_worker is idempotent and reports interpreter mode."""
+    script = textwrap.dedent(f"""
+        import contextlib, json, pathlib
+        from kernel_reward.request import EvalRequest
+        from kernel_reward.worker import evaluate_request, prepare_worker
+        entered = []
+        @contextlib.contextmanager
+        def slot():
+            entered.append(1)
+            yield
+        info = prepare_worker("cpu")
+        assert prepare_worker("cpu") is info
+        request = EvalRequest({ADD_RELU!r}, {fenced("honest_add_relu.py")!r}, device="cpu")
+        results = [evaluate_request(request, work_dir=pathlib.Path({str(tmp_path)!r}) / str(i), timing_slot=slot)
+                   for i in range(2)]
+        print(json.dumps({{"mode": info.mode, "entered": len(entered),
+                          "statuses": [r.status.value for r in results],
+                          "prepare": [r.phase_seconds.get("prepare") for r in results]}}))
+    """)
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert data["mode"] == "interpreter" and data["entered"] == 0
+    assert data["statuses"] == ["correct", "correct"]
+    assert all(seconds < 0.05 for seconds in data["prepare"])  # paid once, before the candidates
