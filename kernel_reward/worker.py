@@ -106,8 +106,27 @@ def prepare_worker(device: str | None = None) -> WorkerInfo:
     from kernel_reward.selftest import known_answer_check
 
     known_answer_check(torch.device(info.device))
+    # Import the pipeline now rather than inside the first candidate's wall clock.
+    from kernel_reward import correctness, loading, profiling, shapes, timing  # noqa: F401
+
+    if info.mode == "gpu":
+        _warm_profiler(torch.device(info.device))
     _prepared[key] = info
     return info
+
+
+def _warm_profiler(device: Any) -> None:
+    """The first torch.profiler session in a process pays CUPTI/kineto start-up (~6 s measured on the H200):
+    pay it here, in warm-up, instead of in a candidate's profile phase. Failure only costs that time later."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+            torch.ones(1024, device=device).add_(1)
+            torch.cuda.synchronize(device)
+    except Exception as exc:  # diagnostics only
+        log.warning("profiler warm-up failed: %s", exc)
 
 
 @contextlib.contextmanager
