@@ -106,3 +106,45 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     assert data["mode"] == "interpreter" and data["entered"] == 0
     assert data["statuses"] == ["correct", "correct"]
     assert all(seconds < 0.05 for seconds in data["prepare"])  # paid once, before the candidates
+
+
+HONEST_ELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def elu_kernel(x_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.where(x > 0, x, alpha * (tl.exp(x) - 1.0)), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, alpha):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        elu_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), self.alpha, BLOCK=256)
+        return out
+'''
+
+
+def test_shipped_task_small_preset_with_an_honest_candidate(evaluate_subprocess):
+    from kernel_reward.shapes import task_tools
+
+    tools = task_tools()
+    assert tools is not None, "dataset_builder.tasks should load without the datasets package"
+    (task,) = tools.load_tasks("small", ["activation_elu"])
+    result = evaluate_subprocess(task.source, "```python\n" + HONEST_ELU + "```")
+    assert result.status.value == "correct", result.error
+    assert result.shape_generalization["passed"] is True
+    assert result.shape_generalization["via"] == "dataset_builder.tasks.resize_source"
+    broken = evaluate_subprocess(task.source, "```python\n" + HONEST_ELU.replace("- 1.0", "- 0.9") + "```")
+    assert broken.status.value == "incorrect" and "outside atol" in broken.error
