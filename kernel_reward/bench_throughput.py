@@ -171,7 +171,8 @@ def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, time
     slot_s = sum(r.phase_seconds.get("timing", 0.0) + r.phase_seconds.get("profile", 0.0) for r in results)
     rows = [{"task": p["task"], "variant": p["variant"], "expected": p["expected"], "status": r.status.value,
              "speedup": r.speedup, "coverage": r.coverage, "attempts": r.attempts, "isolation": r.isolation.get("level"),
-             "error": (r.error or "")[:300]} for p, r in zip(pairs, results, strict=True)]
+             "error": (r.error or "")[:300], "flags": r.flags[:6], "kernel_rows": len(r.kernel_table),
+             "phases": r.phase_seconds} for p, r in zip(pairs, results, strict=True)]
     return {
         "evaluations": len(results), "wall_s": wall_s, "startup_s": startup_s, "workers": workers_used,
         "evals_per_min": 60 * len(results) / wall_s,
@@ -202,8 +203,9 @@ def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float) -> 
             start = time.monotonic()
             proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--request", str(req_path), "--out",
                                    str(out_path)], env=env, capture_output=True, timeout=timeout_s + 60)
-            status = json.loads(out_path.read_text())["status"] if out_path.exists() else f"exit {proc.returncode}"
-            rows.append({"task": pair["task"], "variant": pair["variant"], "status": status,
+            result = json.loads(out_path.read_text()) if out_path.exists() else {"status": f"exit {proc.returncode}"}
+            rows.append({"task": pair["task"], "variant": pair["variant"], "status": result["status"],
+                         "coverage": result.get("coverage"), "phases": result.get("phase_seconds"),
                          "seconds": time.monotonic() - start})
     wall_s = time.monotonic() - t0
     return {"evaluations": len(rows), "wall_s": wall_s, "evals_per_min": 60 * len(rows) / wall_s, "rows": rows}

@@ -256,6 +256,10 @@ class Zygote:
             os.chdir(work_dir)
             stage = "warmup"
             self.worker.prepare_worker(self.config.device)
+            if self.config.device == "cuda":
+                from kernel_reward.warmup import warm_gpu_toolchain
+
+                warm_gpu_toolchain(os.getpid())
             wire.send_message(channel, {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid()})
             stage = "waiting"
             message = wire.recv_message_blocking(channel)

@@ -23,9 +23,10 @@ ILLEGAL_ADDRESS = programs.CANDIDATE_ADD.replace(
 HUNG_KERNEL = programs.CANDIDATE_ADD.replace(
     "    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n",
     "    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-    "    spin = tl.load(a_ptr) * 0 + 1.0\n"
-    "    while spin > 0:\n"
-    "        spin = spin + 1.0\n",
+    # Volatile loads are side effects the compiler must keep, so the loop cannot be optimised away.
+    "    i = 0\n"
+    "    while tl.load(a_ptr, volatile=True) == tl.load(a_ptr, volatile=True):\n"
+    "        i += 1\n",
 )
 
 GPU_OOM = programs.CANDIDATE_ADD.replace(
