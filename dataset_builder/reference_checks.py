@@ -27,10 +27,12 @@ import json
 import logging
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -204,36 +206,124 @@ def classify_outputs(
 
 
 def check_reference(source: str, *, timeout_s: float = 60.0, entry_point: str = "Model") -> ReferenceCheck:
-    """Run one reference program on CPU in a child process and report its problems.
+    """Run one reference program on CPU in a fresh child process and report its problems.
 
     Args:
         source: the complete program (``entry_point`` class, ``get_inputs``, ``get_init_inputs``).
-        timeout_s: wall-clock budget for the whole child (start-up and torch import included).
+        timeout_s: wall-clock budget for the whole child (interpreter start and torch import included).
         entry_point: name of the ``nn.Module`` class to build.
     """
-    if timeout_s <= 0:
+    _check_arguments(timeout_s, entry_point)
+    started = time.perf_counter()
+    with _Workspace(source) as ws:
+        argv = [sys.executable, "-I", _THIS_FILE, "--child", str(ws.program), str(ws.result), entry_point]
+        returncode, timed_out = _run_child(argv, cwd=ws.folder, log=ws.log, timeout_s=timeout_s)
+        return _verdict(ws, returncode, timed_out, timeout_s, time.perf_counter() - started)
+
+
+def check_references(
+    sources: Iterable[str],
+    *,
+    num_workers: int = 2,
+    timeout_s: float = 60.0,
+    entry_point: str = "Model",
+    progress: bool = True,
+    warm: bool = True,
+) -> list[ReferenceCheck]:
+    """Check many programs, ``num_workers`` at a time; results in input order.
+
+    Args:
+        warm: fork each check from a server process that imported torch once (about 0.1 s of start-up per
+            program instead of ~2 s; every program still runs in its own fresh process and process group).
+            Falls back to one fresh interpreter per program if the server cannot start.
+        timeout_s: per program; with ``warm`` it excludes the (already paid) torch import.
+    """
+    _check_arguments(timeout_s, entry_point)
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    from tqdm.auto import tqdm  # lazy: keep the child's import of this file to the standard library
+
+    programs = list(sources)
+    server = _ForkServer.start() if warm and programs else None
+
+    def one(source: str) -> ReferenceCheck:
+        if server is not None and server.alive:
+            try:
+                return server.check(source, timeout_s=timeout_s, entry_point=entry_point)
+            except _ForkServerError as exc:
+                logger.warning("fork server failed (%s); checking in fresh interpreters instead", exc)
+        return check_reference(source, timeout_s=timeout_s, entry_point=entry_point)
+
+    try:
+        with ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="refcheck") as pool:
+            futures = [pool.submit(one, src) for src in programs]
+            bar = tqdm(
+                as_completed(futures), total=len(futures), desc="reference checks", disable=not progress
+            )
+            for _ in bar:
+                pass
+            return [f.result() for f in futures]
+    finally:
+        if server is not None:
+            server.close()
+
+
+_THIS_FILE = str(Path(__file__).resolve())
+
+
+def _check_arguments(timeout_s: float, entry_point: str) -> None:
+    if not timeout_s > 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
     if not entry_point.isidentifier():
         raise ValueError(f"entry_point must be a Python identifier, got {entry_point!r}")
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="refcheck_") as tmp:
-        folder = Path(tmp)
-        program = folder / "reference_program.py"
-        result_path = folder / "result.json"
-        program.write_text(source, encoding="utf-8")
-        argv = [
-            sys.executable,
-            "-I",
-            str(Path(__file__).resolve()),
-            "--child",
-            str(program),
-            str(result_path),
-            entry_point,
-        ]
-        returncode, timed_out, tail = _run_child(argv, cwd=folder, timeout_s=timeout_s)
-        report = _read_report(result_path)
-    seconds = time.perf_counter() - started
 
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # One thread per child: several checks run side by side on few cores, and one thread keeps CPU sums in a
+    # fixed order.
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    return env
+
+
+class _Workspace:
+    """A fresh temporary folder holding one program, its result file, its output log and its exit status."""
+
+    def __init__(self, source: str):
+        self._tmp = tempfile.TemporaryDirectory(prefix="refcheck_")
+        self.folder = Path(self._tmp.name)
+        self.program = self.folder / "reference_program.py"
+        self.result = self.folder / "result.json"
+        self.log = self.folder / "output.log"
+        self.status = self.folder / "status.json"  # written by the fork server once it reaped the child
+        self.program.write_text(source, encoding="utf-8")
+
+    def __enter__(self) -> _Workspace:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._tmp.cleanup()
+
+    def tail(self) -> str:
+        """The last OUTPUT_TAIL_BYTES of the child's stdout+stderr."""
+        try:
+            with self.log.open("rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size - OUTPUT_TAIL_BYTES))
+                tail = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        if size > OUTPUT_TAIL_BYTES:
+            tail = f"[... {size - OUTPUT_TAIL_BYTES} earlier bytes dropped]\n" + tail
+        return tail
+
+
+def _verdict(
+    ws: _Workspace, returncode: int | None, timed_out: bool, timeout_s: float, seconds: float
+) -> ReferenceCheck:
+    """Turn what a finished (or killed) child left behind into a ReferenceCheck."""
+    report = _read_json(ws.result)
+    tail = ws.tail()
     if timed_out:
         stage = f" during {report['stage']}" if report else ""
         return _failed(
@@ -243,7 +333,10 @@ def check_reference(source: str, *, timeout_s: float = 60.0, entry_point: str = 
             seconds,
         )
     if report is None or (not report.get("finished", False) and report.get("error") is None):
-        how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+        if returncode is None:
+            how = "exit status unknown"
+        else:
+            how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
         return _failed(ProblemKind.CRASH, f"child died without a result ({how})", tail, seconds)
     if report.get("error") is not None:
         err = report["error"]
@@ -258,32 +351,6 @@ def check_reference(source: str, *, timeout_s: float = 60.0, entry_point: str = 
     )
 
 
-def check_references(
-    sources: Iterable[str],
-    *,
-    num_workers: int = 2,
-    timeout_s: float = 60.0,
-    entry_point: str = "Model",
-    progress: bool = True,
-) -> list[ReferenceCheck]:
-    """``check_reference`` over many programs, ``num_workers`` child processes at a time; results in input order."""
-    if num_workers < 1:
-        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
-    from tqdm.auto import tqdm  # lazy: keep the child's import of this file to the standard library
-
-    programs = list(sources)
-    with ThreadPoolExecutor(max_workers=num_workers, thread_name_prefix="refcheck") as pool:
-        futures = [
-            pool.submit(check_reference, src, timeout_s=timeout_s, entry_point=entry_point)
-            for src in programs
-        ]
-        for _ in tqdm(
-            as_completed(futures), total=len(futures), desc="reference checks", disable=not progress
-        ):
-            pass
-        return [f.result() for f in futures]
-
-
 def _failed(kind: ProblemKind, reason: str, tail: str, seconds: float) -> ReferenceCheck:
     details = f"{kind.value}: {reason}"
     if tail.strip():
@@ -292,15 +359,18 @@ def _failed(kind: ProblemKind, reason: str, tail: str, seconds: float) -> Refere
     return ReferenceCheck(ok=False, problems=[kind], details=details, seconds=seconds)
 
 
-def _run_child(argv: list[str], *, cwd: Path, timeout_s: float) -> tuple[int, bool, str]:
-    """Run argv in its own session; returns (returncode, timed_out, output tail). Always kills the group."""
-    env = dict(os.environ)
-    # One thread per child: several checks run side by side on few cores, and one thread keeps CPU sums in a
-    # fixed order.
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    with tempfile.TemporaryFile(dir=cwd) as log:
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already empty
+
+
+def _run_child(argv: list[str], *, cwd: Path, log: Path, timeout_s: float) -> tuple[int, bool]:
+    """Run argv in its own session; returns (returncode, timed_out). Always kills the whole group at the end."""
+    with log.open("wb") as out:
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=_child_env(),
             start_new_session=True,
         )  # fmt: skip
         timed_out = False
@@ -309,45 +379,133 @@ def _run_child(argv: list[str], *, cwd: Path, timeout_s: float) -> tuple[int, bo
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            # The child leads its own process group; kill it whole so no grandchild outlives the check.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(proc.pid)  # the child leads its own group: no grandchild outlives the check
             proc.wait()
-        size = log.seek(0, os.SEEK_END)
-        log.seek(max(0, size - OUTPUT_TAIL_BYTES))
-        tail = log.read().decode("utf-8", errors="replace")
-    if size > OUTPUT_TAIL_BYTES:
-        tail = f"[... {size - OUTPUT_TAIL_BYTES} earlier bytes dropped]\n" + tail
-    return proc.returncode, timed_out, tail
+    return proc.returncode, timed_out
 
 
-def _read_report(path: Path) -> dict | None:
+def _read_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
+class _ForkServerError(RuntimeError):
+    """The fork server died or answered nonsense."""
+
+
+class _ForkServer:
+    """Parent handle on ``python -I reference_checks.py --fork-server``: a process that imported torch once and
+    forks one child per request. Each child gets its own process group (so the parent can kill it whole),
+    stdin ``/dev/null``, its own log file and the same limits as a fresh child; the server reaps it and writes
+    its exit status to the request's status file. Requests and replies are one JSON line each, under a lock.
+    """
+
+    START_TIMEOUT_S = 120.0
+    REPLY_TIMEOUT_S = 30.0
+    POLL_S = 0.02
+
+    def __init__(self, proc: subprocess.Popen, stderr_log: Path, tmp: tempfile.TemporaryDirectory):
+        self._proc = proc
+        self._stderr_log = stderr_log
+        self._tmp = tmp
+        self._lock = threading.Lock()
+        self.alive = True
+
+    @classmethod
+    def start(cls) -> _ForkServer | None:
+        tmp = tempfile.TemporaryDirectory(prefix="refcheck_server_")
+        stderr_log = Path(tmp.name) / "server.log"
+        with stderr_log.open("wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", _THIS_FILE, "--fork-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=err, cwd=tmp.name, env=_child_env(), start_new_session=True,
+            )  # fmt: skip
+        server = cls(proc, stderr_log, tmp)
+        try:
+            server._read_line(cls.START_TIMEOUT_S)  # {"ready": true} once torch is imported
+        except _ForkServerError as exc:
+            logger.warning("reference-check fork server did not start: %s", exc)
+            server.close()
+            return None
+        return server
+
+    def _read_line(self, timeout_s: float) -> dict:
+        ready, _, _ = select.select([self._proc.stdout], [], [], timeout_s)
+        line = self._proc.stdout.readline() if ready else b""
+        if not line:
+            self.alive = False
+            err = self._stderr_log.read_text(errors="replace")[-OUTPUT_TAIL_BYTES:]
+            raise _ForkServerError(f"no answer within {timeout_s:g} s (exit code {self._proc.poll()}): {err}")
+        return json.loads(line)
+
+    def check(self, source: str, *, timeout_s: float, entry_point: str) -> ReferenceCheck:
+        started = time.perf_counter()
+        with _Workspace(source) as ws:
+            request = {
+                "program": str(ws.program), "result": str(ws.result), "log": str(ws.log),
+                "status": str(ws.status), "cwd": str(ws.folder), "entry_point": entry_point,
+            }  # fmt: skip
+            with self._lock:
+                if not self.alive:
+                    raise _ForkServerError("server is gone")
+                try:
+                    self._proc.stdin.write((json.dumps(request) + "\n").encode())
+                    self._proc.stdin.flush()
+                except OSError as exc:
+                    self.alive = False
+                    raise _ForkServerError(f"cannot send a request: {exc}") from exc
+                pid = int(self._read_line(self.REPLY_TIMEOUT_S)["pid"])
+            deadline = started + timeout_s
+            timed_out = False
+            while not ws.status.exists():
+                if time.perf_counter() > deadline:
+                    timed_out = True
+                    break
+                time.sleep(self.POLL_S)
+            if timed_out:
+                _kill_group(pid)  # still unreaped, so the id cannot have been reused yet
+                # The server reaps it and writes the status; wait briefly so the log is complete.
+                grace = time.perf_counter() + 5.0
+                while not ws.status.exists() and time.perf_counter() < grace:
+                    time.sleep(self.POLL_S)
+            status = _read_json(ws.status) or {}
+            return _verdict(ws, status.get("returncode"), timed_out, timeout_s, time.perf_counter() - started)
+
+    def close(self) -> None:
+        """Closing stdin tells the server to kill what is left and exit; its group is killed regardless."""
+        self.alive = False
+        try:
+            self._proc.stdin.close()
+            self._proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        finally:
+            _kill_group(self._proc.pid)
+            self._proc.wait()
+            self._proc.stdout.close()
+            self._tmp.cleanup()
+
+
 # ---------------------------------------------------------------------------------------------------------
-# Child side (runs as a script: ``python -I reference_checks.py --child PROGRAM RESULT ENTRY_POINT``)
+# Child side. Two ways in, the same checks:
+#   python -I reference_checks.py --child PROGRAM RESULT ENTRY_POINT   (a fresh interpreter per program)
+#   python -I reference_checks.py --fork-server                       (forks one child per request line)
 
 
-def _child_main(program: str, result_path: str, entry_point: str) -> int:
+def _limit_self() -> None:
+    """Limits set before any reference code runs."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_FSIZE, (CHILD_FILE_SIZE_LIMIT_BYTES, CHILD_FILE_SIZE_LIMIT_BYTES))
+
+
+def _child_main(program: str, result_path: str, entry_point: str) -> int:
+    _limit_self()
     report: dict = {"stage": "import torch", "finished": False, "error": None}
-
-    def save() -> None:
-        Path(result_path).write_text(json.dumps(report), encoding="utf-8")
-
-    save()  # the stage reached so far is known even if the process is killed later
+    Path(result_path).write_text(json.dumps(report), encoding="utf-8")
     try:
-        import importlib.util
-        import traceback
-
         import torch
 
         torch.set_num_threads(1)
@@ -358,12 +516,86 @@ def _child_main(program: str, result_path: str, entry_point: str) -> int:
             "message": str(exc),
             "traceback": "",
         }
-        save()
+        Path(result_path).write_text(json.dumps(report), encoding="utf-8")
         return 1
+    return _check_in_this_process(program, result_path, entry_point)
+
+
+def _fork_server_main() -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    out = sys.stdout.buffer
+    out.write(b'{"ready": true}\n')
+    out.flush()
+    running: dict[int, str] = {}  # child pid -> its status file
+    stdin = sys.stdin.buffer
+    while True:
+        readable, _, _ = select.select([stdin], [], [], 0.05)
+        if readable:
+            line = stdin.readline()  # the parent sends one line and waits for the reply: no read-ahead
+            if not line:
+                break  # parent closed the pipe: shut down
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                _forked_child(request)  # never returns
+            try:
+                os.setpgid(pid, pid)  # also done by the child: whichever runs first wins, no race
+            except (PermissionError, ProcessLookupError):
+                pass
+            running[pid] = request["status"]
+            out.write(json.dumps({"pid": pid}).encode() + b"\n")
+            out.flush()
+        while running:
+            pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            _kill_group(pid)  # grandchildren left in the group die with the check
+            status_file = running.pop(pid)
+            tmp = status_file + ".tmp"
+            Path(tmp).write_text(json.dumps({"returncode": os.waitstatus_to_exitcode(wait_status)}))
+            os.replace(tmp, status_file)  # atomic: the parent never reads half a file
+    for pid in running:
+        _kill_group(pid)
+    return 0
+
+
+def _forked_child(request: dict) -> None:
+    """In a child forked by the server: isolate, run one check, exit without returning to the server loop."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.close(devnull)
+        os.chdir(request["cwd"])
+        _limit_self()
+        code = _check_in_this_process(request["program"], request["result"], request["entry_point"])
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _check_in_this_process(program: str, result_path: str, entry_point: str) -> int:
+    """Build, draw inputs, run forward three times and write the statistics; torch is already imported."""
+    import importlib.util
+    import traceback
+
+    import torch
+
+    report: dict = {"stage": "import", "finished": False, "error": None}
 
     def stage(name: str) -> None:
         report["stage"] = name
-        save()
+        Path(result_path).write_text(json.dumps(report), encoding="utf-8")  # known even if killed later
 
     try:
         stage("import")
@@ -406,7 +638,7 @@ def _child_main(program: str, result_path: str, entry_point: str) -> int:
             "message": str(exc)[:2000],
             "traceback": "".join(traceback.format_exception(exc))[-OUTPUT_TAIL_BYTES:],
         }
-    save()
+    Path(result_path).write_text(json.dumps(report), encoding="utf-8")
     return 0 if report["finished"] else 1
 
 
@@ -544,4 +776,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--child":
         sys.exit(_child_main(sys.argv[2], sys.argv[3], sys.argv[4]))
+    if sys.argv[1:] == ["--fork-server"]:
+        sys.exit(_fork_server_main())
     sys.exit(main())
