@@ -7,9 +7,11 @@ itself (a forward pass with randomness or hidden state, e.g. dropout in training
 tasks in KernelBench itself.
 
 How a check runs:
-- the parent writes the program to a fresh temporary folder and starts ``python -I <this file> --child ...``
-  in its own session (process group), stdin ``/dev/null``, stdout+stderr to a file of which only the tail is
-  kept; it owns the wall clock and always ends by killing the whole group;
+- the parent writes the program to a fresh temporary folder and starts a child in its own process group,
+  stdin ``/dev/null``, stdout+stderr to a file of which only the tail is kept; the parent owns the wall clock
+  and a check always ends with a kill of the child's whole group. ``check_reference`` starts a fresh
+  interpreter (``python -I <this file> --child ...``, ~2 s of torch import); ``check_references`` by default
+  asks a warm fork server (``--fork-server``: torch imported once) to fork the child instead (~0.1 s);
 - the child caps the size of files it may write before it runs any reference code, builds ``Model`` after
   seeding 42 (as the evaluator does), draws inputs under two seeds, runs forward three times (inputs A, inputs
   A again, inputs B) on cloned inputs, and writes summary statistics of every output tensor as JSON;
