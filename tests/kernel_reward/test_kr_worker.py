@@ -148,3 +148,22 @@ def test_shipped_task_small_preset_with_an_honest_candidate(evaluate_subprocess)
     assert result.shape_generalization["via"] == "dataset_builder.tasks.resize_source"
     broken = evaluate_subprocess(task.source, "```python\n" + HONEST_ELU.replace("- 1.0", "- 0.9") + "```")
     assert broken.status.value == "incorrect" and "outside atol" in broken.error
+
+
+def test_known_answer_check_names_a_broken_interpreter():
+    """Simulate the old-Triton + numpy-2 interpreter that silently writes nothing: the check must say so."""
+    script = textwrap.dedent("""
+        import torch
+        import triton.runtime.interpreter as interpreter
+        from kernel_reward import selftest
+        selftest.known_answer_check(torch.device("cpu"))  # the real interpreter passes
+        interpreter.GridExecutor.__call__ = lambda self, *args, **kwargs: None  # writes nothing
+        try:
+            selftest.known_answer_check(torch.device("cpu"))
+        except RuntimeError as exc:
+            print("REFUSED:", exc)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=dict(os.environ, TRITON_INTERPRET="1"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "REFUSED: Triton known-answer check failed" in proc.stdout and "numpy" in proc.stdout
