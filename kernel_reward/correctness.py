@@ -173,6 +173,7 @@ def check_correctness(task: LoadedTask, device: torch.device, options: EvalOptio
             except Exception as exc:
                 raise _Stop(Verdict.RUNTIME_ERROR, _format_exception("the REFERENCE raised (task problem)", exc)) from exc
             after = runner.call(inputs)
+            report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
             first = compare_outputs(before, reference, options.tolerance)
             second = compare_outputs(after, reference, options.tolerance)
             trials.append({"trial": index, "max_abs_error": _max(first.max_abs_error, second.max_abs_error),
