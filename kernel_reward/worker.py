@@ -105,6 +105,10 @@ def prepare_worker(device: str | None = None) -> WorkerInfo:
         info = WorkerInfo(f"cuda:{index}", torch.cuda.get_device_name(index), "gpu")
     from kernel_reward.selftest import known_answer_check
 
+    if info.mode == "interpreter":
+        from kernel_reward.interpreter_shims import install_interpreter_shims
+
+        install_interpreter_shims()  # autotuners take their first config: nothing can be timed here
     known_answer_check(torch.device(info.device))
     # Import the pipeline now rather than inside the first candidate's wall clock.
     from kernel_reward import correctness, loading, profiling, shapes, timing  # noqa: F401
