@@ -191,6 +191,15 @@ class _Visitor(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     # --- statements --------------------------------------------------------------------------------------------
+    def visit_If(self, node: ast.If) -> None:
+        # Completions often end with a self-test under `if __name__ == "__main__":` that builds Model to compare
+        # against. That block never runs here (the candidate is imported under another name), so it is not checked.
+        if _is_main_guard(node.test):
+            for statement in node.orelse:
+                self.visit(statement)
+            return
+        self.generic_visit(node)
+
     def visit_Try(self, node: ast.Try) -> None:
         if node.handlers:
             self._add(StaticReason.TRY_EXCEPT, node, "try/except (fallback paths hide failing kernels)")
@@ -273,3 +282,13 @@ class _Visitor(ast.NodeVisitor):
         if node.id in ("__builtins__", "__import__", "__loader__", "__spec__"):
             self._add(StaticReason.INTROSPECTION, node, f"access to {node.id}")
         self.generic_visit(node)
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """`__name__ == "__main__"` (either operand order)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    operands = [test.left, test.comparators[0]]
+    has_name = any(isinstance(o, ast.Name) and o.id == "__name__" for o in operands)
+    has_main = any(isinstance(o, ast.Constant) and o.value == "__main__" for o in operands)
+    return has_name and has_main

@@ -95,3 +95,18 @@ def test_custom_entry_point_name():
     source = HONEST.replace("class ModelNew(nn.Module)", "class ModelNew(Reference)")
     assert "inherits_reference" in set(check_candidate(source, entry_point="Reference").reasons)
     assert "inherits_reference" not in set(check_candidate(source, entry_point="Model").reasons)
+
+
+def test_main_guard_self_test_is_not_checked():
+    harness = (
+        "\n\nif __name__ == '__main__':\n"
+        "    import time\n"
+        "    ref = Model(4)\n"
+        "    try:\n"
+        "        print(time.perf_counter())\n"
+        "    except Exception:\n"
+        "        pass\n"
+    )
+    assert check_candidate(HONEST + harness).findings == []
+    # ...but only that guard: the same code at module level is checked.
+    assert {"uses_reference", "try_except"} <= set(check_candidate(HONEST + harness.replace("if __name__ == '__main__':", "if True:")).reasons)
