@@ -43,7 +43,7 @@ class EvalConfig:
         default=0, metadata={"help": "sequential test-time scaling rounds after the multi-turn phase (model runs)"}
     )
     tts_window: int = field(default=4, metadata={"help": "best turns (by reward) kept in context for TTS"})
-    batch_size: int = field(default=8, metadata={"help": "candidates per evaluator call (saved completions)"})
+    batch_size: int = field(default=16, metadata={"help": "candidates per evaluator call (saved completions)"})
 
     def __post_init__(self) -> None:
         sources = [name for name in ("completions", "model", "endpoint") if getattr(self, name)]
