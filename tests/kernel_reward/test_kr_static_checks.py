@@ -110,3 +110,11 @@ def test_main_guard_self_test_is_not_checked():
     assert check_candidate(HONEST + harness).findings == []
     # ...but only that guard: the same code at module level is checked.
     assert {"uses_reference", "try_except"} <= set(check_candidate(HONEST + harness.replace("if __name__ == '__main__':", "if True:")).reasons)
+
+
+def test_import_fallback_try_is_allowed():
+    fallback = (
+        "\ntry:\n    from triton.language.extra import libdevice\n"
+        "except ImportError:\n    from triton.language.extra.cuda import libdevice\n"
+    )
+    assert check_candidate(HONEST + fallback).findings == []
