@@ -30,6 +30,7 @@ __all__ = [
     "PRESETS",
     "Preset",
     "Task",
+    "TaskFileError",
     "load_tasks",
     "resize_source",
     "size_constants",
