@@ -53,7 +53,7 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
         model=model,
         environment=DigitGuessEnvironment(),
         args=config,
-        train_dataset=Dataset.from_list(make_toy_tasks(args.tasks, seed=seed)),
+        train_dataset=Dataset.from_list(make_toy_tasks(args.tasks, seed=seed, num_choices=args.choices)),
         processing_class=tokenizer,
     )
     started = time.perf_counter()
@@ -107,14 +107,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
     parser.add_argument("--generations", type=int, default=4, help="samples per prompt")
     parser.add_argument("--tasks", type=int, default=64, help="toy tasks in the dataset")
+    parser.add_argument("--choices", type=int, default=3, help="secrets are digits 0..choices-1")
     parser.add_argument("--max-tokens", type=int, default=3, help="tokens per turn")
     parser.add_argument("--lr", type=float, default=3e-3, help="learning rate")
     parser.add_argument("--window", type=int, default=10, help="smoothing window of the plot (steps)")
+    parser.add_argument("--from-json", type=Path, nargs="+", default=None,
+                        help="do not train: merge the runs of these curve.json files into one table and plot")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     args.out.mkdir(parents=True, exist_ok=True)
     runs = []
-    for seed in args.seeds:
+    for path in args.from_json or []:
+        runs.extend(json.loads(path.read_text())["runs"])
+    for seed in args.seeds if args.from_json is None else []:
         for estimator in args.estimators:
             run = run_one(estimator, seed, args, args.out / "work")
             runs.append(run)

@@ -79,12 +79,17 @@ def as_step_result(obj: Any) -> StepResult:
 TOY_PROMPT = "Guess the secret digit."
 
 
-def make_toy_tasks(num_tasks: int, seed: int = 0) -> list[dict[str, Any]]:
-    """Dataset-shaped rows for ``DigitGuessEnvironment`` (same top-level keys as the kernel dataset)."""
+def make_toy_tasks(num_tasks: int, seed: int = 0, num_choices: int = 10) -> list[dict[str, Any]]:
+    """Dataset-shaped rows for ``DigitGuessEnvironment`` (same top-level keys as the kernel dataset).
+
+    Secrets are drawn from the digits ``0 .. num_choices - 1``.
+    """
+    if not 1 <= num_choices <= 10:
+        raise ValueError(f"num_choices must be in 1..10, got {num_choices}")
     rng = random.Random(seed)
     rows = []
     for i in range(num_tasks):
-        secret = str(rng.randrange(10))
+        secret = str(rng.randrange(num_choices))
         rows.append(
             {
                 "data_source": "toy_digit_guess",
@@ -102,8 +107,8 @@ class DigitGuessEnvironment:
 
     Each task hides a digit (``reward_model.ground_truth``). A turn earns ``hit_reward`` if the first digit of
     the completion is the secret, ``digit_reward`` if the completion holds some other digit, 0 otherwise.
-    A wrong turn's feedback reveals the secret as its last word, so a policy can learn to copy it at turn 2+:
-    turn-1 reward is capped near chance while later turns can reach ``hit_reward``.
+    Every turn's feedback reveals the secret as its last word, so a policy can learn to copy it at turn 2+:
+    all prompts are identical, so turn-1 reward is capped at chance while later turns can reach ``hit_reward``.
     """
 
     def __init__(self, hit_reward: float = 1.0, digit_reward: float = 0.2, stop_on_success: bool = False):
@@ -128,7 +133,7 @@ class DigitGuessEnvironment:
             digits = re.findall(r"\d", completion)
             hit = bool(digits) and digits[0] == secret
             reward = self.hit_reward if hit else (self.digit_reward if digits else 0.0)
-            feedback = "Correct." if hit else f"Wrong. The secret digit is {secret}"
+            feedback = f"{'Correct' if hit else 'Wrong'}. The secret digit is {secret}"
             results.append(
                 StepResult(
                     reward=reward,
