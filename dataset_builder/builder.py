@@ -257,8 +257,9 @@ class KernelDatasetBuilder(datasets.ArrowBasedBuilder):
 
 def _write_shards(dataset: datasets.Dataset, data_dir: Path, shard_size: int) -> list[str]:
     table = dataset.data.table
-    num_shards = max(1, math.ceil(table.nbytes / shard_size))
-    rows_per_shard = math.ceil(dataset.num_rows / num_shards) if dataset.num_rows else 0
+    wanted = max(1, math.ceil(table.nbytes / shard_size))
+    rows_per_shard = math.ceil(dataset.num_rows / wanted)
+    num_shards = math.ceil(dataset.num_rows / rows_per_shard)  # never an empty shard (datasets cannot read one)
     names = []
     for index in range(num_shards):
         name = f"train-{index:05d}-of-{num_shards:05d}.parquet"
@@ -268,14 +269,19 @@ def _write_shards(dataset: datasets.Dataset, data_dir: Path, shard_size: int) ->
     return names
 
 
-def _prepare_out_dir(out_dir: Path, overwrite: bool) -> None:
+def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an output directory the build may not replace."""
     if out_dir.exists() and any(out_dir.iterdir()):
         if not overwrite:
             raise BuildError(f"{out_dir} exists and is not empty (pass --overwrite to replace its contents)")
         if not (out_dir / "README.md").exists() and not (out_dir / "data").exists():
             raise BuildError(f"{out_dir} does not look like a dataset directory; refusing to overwrite it")
-        shutil.rmtree(out_dir / "data", ignore_errors=True)
-        (out_dir / "README.md").unlink(missing_ok=True)
+
+
+def _clear_out_dir(out_dir: Path) -> None:
+    """Remove the previous card and shards (only once the new rows are known to exist)."""
+    shutil.rmtree(out_dir / "data", ignore_errors=True)
+    (out_dir / "README.md").unlink(missing_ok=True)
     (out_dir / "data").mkdir(parents=True, exist_ok=True)
 
 
@@ -301,7 +307,7 @@ def build_dataset(
     source_format = SourceFormat(source_format)
     template = load_template(prompt_template)  # fail early on a bad template file
     out = Path(out_dir)
-    _prepare_out_dir(out, overwrite)
+    _check_out_dir(out, overwrite)
     report = BuildReport(
         source=str(source) if source else "dataset_builder.tasks",
         format=source_format.value,
@@ -318,6 +324,9 @@ def build_dataset(
         reference_timeout_s=reference_timeout_s,
         report=report,
     )
+    if report.rows_kept == 0:
+        raise BuildError(f"no rows left to write from {report.source}:\n{report.to_text()}")
+    _clear_out_dir(out)
     with tempfile.TemporaryDirectory(prefix="drkernel-build-") as cache_dir:
         builder = KernelDatasetBuilder(
             cache_dir=cache_dir,

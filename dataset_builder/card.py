@@ -66,7 +66,10 @@ def _size_category(rows: int) -> str:
     return "n>1M"
 
 
-def card_text(report: BuildReport, *, license: str | None = None, repo_id: str = "ORG/NAME") -> str:
+CARD_REPO_PLACEHOLDER = "ORG/NAME"  # `push` puts the repository id in its place
+
+
+def card_text(report: BuildReport, *, license: str | None = None, repo_id: str = CARD_REPO_PLACEHOLDER) -> str:
     """The full README.md for a dataset built as `report` says."""
     default_license, provenance = PROVENANCE[report.format]
     card_data = DatasetCardData(
@@ -93,6 +96,11 @@ def card_text(report: BuildReport, *, license: str | None = None, repo_id: str =
         if report.reference_checks
         else "Runtime reference checks were not run (`--check-references` runs them)."
     )
+    prompts = (
+        "Prompts are kept as published upstream."
+        if report.format == "drkernel"
+        else f"First-turn prompts rendered with template `{report.prompt_template}`."
+    )
     preset = f" --preset {report.preset}" if report.preset else ""
     source = "" if report.format == "sample" else f" --source {report.source}"
     body = f"""
@@ -117,8 +125,8 @@ Licence of this build: `{license or default_license}`.
 
     python -m dataset_builder build --format {report.format}{source}{preset} --out DIR
 
-First-turn prompt template: `{report.prompt_template}`. Rows read: {report.rows_read}; kept: {report.rows_kept};
-dropped: {len(report.dropped)}, by reason:
+{prompts} Rows read: {report.rows_read}; kept: {report.rows_kept}; dropped: {len(report.dropped)},
+by reason:
 
 {dropped_lines}
 

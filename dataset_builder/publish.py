@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .card import CARD_REPO_PLACEHOLDER
 from .features import FEATURES
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,29 @@ def _row_count(path: Path) -> int:
     import pyarrow.parquet as pq
 
     return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted((path / "data").glob("*.parquet")))
+
+
+def _operations(api, root: Path, repo_id: str, revision: str) -> list:
+    """Replace the card and every data shard of `revision` with those of `root` (one commit).
+
+    The card's loading examples name the repository (the builder writes a placeholder); old shards that
+    the new version does not overwrite are deleted, so each version holds exactly its own rows.
+    """
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    card = (root / "README.md").read_text(encoding="utf-8").replace(f'"{CARD_REPO_PLACEHOLDER}"', f'"{repo_id}"')
+    shards = sorted((root / "data").glob("*.parquet"))
+    new_paths = {f"data/{shard.name}" for shard in shards}
+    old_paths = [
+        path
+        for path in api.list_repo_files(repo_id, repo_type="dataset", revision=revision)
+        if path.startswith("data/") and path not in new_paths
+    ]
+    return [
+        *(CommitOperationDelete(path_in_repo=path) for path in old_paths),
+        CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")),
+        *(CommitOperationAdd(path_in_repo=f"data/{shard.name}", path_or_fileobj=str(shard)) for shard in shards),
+    ]
 
 
 def verify_revision(repo_id: str, revision: str, expected_rows: int) -> None:
@@ -111,12 +135,10 @@ def push_dataset(
         if branch:
             api.create_branch(repo_id, repo_type="dataset", branch=branch, exist_ok=True)
         head = api.dataset_info(repo_id, revision=target).sha
-        info = api.upload_folder(
+        info = api.create_commit(
             repo_id=repo_id,
             repo_type="dataset",
-            folder_path=str(root),
-            allow_patterns=["README.md", "data/*.parquet"],
-            delete_patterns=["data/*.parquet"],
+            operations=_operations(api, root, repo_id, target),
             revision=target,
             create_pr=create_pr,
             commit_message=f"Dataset {version}: {rows} rows",

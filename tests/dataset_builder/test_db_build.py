@@ -67,6 +67,23 @@ def test_cudallm_and_kernelbench_builds_load_with_declared_types(tmp_path):
     assert [r["extra_info"]["module_name"] for r in loaded] == ["0_p", "1_p", "2_p"]
 
 
+@pytest.mark.parametrize(("rows", "shard_size"), [(4, 2000), (5, 3000), (7, 1)])
+def test_shards_are_never_empty_and_cover_every_row(tmp_path, rows, shard_size):
+    source = write_jsonl([upstream_row(i, ref) for i, ref in enumerate(distinct_references(rows))], tmp_path / "s.jsonl")
+    out = tmp_path / "out"
+    report = build_dataset(str(source), "drkernel", out, shard_size=shard_size)
+    counts = [pq.ParquetFile(out / name).metadata.num_rows for name in report.shards]
+    assert len(counts) > 1 and min(counts) > 0 and sum(counts) == rows
+    assert _load(out).num_rows == rows
+
+
+def test_a_build_that_keeps_nothing_is_an_error(tmp_path):
+    source = write_jsonl([upstream_row(0, reference(init=False))], tmp_path / "s.jsonl")
+    with pytest.raises(BuildError, match="(?s)no rows left.*missing_get_init_inputs: 1"):
+        build_dataset(str(source), "drkernel", tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
 def _built(tmp_path, source, fmt):
     out = tmp_path / f"out-{fmt}"
     build_dataset(str(source), fmt, out)

@@ -41,6 +41,7 @@ LOAD_BACK = textwrap.dedent(
     out["v1_title"] = api.list_repo_commits(repo, repo_type="dataset", revision="v1.0")[0].title
     path = snapshot_download(repo, repo_type="dataset", revision="v1.0")
     out["snapshot"] = path
+    out["card_names_repo"] = f'load_dataset("{repo}", revision=' in open(path + "/README.md").read()
     print(json.dumps(out))
     """
 )
@@ -77,17 +78,18 @@ def _run(env, *args, script=None):
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
-def _dataset(tmp_path, name, refs, start):
+def _dataset(tmp_path, name, refs, start, shard_size=2**28):
     source = write_jsonl([upstream_row(start + i, ref) for i, ref in enumerate(refs)], tmp_path / f"{name}.jsonl")
     out = tmp_path / name
-    build_dataset(str(source), "drkernel", out)
+    build_dataset(str(source), "drkernel", out, shard_size=shard_size)
     return out
 
 
 def test_push_two_versions_and_load_each_back(tmp_path, hub):
     refs = distinct_references(5)
     v1 = _dataset(tmp_path, "v1", refs[:3], 0)
-    v2 = _dataset(tmp_path, "v2", refs[1:], 10)  # other rows: v2 must not still hold v1's shards
+    v2 = _dataset(tmp_path, "v2", refs[1:], 10, shard_size=2000)  # 2+ shards; later versions must delete them
+    assert len(list((v2 / "data").glob("*.parquet"))) > 1
 
     first = _run(hub.env, "push", str(v1), "--repo-id", "org/kernels", "--version", "v1.0")
     assert first.returncode == 0, first.stderr
@@ -123,6 +125,7 @@ def test_push_two_versions_and_load_each_back(tmp_path, hub):
     assert result["branches"]["next"] == result["tags"]["v1.1"]
     assert "README.md" in result["v1_files"] and any(f.startswith("data/train-") for f in result["v1_files"])
     assert result["v1_title"] == "Dataset v1.0: 3 rows"
+    assert result["card_names_repo"]
 
     # Offline: the snapshot folder loads without any Hub access.
     offline_env = dict(hub.env, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_ENDPOINT="http://127.0.0.1:9")
