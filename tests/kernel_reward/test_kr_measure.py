@@ -9,7 +9,7 @@ import torch
 from kernel_reward.profiling import build_table, coverage_from_table
 from kernel_reward.shapes import resize_constants, resized_variants
 from kernel_reward.tensors import aliases, compare_outputs, flatten_outputs, non_plain_tensors, same_values
-from kernel_reward.timing import bootstrap_speedup_ci, speedup_of, summarize
+from kernel_reward.timing import bootstrap_speedup_ci, speedup_of, summarize, timing_args
 
 
 def tolerance(dtype_name):
@@ -73,3 +73,17 @@ def test_resize_constants_scales_sizes_only():
     variants = resized_variants(source, 1.5)
     assert [info["odd"] for _src, info in variants] == [True, False]
     assert "BATCH = 24" in variants[1][0]
+
+
+def test_timing_args_are_fresh_and_unique_per_call():
+    pool = [[torch.randn(4, 6).t(), torch.arange(5), torch.tensor(2.0, dtype=torch.float16), 3, torch.empty(0)]]
+    calls = [timing_args(pool, i) for i in range(30)]
+    sums = {float(c[0].sum()) for c in calls}
+    assert len(sums) == 30  # content (even its sum) differs call to call
+    for call in calls:
+        assert call[0].data_ptr() != pool[0][0].data_ptr()  # fresh buffer
+        assert int((call[0] != pool[0][0]).sum()) == 1  # one element moved, nothing else
+        assert torch.equal(call[1], pool[0][1]) and call[3] == 3  # integers untouched
+        assert float(call[2]) > 2.0 and call[4].numel() == 0
+    assert torch.equal(timing_args(pool, 7)[0], timing_args(pool, 7)[0])  # both sides of a call see the same
+    assert pool[0][2].item() == 2.0  # the pool itself is never modified
