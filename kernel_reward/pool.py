@@ -19,12 +19,12 @@ All slot threads of all pools pull from one shared queue, so GPUs balance themse
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import json
 import logging
 import os
 import queue
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -278,7 +278,6 @@ class DevicePool:
             threading.Thread(target=self._slot_loop, name=f"slot-{config.device}-{i}", daemon=True)
             for i in range(config.workers)
         ]
-        self.active: dict[int, ChildHandle] = {}
         for thread in self.threads:
             thread.start()
 
@@ -363,12 +362,10 @@ class DevicePool:
 
     def _attempt(self, job: Job, child: ChildHandle) -> _Outcome:
         zygote = self.zygote
-        self.active[id(child)] = child
         try:
             return self._drive(job, child)
         finally:
-            self.active.pop(id(child), None)
-            zygote.kill(child)
+            zygote.kill(child)  # always: the child's whole process group and private uid go, whatever happened
 
     def _drive(self, job: Job, child: ChildHandle) -> _Outcome:
         limits = self.config.policy.limits
@@ -497,8 +494,6 @@ class DevicePool:
         for thread in self.threads:
             thread.join(timeout=10)
         self.zygote.close()
-        import shutil
-
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
@@ -523,8 +518,3 @@ def _gpu_count() -> int:
     except Exception:  # noqa: BLE001 - no torch / broken driver: treat as no GPU
         return 0
 
-
-def pool_config_dict(config: PoolConfig) -> dict[str, Any]:
-    data = dataclasses.asdict(config)
-    data["policy"] = config.policy.to_dict()
-    return data
