@@ -36,34 +36,89 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO level")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    build = sub.add_parser("build", help="build a dataset directory (card + zstd Parquet shards) from a source")
+    build = sub.add_parser(
+        "build", help="build a dataset directory (card + zstd Parquet shards) from a source"
+    )
     build.add_argument("--source", help="source file or folder (not needed for --format sample)")
-    build.add_argument("--format", default="sample", choices=FORMATS, help="source format (default: sample, the shipped task set)")
+    build.add_argument(
+        "--format",
+        default="sample",
+        choices=FORMATS,
+        help="source format (default: sample, the shipped task set)",
+    )
     build.add_argument("--out", required=True, help="output directory")
-    build.add_argument("--preset", default="small", choices=["small", "full"], help="size preset of the shipped task set (sample only; default small)")
-    build.add_argument("--check-references", action="store_true", help="also run each reference on CPU in a subprocess and drop crashing, slow, nondeterministic, input-independent or near-constant ones")
-    build.add_argument("--reference-timeout", type=float, default=60.0, help="seconds per reference for --check-references (default 60)")
-    build.add_argument("--num-proc", type=_positive_int, default=1, help="worker processes for conversion and checks (default 1)")
-    build.add_argument("--prompt-template", help="first-turn prompt template file holding {{REFERENCE_CODE}} once (default: the shipped v1)")
-    build.add_argument("--shard-size", type=parse_size, default="256MiB", help="uncompressed Arrow bytes per Parquet shard (default 256MiB)")
-    build.add_argument("--chunk-rows", type=_positive_int, default=64, help="problem files / tasks per work unit (Parquet sources use row groups)")
+    build.add_argument(
+        "--preset",
+        default="small",
+        choices=["small", "full"],
+        help="size preset of the shipped task set (sample only; default small)",
+    )
+    build.add_argument(
+        "--check-references",
+        action="store_true",
+        help="also run each reference on CPU in a subprocess and drop crashing, slow, nondeterministic, input-independent or near-constant ones",
+    )
+    build.add_argument(
+        "--reference-timeout",
+        type=float,
+        default=60.0,
+        help="seconds per reference for --check-references (default 60)",
+    )
+    build.add_argument(
+        "--num-proc",
+        type=_positive_int,
+        default=1,
+        help="worker processes for conversion and checks (default 1)",
+    )
+    build.add_argument(
+        "--prompt-template",
+        help="first-turn prompt template file holding {{REFERENCE_CODE}} once (default: the shipped v1)",
+    )
+    build.add_argument(
+        "--shard-size",
+        type=parse_size,
+        default="256MiB",
+        help="uncompressed Arrow bytes per Parquet shard (default 256MiB)",
+    )
+    build.add_argument(
+        "--chunk-rows",
+        type=_positive_int,
+        default=64,
+        help="problem files / tasks per work unit (Parquet sources use row groups)",
+    )
     build.add_argument("--license", help="licence identifier for the card (default: from the source format)")
-    build.add_argument("--overwrite", action="store_true", help="replace the data and card of an existing output directory")
+    build.add_argument(
+        "--overwrite", action="store_true", help="replace the data and card of an existing output directory"
+    )
     build.add_argument("--report-json", help="also write the build report as JSON to this file")
 
-    validate = sub.add_parser("validate", help="check a dataset directory; non-zero exit naming rows and reasons")
+    validate = sub.add_parser(
+        "validate", help="check a dataset directory; non-zero exit naming rows and reasons"
+    )
     validate.add_argument("path", help="dataset directory (README.md + data/*.parquet)")
     validate.add_argument("--check-references", action="store_true", help="also run each reference (slow)")
-    validate.add_argument("--reference-timeout", type=float, default=60.0, help="seconds per reference (default 60)")
+    validate.add_argument(
+        "--reference-timeout", type=float, default=60.0, help="seconds per reference (default 60)"
+    )
     validate.add_argument("--num-proc", type=_positive_int, default=1, help="workers for --check-references")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    push = sub.add_parser("push", help="publish a dataset directory as one tagged version on a Hub (HF_ENDPOINT / HF_TOKEN)")
+    push = sub.add_parser(
+        "push", help="publish a dataset directory as one tagged version on a Hub (HF_ENDPOINT / HF_TOKEN)"
+    )
     push.add_argument("path", help="dataset directory to publish")
-    push.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repository (created when missing)")
-    push.add_argument("--version", required=True, help="version tag, vX.Y (an existing tag is never overwritten)")
-    push.add_argument("--branch", help="commit to this branch (created from main when missing) instead of main")
-    push.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing to the branch")
+    push.add_argument(
+        "--repo-id", required=True, help="ORG/NAME of the dataset repository (created when missing)"
+    )
+    push.add_argument(
+        "--version", required=True, help="version tag, vX.Y (an existing tag is never overwritten)"
+    )
+    push.add_argument(
+        "--branch", help="commit to this branch (created from main when missing) instead of main"
+    )
+    push.add_argument(
+        "--create-pr", action="store_true", help="open a pull request instead of committing to the branch"
+    )
     push.add_argument("--private", action="store_true", help="create the repository as private")
     push.add_argument("--no-verify", action="store_true", help="skip loading the pushed revision back")
     return parser
@@ -97,7 +152,10 @@ def _validate(args: argparse.Namespace) -> int:
     from .validate import validate_dataset
 
     report = validate_dataset(
-        args.path, check_references=args.check_references, num_proc=args.num_proc, reference_timeout_s=args.reference_timeout
+        args.path,
+        check_references=args.check_references,
+        num_proc=args.num_proc,
+        reference_timeout_s=args.reference_timeout,
     )
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.to_text())
     return 0 if report.ok else 1
@@ -121,7 +179,9 @@ def _push(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     from .builder import BuildError
     from .prompt import PromptTemplateError
     from .publish import PublishError

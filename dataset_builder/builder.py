@@ -37,7 +37,9 @@ from .sources import Chunk, SourceFormat, plan_chunks, read_table
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SHARD_SIZE = 256 * 2**20  # uncompressed Arrow bytes per Parquet shard (~60 MB zstd on upstream-like text)
+DEFAULT_SHARD_SIZE = (
+    256 * 2**20
+)  # uncompressed Arrow bytes per Parquet shard (~60 MB zstd on upstream-like text)
 ROW_GROUP_ROWS = 1000  # rows per Parquet row group: small enough for smooth streaming
 
 
@@ -124,7 +126,9 @@ def _scan_chunk(chunk: Chunk, template_path: str | None, keep_reference: bool) -
     uuids = converted.column("extra_info", "uuid")
     entry_points = converted.column("extra_info", "entry_point")
     scanned = []
-    for where, reference, uuid, entry_point in zip(converted.wheres, references, uuids, entry_points, strict=True):
+    for where, reference, uuid, entry_point in zip(
+        converted.wheres, references, uuids, entry_points, strict=True
+    ):
         problems, digest = scan_reference(reference, entry_point or "Model")
         scanned.append(_Scanned(where, uuid, digest, tuple(problems), reference if keep_reference else None))
     return scanned
@@ -137,12 +141,20 @@ def _pool(num_proc: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=num_proc, mp_context=context)
 
 
-def _runtime_problems(references: list[str], num_proc: int, timeout_s: float) -> list[tuple[tuple[DropReason, ...], str]]:
+def _runtime_problems(
+    references: list[str], num_proc: int, timeout_s: float
+) -> list[tuple[tuple[DropReason, ...], str]]:
     from .reference_checks import check_references  # imports torch; only needed with --check-references
 
     results = check_references(references, num_workers=num_proc, timeout_s=timeout_s)
     # details can hold a child's output tail: the report keeps its first line
-    return [(tuple(DropReason(p.value) for p in r.problems), (r.details or "").splitlines()[0][:300] if r.details else "") for r in results]
+    return [
+        (
+            tuple(DropReason(p.value) for p in r.problems),
+            (r.details or "").splitlines()[0][:300] if r.details else "",
+        )
+        for r in results
+    ]
 
 
 def scan_source(
@@ -236,7 +248,11 @@ class KernelDatasetBuilder(datasets.ArrowBasedBuilder):
         return [
             datasets.SplitGenerator(
                 name=datasets.Split.TRAIN,
-                gen_kwargs={"chunks": config.chunks, "keep": config.keep, "template_path": config.prompt_template},
+                gen_kwargs={
+                    "chunks": config.chunks,
+                    "keep": config.keep,
+                    "template_path": config.prompt_template,
+                },
             )
         ]
 
@@ -259,7 +275,9 @@ def _write_shards(dataset: datasets.Dataset, data_dir: Path, shard_size: int) ->
     table = dataset.data.table
     wanted = max(1, math.ceil(table.nbytes / shard_size))
     rows_per_shard = math.ceil(dataset.num_rows / wanted)
-    num_shards = math.ceil(dataset.num_rows / rows_per_shard)  # never an empty shard (datasets cannot read one)
+    num_shards = math.ceil(
+        dataset.num_rows / rows_per_shard
+    )  # never an empty shard (datasets cannot read one)
     names = []
     for index in range(num_shards):
         name = f"train-{index:05d}-of-{num_shards:05d}.parquet"

@@ -60,7 +60,12 @@ _COLUMNS = """\
 
 
 def _size_category(rows: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+    ):
         if rows < limit:
             return label
     return "n>1M"
@@ -69,7 +74,9 @@ def _size_category(rows: int) -> str:
 CARD_REPO_PLACEHOLDER = "ORG/NAME"  # `push` puts the repository id in its place
 
 
-def card_text(report: BuildReport, *, license: str | None = None, repo_id: str = CARD_REPO_PLACEHOLDER) -> str:
+def card_text(
+    report: BuildReport, *, license: str | None = None, repo_id: str = CARD_REPO_PLACEHOLDER
+) -> str:
     """The full README.md for a dataset built as `report` says."""
     default_license, provenance = PROVENANCE[report.format]
     card_data = DatasetCardData(
@@ -85,9 +92,9 @@ def card_text(report: BuildReport, *, license: str | None = None, repo_id: str =
         dataset_size=report.num_bytes,
     )
     DatasetInfosDict({"default": info}).to_dataset_card_data(card_data)
-    MetadataConfigs({"default": {"data_files": [{"split": "train", "path": "data/train-*"}]}}).to_dataset_card_data(
-        card_data
-    )
+    MetadataConfigs(
+        {"default": {"data_files": [{"split": "train", "path": "data/train-*"}]}}
+    ).to_dataset_card_data(card_data)
     dropped = report.dropped_by_reason()
     dropped_lines = "\n".join(f"- `{reason}`: {count}" for reason, count in dropped.items()) or "- none"
     checks = (

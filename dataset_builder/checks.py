@@ -97,7 +97,12 @@ def _token(match: re.Match) -> str:
     start, end = match.span()
     if start == 0 or source[start - 1] == "\n":
         return text  # indentation is structure
-    if end == len(source) or source[end] in "\n#" or source[start - 1] in _PUNCTUATION or source[end] in _PUNCTUATION:
+    if (
+        end == len(source)
+        or source[end] in "\n#"
+        or source[start - 1] in _PUNCTUATION
+        or source[end] in _PUNCTUATION
+    ):
         return ""
     return " "
 

@@ -50,7 +50,9 @@ def load_template(path: str | None = None) -> PromptTemplate:
     """The shipped template (path=None) or the template file at `path`."""
     if path is None:
         origin = _TEMPLATE_DIR / f"first_turn_{TEMPLATE_VERSION}.txt"
-        return PromptTemplate(_checked(origin.read_text(encoding="utf-8"), str(origin)), TEMPLATE_VERSION, str(origin))
+        return PromptTemplate(
+            _checked(origin.read_text(encoding="utf-8"), str(origin)), TEMPLATE_VERSION, str(origin)
+        )
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")

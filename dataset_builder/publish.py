@@ -50,7 +50,9 @@ class PushResult:
         if self.pr_url:
             lines.append(f"pull request: {self.pr_url} ({self.revision})")
         if self.unchanged:
-            lines.append("note: the files equal the branch head, so no new commit was made; the tag names that commit")
+            lines.append(
+                "note: the files equal the branch head, so no new commit was made; the tag names that commit"
+            )
         lines.append("verified: loaded the tagged revision back" if self.verified else "verified: skipped")
         return "\n".join(lines)
 
@@ -69,7 +71,9 @@ def _operations(api, root: Path, repo_id: str, revision: str) -> list:
     """
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    card = (root / "README.md").read_text(encoding="utf-8").replace(f'"{CARD_REPO_PLACEHOLDER}"', f'"{repo_id}"')
+    card = (
+        (root / "README.md").read_text(encoding="utf-8").replace(f'"{CARD_REPO_PLACEHOLDER}"', f'"{repo_id}"')
+    )
     shards = sorted((root / "data").glob("*.parquet"))
     new_paths = {f"data/{shard.name}" for shard in shards}
     old_paths = [
@@ -80,7 +84,10 @@ def _operations(api, root: Path, repo_id: str, revision: str) -> list:
     return [
         *(CommitOperationDelete(path_in_repo=path) for path in old_paths),
         CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode("utf-8")),
-        *(CommitOperationAdd(path_in_repo=f"data/{shard.name}", path_or_fileobj=str(shard)) for shard in shards),
+        *(
+            CommitOperationAdd(path_in_repo=f"data/{shard.name}", path_or_fileobj=str(shard))
+            for shard in shards
+        ),
     ]
 
 
@@ -91,7 +98,9 @@ def verify_revision(repo_id: str, revision: str, expected_rows: int) -> None:
     with tempfile.TemporaryDirectory(prefix="drkernel-verify-") as cache_dir:
         loaded = datasets.load_dataset(repo_id, revision=revision, split="train", cache_dir=cache_dir)
         if loaded.num_rows != expected_rows:
-            raise PublishError(f"{repo_id}@{revision}: loaded {loaded.num_rows} rows, expected {expected_rows}")
+            raise PublishError(
+                f"{repo_id}@{revision}: loaded {loaded.num_rows} rows, expected {expected_rows}"
+            )
         if loaded.features != FEATURES:
             raise PublishError(f"{repo_id}@{revision}: loaded features differ from dataset_builder.FEATURES")
 
@@ -119,13 +128,17 @@ def push_dataset(
         raise PublishError(f"repo id {repo_id!r} must be ORG/NAME")
     report = validate_dataset(root)
     if not report.ok:
-        raise PublishError(f"{root} does not validate; fix it before publishing:\n{report.to_text(max_problems=10)}")
+        raise PublishError(
+            f"{root} does not validate; fix it before publishing:\n{report.to_text(max_problems=10)}"
+        )
     rows = _row_count(root)
 
     api = HfApi()  # endpoint and token from HF_ENDPOINT / HF_TOKEN (or the stored login)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        existing = {ref.name: ref.target_commit for ref in api.list_repo_refs(repo_id, repo_type="dataset").tags}
+        existing = {
+            ref.name: ref.target_commit for ref in api.list_repo_refs(repo_id, repo_type="dataset").tags
+        }
         if version in existing:
             raise PublishError(
                 f"tag {version} already exists on {repo_id} (commit {existing[version]}); tags are never overwritten, "
@@ -146,14 +159,22 @@ def push_dataset(
         )
         landed = info.pr_revision or target
         api.create_tag(
-            repo_id, repo_type="dataset", tag=version, revision=info.oid, tag_message=f"Dataset {version}: {rows} rows"
+            repo_id,
+            repo_type="dataset",
+            tag=version,
+            revision=info.oid,
+            tag_message=f"Dataset {version}: {rows} rows",
         )
     except HfHubHTTPError as exc:
         raise PublishError(f"{repo_id}: the Hub refused the request: {exc}") from exc
     unchanged = info.oid == head and not info.pr_url  # huggingface_hub skips commits that change nothing
     if unchanged:
-        logger.warning("%s: %s has the same files as %s@%s; tagged that commit", repo_id, version, target, head)
+        logger.warning(
+            "%s: %s has the same files as %s@%s; tagged that commit", repo_id, version, target, head
+        )
     logger.info("pushed %s %s as commit %s", repo_id, version, info.oid)
     if verify:
         verify_revision(repo_id, version, rows)
-    return PushResult(repo_id, version, info.oid, landed, rows, info.pr_url, verified=verify, unchanged=unchanged)
+    return PushResult(
+        repo_id, version, info.oid, landed, rows, info.pr_url, verified=verify, unchanged=unchanged
+    )

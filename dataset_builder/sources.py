@@ -105,14 +105,19 @@ def _row_files(source: Path) -> list[Path]:
     raise SourceError(f"{source}: no such file or folder")
 
 
-def plan_chunks(fmt: SourceFormat | str, source: str | None, *, preset: str = "small", chunk_rows: int = 64) -> list[Chunk]:
+def plan_chunks(
+    fmt: SourceFormat | str, source: str | None, *, preset: str = "small", chunk_rows: int = 64
+) -> list[Chunk]:
     """The chunks of `source` in row order; `chunk_rows` sizes kernelbench / sample chunks."""
     fmt = SourceFormat(fmt)
     if fmt is SourceFormat.SAMPLE:
         from .tasks import task_names  # the shipped task set (imported lazily: it is only needed here)
 
         count = len(task_names())
-        return [Chunk(fmt, None, s, min(s + chunk_rows, count), preset=preset) for s in range(0, count, chunk_rows)]
+        return [
+            Chunk(fmt, None, s, min(s + chunk_rows, count), preset=preset)
+            for s in range(0, count, chunk_rows)
+        ]
     if source is None:
         raise SourceError(f"--source is required for --format {fmt}")
     path = Path(source)
@@ -172,7 +177,9 @@ def read_table(chunk: Chunk, template_path: str | None = None) -> ChunkTable:
         if fast is not None:
             return fast
     rows = read_chunk(chunk, template_path)
-    return ChunkTable(pa.Table.from_pylist([r.row for r in rows], schema=ARROW_SCHEMA), [r.where for r in rows])
+    return ChunkTable(
+        pa.Table.from_pylist([r.row for r in rows], schema=ARROW_SCHEMA), [r.where for r in rows]
+    )
 
 
 def _field_names(data_type: pa.DataType) -> list[str]:
@@ -206,19 +213,24 @@ def _drkernel_table(chunk: Chunk) -> ChunkTable | None:
     wheres = [f"{chunk.path} row {chunk.start + i}" for i in range(table.num_rows)]
     ops_column = extra.field("ops")
     if pa.types.is_string(ops_column.type) or pa.types.is_large_string(ops_column.type):
-        ops_column = pa.array([_ops(v, w) for v, w in zip(ops_column.to_pylist(), wheres, strict=True)], pa.list_(pa.string()))
+        ops_column = pa.array(
+            [_ops(v, w) for v, w in zip(ops_column.to_pylist(), wheres, strict=True)], pa.list_(pa.string())
+        )
     fields = {name: (ops_column if name == "ops" else extra.field(name)) for name in EXTRA_INFO_FIELDS}
     extra_type = ARROW_SCHEMA.field("extra_info").type
     try:
         new_extra = pa.StructArray.from_arrays(
-            [fields[name].cast(extra_type.field(name).type) for name in EXTRA_INFO_FIELDS], fields=list(extra_type)
+            [fields[name].cast(extra_type.field(name).type) for name in EXTRA_INFO_FIELDS],
+            fields=list(extra_type),
         )
         columns = {name: table.column(name) for name in TOP_LEVEL_COLUMNS}
         columns["extra_info"] = new_extra
         columns["reward_model"] = pa.StructArray.from_arrays(
             [reward.field(name) for name in REWARD_MODEL_FIELDS], names=list(REWARD_MODEL_FIELDS)
         )
-        converted = pa.Table.from_arrays([columns[name] for name in TOP_LEVEL_COLUMNS], names=list(TOP_LEVEL_COLUMNS))
+        converted = pa.Table.from_arrays(
+            [columns[name] for name in TOP_LEVEL_COLUMNS], names=list(TOP_LEVEL_COLUMNS)
+        )
         return ChunkTable(converted.cast(ARROW_SCHEMA), wheres)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None  # some column has another type: the row-by-row path says which
@@ -293,11 +305,15 @@ def _messages(value: Any, where: str, column: str, *, required: bool) -> list[di
         except json.JSONDecodeError as exc:
             raise SourceError(f"{where}, column {column}: string is not a JSON list of messages") from exc
     if not isinstance(value, list) or (required and not value):
-        raise SourceError(f"{where}, column {column}: expected a non-empty list of {{role, content}} messages")
+        raise SourceError(
+            f"{where}, column {column}: expected a non-empty list of {{role, content}} messages"
+        )
     messages = []
     for index, message in enumerate(value):
         if not isinstance(message, dict) or set(message) != {"role", "content"}:
-            raise SourceError(f"{where}, column {column}[{index}]: expected exactly the keys role and content")
+            raise SourceError(
+                f"{where}, column {column}[{index}]: expected exactly the keys role and content"
+            )
         _string(message["role"], where, f"{column}[{index}].role", required=True)
         _string(message["content"], where, f"{column}[{index}].content", required=False)
         messages.append({"role": message["role"], "content": message["content"]})
@@ -353,7 +369,9 @@ def _drkernel_row(record: dict[str, Any], where: str, template_path: str | None)
             "level": extra["level"],
             "module_name": extra["module_name"],
             "ops": _ops(extra["ops"], where),
-            "original_prompt": _messages(extra["original_prompt"], where, "extra_info.original_prompt", required=False),
+            "original_prompt": _messages(
+                extra["original_prompt"], where, "extra_info.original_prompt", required=False
+            ),
             "repo_name": extra["repo_name"],
             "type": extra["type"],
             "uuid": extra["uuid"],

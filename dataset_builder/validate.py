@@ -73,7 +73,9 @@ class ValidationReport:
     def to_text(self, max_problems: int = 50) -> str:
         lines = [f"{self.path}: {self.rows} rows, {len(self.problems)} problem(s)"]
         for problem in self.problems[:max_problems]:
-            lines.append(f"  {problem.where}: {problem.finding.value}{f' - {problem.detail}' if problem.detail else ''}")
+            lines.append(
+                f"  {problem.where}: {problem.finding.value}{f' - {problem.detail}' if problem.detail else ''}"
+            )
         if len(self.problems) > max_problems:
             lines.append(f"  ... and {len(self.problems) - max_problems} more")
         return "\n".join(lines)
@@ -133,7 +135,9 @@ def _rows(file: Path, report: ValidationReport, rel: str) -> Iterator[tuple[int,
     except Exception as exc:  # broken file
         report.add(rel, Finding.UNREADABLE, str(exc))
         return
-    report.rows += parquet.metadata.num_rows  # counted even when the schema is wrong (the card check compares)
+    report.rows += (
+        parquet.metadata.num_rows
+    )  # counted even when the schema is wrong (the card check compares)
     schema = parquet.schema_arrow
     diffs = []
     for expected in ARROW_SCHEMA:
@@ -141,7 +145,9 @@ def _rows(file: Path, report: ValidationReport, rel: str) -> Iterator[tuple[int,
             diffs.append(f"column {expected.name} is missing")
         else:
             diffs += type_differences(expected.name, expected.type, schema.field(expected.name).type)
-    diffs += [f"column {name} is not in the schema" for name in schema.names if name not in ARROW_SCHEMA.names]
+    diffs += [
+        f"column {name} is not in the schema" for name in schema.names if name not in ARROW_SCHEMA.names
+    ]
     for diff in diffs:
         report.add(rel, Finding.SCHEMA, diff)
     if diffs:
@@ -153,7 +159,9 @@ def _rows(file: Path, report: ValidationReport, rel: str) -> Iterator[tuple[int,
             offset += 1
 
 
-def validate_dataset(path: str | Path, *, check_references: bool = False, num_proc: int = 1, reference_timeout_s: float = 60.0) -> ValidationReport:
+def validate_dataset(
+    path: str | Path, *, check_references: bool = False, num_proc: int = 1, reference_timeout_s: float = 60.0
+) -> ValidationReport:
     """All problems of the dataset directory at `path` (card, schema, rows)."""
     root = Path(path)
     report = ValidationReport(str(root))
@@ -175,11 +183,19 @@ def validate_dataset(path: str | Path, *, check_references: bool = False, num_pr
             uuid = extra["uuid"]
             where = f"{rel} row {offset} (uuid {uuid})"
             if not reference or not uuid:
-                report.add(where, Finding.EMPTY_FIELD, "reward_model.ground_truth" if not reference else "extra_info.uuid")
+                report.add(
+                    where,
+                    Finding.EMPTY_FIELD,
+                    "reward_model.ground_truth" if not reference else "extra_info.uuid",
+                )
                 continue
             prompt = record["prompt"] or []
             if len(prompt) != 1 or prompt[0]["role"] != "user" or not (prompt[0]["content"] or "").strip():
-                report.add(where, Finding.BAD_PROMPT, f"expected one non-empty user message, found {len(prompt)} message(s)")
+                report.add(
+                    where,
+                    Finding.BAD_PROMPT,
+                    f"expected one non-empty user message, found {len(prompt)} message(s)",
+                )
             problems, digest = scan_reference(reference, extra["entry_point"] or "Model")
             for problem in problems:
                 report.add(where, Finding(problem.value))
@@ -192,12 +208,18 @@ def validate_dataset(path: str | Path, *, check_references: bool = False, num_pr
             if check_references and not problems:
                 to_run.append((where, reference))
     if declared_rows is not None and declared_rows != report.rows:
-        report.add("README.md", Finding.CARD, f"card declares {declared_rows} rows, data/ holds {report.rows}")
+        report.add(
+            "README.md", Finding.CARD, f"card declares {declared_rows} rows, data/ holds {report.rows}"
+        )
     if to_run:
         from .reference_checks import check_references as run_checks
 
         results = run_checks([ref for _, ref in to_run], num_workers=num_proc, timeout_s=reference_timeout_s)
         for (where, _), result in zip(to_run, results, strict=True):
             for problem in result.problems:
-                report.add(where, Finding(problem.value), (result.details or "").splitlines()[0][:300] if result.details else "")
+                report.add(
+                    where,
+                    Finding(problem.value),
+                    (result.details or "").splitlines()[0][:300] if result.details else "",
+                )
     return report

@@ -51,9 +51,13 @@ PROMPT_HEAD = (
     "You write custom Triton kernels to replace the PyTorch operators in the given architecture and get speedups. "
 ) * 30  # ~3.4k characters: stands in for the fixed part of the upstream prompt (the same in every row)
 CUDA_HEAD = "You write custom CUDA kernels (torch.utils.cpp_extension.load_inline) to get speedups. " * 38
-WORDS = ("tensor kernel block tile warp shared memory fused reduce scale bias norm layer conv pool stride "
-         "channel batch input output weight grad cache launch grid thread index offset mask load store").split()
-PROMPT_TAIL = "\nOptimize the architecture named Model with custom Triton operators; name the result ModelNew.\n"
+WORDS = (
+    "tensor kernel block tile warp shared memory fused reduce scale bias norm layer conv pool stride "
+    "channel batch input output weight grad cache launch grid thread index offset mask load store"
+).split()
+PROMPT_TAIL = (
+    "\nOptimize the architecture named Model with custom Triton operators; name the result ModelNew.\n"
+)
 
 
 def synth_reference(rng: random.Random, index: int) -> tuple[str, list[str]]:
@@ -61,7 +65,8 @@ def synth_reference(rng: random.Random, index: int) -> tuple[str, list[str]]:
     target = min(4400, max(240, int(rng.lognormvariate(6.6, 0.33))))
     chosen = rng.sample(OPS, rng.randint(1, 4))
     body = "\n".join(
-        "        " + line.format(a=round(rng.uniform(0.1, 2.0), 3), b=round(rng.uniform(2.0, 6.0), 3)) for _, line in chosen
+        "        " + line.format(a=round(rng.uniform(0.1, 2.0), 3), b=round(rng.uniform(2.0, 6.0), 3))
+        for _, line in chosen
     )
     head = f'"""Synthetic task {index}: {", ".join(op for op, _ in chosen)}."""\nimport torch\nimport torch.nn as nn\n\n'
     constants = f"batch_size = {rng.randint(8, 512)}\ndim = {rng.choice([256, 512, 1024, 4096])}\nseed_tag = {index}\n"
@@ -72,7 +77,9 @@ def synth_reference(rng: random.Random, index: int) -> tuple[str, list[str]]:
         "def get_init_inputs():\n    return []\n"
     )
     filler = target - len(program)
-    while filler > 0:  # comments of random words pad to the target length (not part of the normalised program)
+    while (
+        filler > 0
+    ):  # comments of random words pad to the target length (not part of the normalised program)
         line = "# " + " ".join(rng.choices(WORDS, k=10)) + "\n"
         program += line
         filler -= len(line)
@@ -92,7 +99,9 @@ def synth_upstream(path: Path, rows: int, seed: int, row_group: int = 1000) -> N
             batch.append(
                 {
                     "data_source": "cuda_llm",
-                    "prompt": [{"role": "user", "content": f"{PROMPT_HEAD}\n```python\n{ref}\n```{PROMPT_TAIL}"}],
+                    "prompt": [
+                        {"role": "user", "content": f"{PROMPT_HEAD}\n```python\n{ref}\n```{PROMPT_TAIL}"}
+                    ],
                     "ability": "kernel_optimization",
                     "reward_model": {"style": "rule", "ground_truth": ref},
                     "extra_info": {
@@ -100,7 +109,9 @@ def synth_upstream(path: Path, rows: int, seed: int, row_group: int = 1000) -> N
                         "level": "0",
                         "module_name": f"module_{index}",
                         "ops": json.dumps(ops),
-                        "original_prompt": [{"role": "user", "content": f"{CUDA_HEAD}\n```python\n{ref}\n```{PROMPT_TAIL}"}],
+                        "original_prompt": [
+                            {"role": "user", "content": f"{CUDA_HEAD}\n```python\n{ref}\n```{PROMPT_TAIL}"}
+                        ],
                         "repo_name": "synthetic",
                         "type": "nn_module",
                         "uuid": f"cuda_llm_{index}",
@@ -168,7 +179,9 @@ def measured(results: dict, name: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=72_000, help="rows to synthesise (default 72000)")
     parser.add_argument("--num-proc", type=int, default=2, help="builder worker processes (default 2)")
     parser.add_argument("--seed", type=int, default=0)
@@ -194,7 +207,11 @@ def main() -> None:
 
     started = time.perf_counter()
     synth_upstream(source, args.rows, args.seed)
-    results: dict = {"rows": args.rows, "num_proc": args.num_proc, "synth_s": round(time.perf_counter() - started, 1)}
+    results: dict = {
+        "rows": args.rows,
+        "num_proc": args.num_proc,
+        "synth_s": round(time.perf_counter() - started, 1),
+    }
     results["source_mb"] = round(source.stat().st_size / 1e6, 1)
 
     with measured(results, "build"):
@@ -204,7 +221,9 @@ def main() -> None:
 
     with measured(results, "first_load"):
         ds = datasets.load_dataset(str(out), split="train", cache_dir=str(cache))
-    assert ds.features == FEATURES and ds.num_rows == report.rows_kept, "loaded dataset does not match the build"
+    assert ds.features == FEATURES and ds.num_rows == report.rows_kept, (
+        "loaded dataset does not match the build"
+    )
     del ds
     with measured(results, "cached_reload"):
         ds = datasets.load_dataset(str(out), split="train", cache_dir=str(cache))
@@ -222,8 +241,10 @@ def main() -> None:
         ("streaming pass", results["streaming_s"], None, "s"),
         ("peak memory (PSS, all processes)", results["peak_mem_gb"], TARGETS["peak_mem_gb"], "GB"),
     ]
-    print(f"{args.rows} rows synthesised in {results['synth_s']} s ({results['source_mb']} MB Parquet); "
-          f"kept {results['rows_kept']} in {results['shards']} shards ({results['output_mb']} MB)")
+    print(
+        f"{args.rows} rows synthesised in {results['synth_s']} s ({results['source_mb']} MB Parquet); "
+        f"kept {results['rows_kept']} in {results['shards']} shards ({results['output_mb']} MB)"
+    )
     print(f"{'phase':<36}{'measured':>10}{'target':>10}  ok")
     for name, value, target, unit in rows:
         ok = "-" if target is None else ("yes" if value <= target else "NO")

@@ -9,7 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def reference(expr: str = "torch.relu(x)", *, model: str = "Model", inputs: bool = True, init: bool = True) -> str:
+def reference(
+    expr: str = "torch.relu(x)", *, model: str = "Model", inputs: bool = True, init: bool = True
+) -> str:
     """A small KernelBench-style program computing `expr` from `x` (parts can be left out)."""
     parts = [
         "import torch\nimport torch.nn as nn\n\nN = 64\n",

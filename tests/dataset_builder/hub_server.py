@@ -109,7 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ---------------------------------------------------------------------------------------------
 
-    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None, head: bool = False):
+    def _send(
+        self, status: int, body: bytes = b"", headers: dict[str, str] | None = None, head: bool = False
+    ):
         self.send_response(status)
         headers = headers or {}
         headers.setdefault("Content-Type", "application/json")
@@ -130,6 +132,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         hub = self.server.hub
         hub.last_request = time.monotonic()
+        if self.headers.get("Authorization"):
+            hub.authorizations.add(self.headers["Authorization"])
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         try:
@@ -182,9 +186,19 @@ def _folders(files: dict[str, bytes]) -> set[str]:
 
 def _entry(commit: Commit, path: str, expand: bool) -> dict:
     if path in commit.files:
-        entry = {"type": "file", "oid": git_blob_sha(commit.files[path]), "size": len(commit.files[path]), "path": path}
+        entry = {
+            "type": "file",
+            "oid": git_blob_sha(commit.files[path]),
+            "size": len(commit.files[path]),
+            "path": path,
+        }
     else:
-        entry = {"type": "directory", "oid": hashlib.sha1(f"{commit.sha}:{path}".encode()).hexdigest(), "size": 0, "path": path}
+        entry = {
+            "type": "directory",
+            "oid": hashlib.sha1(f"{commit.sha}:{path}".encode()).hexdigest(),
+            "size": 0,
+            "path": path,
+        }
     if expand:
         entry["lastCommit"] = {"id": commit.sha, "title": commit.title, "date": commit.date}
     return entry
@@ -193,16 +207,22 @@ def _entry(commit: Commit, path: str, expand: bool) -> dict:
 def create_repo(handler: _Handler, hub: LocalHub, method, query):
     payload = json.loads(handler._body() or b"{}")
     repo_type = payload.get("type") or "model"
-    repo_id = f"{payload['organization']}/{payload['name']}" if payload.get("organization") else payload["name"]
+    repo_id = (
+        f"{payload['organization']}/{payload['name']}" if payload.get("organization") else payload["name"]
+    )
     if "/" not in repo_id:
         repo_id = f"local-user/{repo_id}"
     key = (f"{repo_type}s", repo_id)
     prefix = "" if repo_type == "model" else f"{repo_type}s/"
     url = f"{hub.url}/{prefix}{repo_id}"
-    if key in hub.repos:  # like the Hub: 409, and the body still carries the url (create_repo(exist_ok=True) reads it)
+    if (
+        key in hub.repos
+    ):  # like the Hub: 409, and the body still carries the url (create_repo(exist_ok=True) reads it)
         raise HubError(409, "You already created this repo", url=url)
     repo = Repo(repo_id, repo_type)
-    initial = repo.add_commit(None, {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}, "initial commit")
+    initial = repo.add_commit(
+        None, {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}, "initial commit"
+    )
     repo.branches["main"] = initial.sha
     hub.repos[key] = repo
     handler._json({"url": url, "name": repo_id, "id": repo_id})
@@ -233,7 +253,9 @@ def repo_info(handler: _Handler, hub: LocalHub, method, query, type, repo, rev="
             "downloads": 0,
             "likes": 0,
             "tags": [],
-            "siblings": [{"rfilename": path, "size": len(data)} for path, data in sorted(commit.files.items())],
+            "siblings": [
+                {"rfilename": path, "size": len(data)} for path, data in sorted(commit.files.items())
+            ],
         }
     )
 
@@ -242,9 +264,16 @@ def list_refs(handler: _Handler, hub: LocalHub, method, query, type, repo):
     found = _repo(hub, type, repo)
 
     def refs(names: dict[str, str], prefix: str) -> list[dict]:
-        return [{"name": name, "ref": f"{prefix}{name}", "targetCommit": sha} for name, sha in sorted(names.items())]
+        return [
+            {"name": name, "ref": f"{prefix}{name}", "targetCommit": sha}
+            for name, sha in sorted(names.items())
+        ]
 
-    data = {"branches": refs(found.branches, "refs/heads/"), "converts": [], "tags": refs(found.tags, "refs/tags/")}
+    data = {
+        "branches": refs(found.branches, "refs/heads/"),
+        "converts": [],
+        "tags": refs(found.tags, "refs/tags/"),
+    }
     data["pullRequests"] = [
         {"name": f"refs/pr/{n}", "ref": f"refs/pr/{n}", "targetCommit": sha}
         for n, sha in enumerate(found.pull_requests, start=1)
@@ -336,7 +365,11 @@ def commit(handler: _Handler, hub: LocalHub, method, query, type, repo, rev):
     else:
         found.branches[rev] = new.sha
     handler._json(
-        {"commitUrl": f"{hub.url}/{prefix}{found.repo_id}/commit/{new.sha}", "commitOid": new.sha, "pullRequestUrl": pr_url}
+        {
+            "commitUrl": f"{hub.url}/{prefix}{found.repo_id}/commit/{new.sha}",
+            "commitOid": new.sha,
+            "pullRequestUrl": pr_url,
+        }
     )
 
 
@@ -345,7 +378,13 @@ def list_commits(handler: _Handler, hub: LocalHub, method, query, type, repo, re
     commit_, history = _commit(found, rev), []
     while commit_ is not None:  # newest first, following first parents like `git log`
         history.append(
-            {"id": commit_.sha, "title": commit_.title, "message": "", "authors": [{"user": "local-user"}], "date": commit_.date}
+            {
+                "id": commit_.sha,
+                "title": commit_.title,
+                "message": "",
+                "authors": [{"user": "local-user"}],
+                "date": commit_.date,
+            }
         )
         commit_ = found.commits.get(commit_.parent) if commit_.parent else None
     handler._json(history)
@@ -381,7 +420,13 @@ def paths_info(handler: _Handler, hub: LocalHub, method, query, type, repo, rev)
         form = parse_qs(body.decode())
         paths, expand = form.get("paths", []), form.get("expand", ["False"])[0].lower() == "true"
     folders = _folders(commit_.files)
-    handler._json([_entry(commit_, p.strip("/"), expand) for p in paths if p.strip("/") in commit_.files or p.strip("/") in folders])
+    handler._json(
+        [
+            _entry(commit_, p.strip("/"), expand)
+            for p in paths
+            if p.strip("/") in commit_.files or p.strip("/") in folders
+        ]
+    )
 
 
 def resolve(handler: _Handler, hub: LocalHub, method, query, type, repo, rev, path):
@@ -440,6 +485,7 @@ class LocalHub:
     def __init__(self, port: int = 0):
         self.repos: dict[tuple[str, str], Repo] = {}
         self.unknown_requests: list[str] = []
+        self.authorizations: set[str] = set()  # Authorization headers seen (tests check HF_TOKEN is sent)
         self.lock = threading.Lock()
         self.last_request = time.monotonic()
         self._server = _HubHTTPServer(("127.0.0.1", port), _Handler)
@@ -452,7 +498,9 @@ class LocalHub:
         return f"http://{host}:{port}"
 
     def start(self) -> LocalHub:
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
         self._thread.start()
         return self
 

@@ -69,7 +69,9 @@ def test_cudallm_and_kernelbench_builds_load_with_declared_types(tmp_path):
 
 @pytest.mark.parametrize(("rows", "shard_size"), [(4, 2000), (5, 3000), (7, 1)])
 def test_shards_are_never_empty_and_cover_every_row(tmp_path, rows, shard_size):
-    source = write_jsonl([upstream_row(i, ref) for i, ref in enumerate(distinct_references(rows))], tmp_path / "s.jsonl")
+    source = write_jsonl(
+        [upstream_row(i, ref) for i, ref in enumerate(distinct_references(rows))], tmp_path / "s.jsonl"
+    )
     out = tmp_path / "out"
     report = build_dataset(str(source), "drkernel", out, shard_size=shard_size)
     counts = [pq.ParquetFile(out / name).metadata.num_rows for name in report.shards]
@@ -82,6 +84,25 @@ def test_a_build_that_keeps_nothing_is_an_error(tmp_path):
     with pytest.raises(BuildError, match="(?s)no rows left.*missing_get_init_inputs: 1"):
         build_dataset(str(source), "drkernel", tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_prompt_template_override_reaches_rows_and_card(tmp_path):
+    template = tmp_path / "short.txt"
+    template.write_text(
+        "Make it fast with Triton:\n{{REFERENCE_CODE}}\nAnswer with ModelNew.", encoding="utf-8"
+    )
+    folder = tmp_path / "probs"
+    folder.mkdir()
+    (folder / "a.py").write_text(reference(), encoding="utf-8")
+    out = tmp_path / "out"
+    report = build_dataset(str(folder), "kernelbench", out, prompt_template=str(template))
+    assert report.prompt_template.startswith("custom-")
+    row = _load(out)[0]
+    assert (
+        row["prompt"][0]["content"]
+        == f"Make it fast with Triton:\n{reference().rstrip()}\nAnswer with ModelNew."
+    )
+    assert report.prompt_template in (out / "README.md").read_text(encoding="utf-8")
 
 
 def _built(tmp_path, source, fmt):
@@ -97,8 +118,17 @@ def test_sample_build_card_and_overwrite(tmp_path):
     report = build_dataset(None, "sample", out, preset="small")
     assert report.rows_kept == len(task_names()) and not report.dropped
     card = (out / "README.md").read_text(encoding="utf-8")
-    for needle in ("dataset_info:", "configs:", "path: data/train-*", f"num_examples: {report.rows_kept}",
-                   "license: mit", "revision=", "snapshot_download", "extra_info.ops", "--preset small"):
+    for needle in (
+        "dataset_info:",
+        "configs:",
+        "path: data/train-*",
+        f"num_examples: {report.rows_kept}",
+        "license: mit",
+        "revision=",
+        "snapshot_download",
+        "extra_info.ops",
+        "--preset small",
+    ):
         assert needle in card, needle
     assert _load(out).features == FEATURES
     with pytest.raises(BuildError, match="--overwrite"):
@@ -116,7 +146,9 @@ RUNTIME_CASES = {
     DropReason.CRASH: reference("x[:, :, :, 7]"),
     DropReason.TIMEOUT: reference("__import__('time').sleep(120) or x"),
     DropReason.NONDETERMINISTIC: reference("torch.nn.functional.dropout(x, 0.5, training=True)"),
-    DropReason.INPUT_INDEPENDENT: reference("torch.arange(x.numel(), dtype=x.dtype).reshape(x.shape) + 0 * x"),
+    DropReason.INPUT_INDEPENDENT: reference(
+        "torch.arange(x.numel(), dtype=x.dtype).reshape(x.shape) + 0 * x"
+    ),
     DropReason.NEAR_CONSTANT: reference("x * 1e-12"),
     DropReason.NO_TENSOR_OUTPUT: reference("None"),
     DropReason.NON_FINITE: reference("x / 0.0"),
@@ -130,7 +162,12 @@ def test_runtime_reasons_with_check_references(tmp_path):
     for reason, ref in RUNTIME_CASES.items():
         (folder / f"{reason.value}.py").write_text(ref, encoding="utf-8")
     report = build_dataset(
-        str(folder), "kernelbench", tmp_path / "out", check_references=True, reference_timeout_s=10, num_proc=2
+        str(folder),
+        "kernelbench",
+        tmp_path / "out",
+        check_references=True,
+        reference_timeout_s=10,
+        num_proc=2,
     )
     assert report.rows_kept == 1
     found = {row.where.rsplit("/", 1)[-1]: set(row.reasons) for row in report.dropped}

@@ -12,8 +12,21 @@ def test_pipeline_builds_and_validates_the_shipped_tasks(tmp_path):
     from dataset_builder.tasks import task_names
 
     result = subprocess.run(
-        [sys.executable, "scripts/pipeline.py", "--out", str(tmp_path), "--preset", "small", "--stages", "build", "validate"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "scripts/pipeline.py",
+            "--out",
+            str(tmp_path),
+            "--preset",
+            "small",
+            "--stages",
+            "build",
+            "validate",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "== stage build ==" in result.stdout and "0 problem(s)" in result.stdout
@@ -27,7 +40,10 @@ def test_bench_dataset_runs_at_a_tiny_size(tmp_path):
     out = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, "scripts/bench_dataset.py", "--rows", "300", "--num-proc", "1", "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text(encoding="utf-8"))

@@ -70,16 +70,22 @@ def hub(tmp_path):
             HF_HUB_DISABLE_TELEMETRY="1",
         )
         yield server
-        assert not server.unknown_requests, server.unknown_requests  # every call the clients made is implemented
+        assert not server.unknown_requests, (
+            server.unknown_requests
+        )  # every call the clients made is implemented
 
 
 def _run(env, *args, script=None):
-    argv = [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", "dataset_builder", *args]
+    argv = (
+        [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", "dataset_builder", *args]
+    )
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def _dataset(tmp_path, name, refs, start, shard_size=2**28):
-    source = write_jsonl([upstream_row(start + i, ref) for i, ref in enumerate(refs)], tmp_path / f"{name}.jsonl")
+    source = write_jsonl(
+        [upstream_row(start + i, ref) for i, ref in enumerate(refs)], tmp_path / f"{name}.jsonl"
+    )
     out = tmp_path / name
     build_dataset(str(source), "drkernel", out, shard_size=shard_size)
     return out
@@ -94,7 +100,10 @@ def test_push_two_versions_and_load_each_back(tmp_path, hub):
     first = _run(hub.env, "push", str(v1), "--repo-id", "org/kernels", "--version", "v1.0")
     assert first.returncode == 0, first.stderr
     assert "pushed org/kernels v1.0: 3 rows" in first.stdout and "verified: loaded" in first.stdout
-    second = _run(hub.env, "push", str(v2), "--repo-id", "org/kernels", "--version", "v1.1", "--branch", "next")
+    assert hub.authorizations == {"Bearer hf_local_test_token"}  # HF_TOKEN reached the Hub
+    second = _run(
+        hub.env, "push", str(v2), "--repo-id", "org/kernels", "--version", "v1.1", "--branch", "next"
+    )
     assert second.returncode == 0, second.stderr
     v3 = _dataset(tmp_path, "v3", refs[4:], 20)
     pr = _run(hub.env, "push", str(v3), "--repo-id", "org/kernels", "--version", "v1.2", "--create-pr")

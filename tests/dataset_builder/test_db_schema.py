@@ -58,7 +58,16 @@ def test_first_turn_prompt_has_the_facts_structure():
     assert ref.rstrip("\n") in prompt
     assert REFERENCE_MARKER not in prompt
     # worked add example: kernel with masked load/store, constexpr block, host wrapper with grid, ModelNew
-    for needle in ("@triton.jit", "tl.load(", "mask=mask", "tl.store(", "BLOCK_SIZE: tl.constexpr", "grid = (", "class ModelNew", "def get_init_inputs"):
+    for needle in (
+        "@triton.jit",
+        "tl.load(",
+        "mask=mask",
+        "tl.store(",
+        "BLOCK_SIZE: tl.constexpr",
+        "grid = (",
+        "class ModelNew",
+        "def get_init_inputs",
+    ):
         assert needle in prompt, needle
     assert prompt.index("class ModelNew") < prompt.index(ref.rstrip("\n"))  # example first, then the task
     assert "ModelNew" in prompt[prompt.index(ref.rstrip("\n")) :]  # the closing instructions name the class

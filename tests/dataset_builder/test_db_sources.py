@@ -28,7 +28,10 @@ def _read_all(fmt, source, **kwargs):
         (reference(model="Net"), [DropReason.MISSING_MODEL]),
         (reference(inputs=False), [DropReason.MISSING_GET_INPUTS]),
         (reference(init=False), [DropReason.MISSING_GET_INIT_INPUTS]),
-        ("import torch\n", [DropReason.MISSING_MODEL, DropReason.MISSING_GET_INPUTS, DropReason.MISSING_GET_INIT_INPUTS]),
+        (
+            "import torch\n",
+            [DropReason.MISSING_MODEL, DropReason.MISSING_GET_INPUTS, DropReason.MISSING_GET_INIT_INPUTS],
+        ),
     ],
 )
 def test_static_problems(source, expected):
@@ -57,7 +60,11 @@ def test_content_hash_ignores_comments_and_layout_but_not_code():
         ('s = "a  # b"', 's = "a # b"', False),  # strings are kept verbatim, comments inside them too
         ('"""doc # text"""\nx = 1', '"""doc # other"""\nx = 1', False),
         ("y = not x", "y = notx", False),  # blanks between words matter
-        ("if a:\n    if b:\n        c\n    d", "if a:\n    if b:\n        c\n        d", False),  # indentation
+        (
+            "if a:\n    if b:\n        c\n    d",
+            "if a:\n    if b:\n        c\n        d",
+            False,
+        ),  # indentation
         ("x = a if b else c", "x = a  if b\telse c", True),
     ],
 )
@@ -107,8 +114,14 @@ def test_vectorised_parquet_path_matches_the_row_path(tmp_path):
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda r: r["reward_model"].update(ground_truth=" "), r"up.parquet row 3, column reward_model.ground_truth"),
-        (lambda r: r["extra_info"].update(ops="{}"), r"up.parquet row 3, column extra_info.ops: expected a list"),
+        (
+            lambda r: r["reward_model"].update(ground_truth=" "),
+            r"up.parquet row 3, column reward_model.ground_truth",
+        ),
+        (
+            lambda r: r["extra_info"].update(ops="{}"),
+            r"up.parquet row 3, column extra_info.ops: expected a list",
+        ),
         (lambda r: r.update(prompt=[]), r"up.parquet row 3, column prompt: expected a non-empty list"),
     ],
 )
@@ -134,7 +147,10 @@ def test_parquet_chunks_follow_row_groups(tmp_path):
     ("mutate", "message"),
     [
         (lambda r: r["reward_model"].update(ground_truth=""), r"line 2, column reward_model.ground_truth"),
-        (lambda r: r["extra_info"].update(ops="[torch.abs"), r"line 2, column extra_info.ops: not valid JSON"),
+        (
+            lambda r: r["extra_info"].update(ops="[torch.abs"),
+            r"line 2, column extra_info.ops: not valid JSON",
+        ),
         (lambda r: r["extra_info"].pop("uuid"), r"line 2: missing column extra_info.uuid"),
         (lambda r: r.update(prompt=[{"role": "user"}]), r"line 2, column prompt\[0\]"),
         (lambda r: r.update(surprise=1), r"line 2: unexpected column surprise"),

@@ -87,7 +87,9 @@ def test_missing_card_and_data(tmp_path):
 
 
 def _cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "dataset_builder", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dataset_builder", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_formats_match_the_source_formats():
