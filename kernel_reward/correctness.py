@@ -56,6 +56,7 @@ class HackReason(enum.StrEnum):
     DECOY_KERNEL = "decoy_kernel"
     INCONSISTENT_RESULTS = "inconsistent_results"  # right before the reference ran, wrong after (or vice versa)
     INCORRECT_AFTER_TIMING = "incorrect_after_timing"
+    INCORRECT_DURING_TIMING = "incorrect_during_timing"
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
 
 

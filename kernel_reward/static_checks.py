@@ -68,7 +68,7 @@ FORBIDDEN_TORCH_CALLS = frozenset({"load", "save", "from_file"})
 INTROSPECTION_ATTRS = frozenset(
     {
         "__globals__", "__builtins__", "__subclasses__", "__code__", "__closure__", "f_back", "f_globals",
-        "f_locals", "gi_frame", "tb_frame", "__loader__", "__spec__",
+        "f_locals", "gi_frame", "tb_frame", "__loader__", "__spec__", "__wrapped__",
     }
 )
 PROTECTED_ROOTS = frozenset({"torch", "triton", "time", "os", "sys", "builtins", "numpy", "math", "kernel_reward"})

@@ -91,8 +91,8 @@ def timing_args(input_pool: list[list[Any]], call_index: int) -> list[Any]:
     return args
 
 
-class _Timer:
-    """Flushed, synchronised, event + host-clock timing of one call."""
+class CudaTimer:
+    """Flushed, synchronised, event + host-clock timing of one call on a CUDA device."""
 
     def __init__(self, device: torch.device, l2_flush_mb: int) -> None:
         self.device = device
@@ -101,7 +101,8 @@ class _Timer:
         )
         self.host_overhead_ms = 0.0
 
-    def measure(self, fn: Callable[[], Any]) -> float:
+    def measure(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        """(milliseconds, fn's return value)."""
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()
         start = torch.cuda.Event(enable_timing=True)
@@ -109,12 +110,12 @@ class _Timer:
         torch.cuda.synchronize(self.device)
         host_start = time.perf_counter()
         start.record()
-        fn()
+        output = fn()
         end.record()
         torch.cuda.synchronize(self.device)
         host_ms = (time.perf_counter() - host_start) * 1e3
         event_ms = start.elapsed_time(end)
-        return max(event_ms, host_ms - self.host_overhead_ms)
+        return max(event_ms, host_ms - self.host_overhead_ms), output
 
     def calibrate(self, repeats: int = 30) -> None:
         """Host-side cost of the timing sequence itself around an empty call (median)."""
@@ -130,6 +131,30 @@ class _Timer:
             samples.append((time.perf_counter() - host_start) * 1e3)
         self.host_overhead_ms = float(np.median(samples))
 
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+
+class HostTimer:
+    """Host clock only (CPU functions). Used to test the timing loop without a GPU; not for reported speedups."""
+
+    host_overhead_ms = 0.0
+
+    def measure(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        start = time.perf_counter()
+        output = fn()
+        return (time.perf_counter() - start) * 1e3, output
+
+    def calibrate(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+
+class TimingValidationError(Exception):
+    """A timed call of the candidate returned a wrong answer (the candidate behaves differently while timed)."""
+
 
 def time_pair(
     reference: Callable[..., Any],
@@ -142,13 +167,21 @@ def time_pair(
     min_calls: int,
     max_calls: int,
     l2_flush_mb: int,
+    validate: Callable[[Any, Any], str | None] | None = None,
+    validate_calls: int = 4,
+    timer: CudaTimer | HostTimer | None = None,
 ) -> PairedTiming:
-    """Interleaved timing of two callables taking the same inputs. Forward calls run under ``torch.no_grad``."""
-    timer = _Timer(device, l2_flush_mb)
+    """Interleaved timing of two callables taking the same inputs. Forward calls run under ``torch.no_grad``.
+
+    ``validate(reference_output, candidate_output)`` returns None when they agree, else a reason; it is applied
+    (outside the timed region) to about ``validate_calls`` timed calls -- the first, the last and some at random
+    positions -- and a disagreement raises ``TimingValidationError``: the answer must stay right while timed.
+    """
+    timer = timer if timer is not None else CudaTimer(device, l2_flush_mb)
     timer.calibrate()
     sides = (reference, candidate)
 
-    def one_call(side: int, call_index: int) -> float:
+    def one_call(side: int, call_index: int) -> tuple[float, Any]:
         args = timing_args(input_pool, call_index)
         fn = sides[side]
         with torch.no_grad():
@@ -159,14 +192,28 @@ def time_pair(
             for side in (0, 1):
                 args = clone_args(input_pool[call_index % len(input_pool)])
                 sides[side](*args)
-    torch.cuda.synchronize(device)
-    estimate_ms = [np.median([one_call(side, i) for i in range(3)]) for side in (0, 1)]
+    timer.synchronize()
+    estimate_ms = [np.median([one_call(side, i)[0] for i in range(3)]) for side in (0, 1)]
     per_pair_ms = sum(estimate_ms) + 2 * timer.host_overhead_ms
     calls = int(min(max_calls, max(min_calls, budget_ms * 2 / max(per_pair_ms, 1e-3))))
+    checked: set[int] = set()
+    if validate is not None:
+        # The first and last timed calls plus a few at unpredictable positions (fresh OS entropy per run).
+        extra = np.random.default_rng().choice(calls, size=min(max(validate_calls - 2, 0), calls), replace=False)
+        checked = {0, calls - 1, *extra.tolist()}
     reference_ms, candidate_ms = [], []
     for i in range(calls):
         # Alternate which side goes first, so neither always follows the other's cache / clock state.
         order = (0, 1) if i % 2 == 0 else (1, 0)
+        outputs: dict[int, Any] = {}
         for side in order:
-            (reference_ms if side == 0 else candidate_ms).append(one_call(side, i))
+            elapsed_ms, output = one_call(side, i)
+            (reference_ms if side == 0 else candidate_ms).append(elapsed_ms)
+            if i in checked:
+                outputs[side] = output
+        if i in checked:
+            reason = validate(outputs[0], outputs[1])
+            if reason is not None:
+                raise TimingValidationError(f"timed call {i} of {calls} returned a wrong answer: {reason}")
+        del outputs
     return PairedTiming(reference_ms, candidate_ms, timer.host_overhead_ms)

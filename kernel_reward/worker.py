@@ -302,7 +302,7 @@ def _evaluate_loaded(
 
 def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: EvalResult, phases: dict[str, float], seed: int) -> bool:
     """Timing, the post-timing re-check and the profiler pass. Returns False when the candidate failed."""
-    from kernel_reward import correctness, profiling
+    from kernel_reward import correctness, profiling, timing
     from kernel_reward.tensors import make_inputs
 
     pool = [make_inputs(task.reference_module, seed + i, device) for i in range(2)]
@@ -314,6 +314,9 @@ def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: Eval
                 paired = _measure(task, pool, device, options)
                 if paired.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
+        except timing.TimingValidationError as exc:
+            _set_failure(result, Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value])
+            return False
         except Exception as exc:
             _set_failure(result, Status.RUNTIME_ERROR, f"failed during timing: {type(exc).__name__}: {exc}")
             return False
@@ -340,11 +343,20 @@ def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: Eval
 
 def _measure(task: Any, pool: list[Any], device: Any, options: EvalOptions) -> Any:
     from kernel_reward import timing
+    from kernel_reward.tensors import OutputFormatError, compare_outputs, flatten_outputs
+
+    def validate(reference_output: Any, candidate_output: Any) -> str | None:
+        try:
+            comparison = compare_outputs(flatten_outputs(candidate_output), flatten_outputs(reference_output), options.tolerance)
+        except OutputFormatError as exc:
+            return str(exc)
+        return None if comparison.ok else comparison.reason
 
     return timing.time_pair(
         task.reference_model, task.candidate_model, pool, device,
         budget_ms=options.timing_budget_ms, warmup_calls=options.warmup_calls,
         min_calls=options.min_timed_calls, max_calls=options.max_timed_calls, l2_flush_mb=options.l2_flush_mb,
+        validate=validate,
     )
 
 

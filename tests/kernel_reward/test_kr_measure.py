@@ -87,3 +87,30 @@ def test_timing_args_are_fresh_and_unique_per_call():
         assert float(call[2]) > 2.0 and call[4].numel() == 0
     assert torch.equal(timing_args(pool, 7)[0], timing_args(pool, 7)[0])  # both sides of a call see the same
     assert pool[0][2].item() == 2.0  # the pool itself is never modified
+
+
+def test_time_pair_loop_on_the_host_clock():
+    """The whole timing loop (warm-up, estimate, interleaving, validation) with a host timer on CPU."""
+    from kernel_reward.tensors import compare_outputs
+    from kernel_reward.timing import HostTimer, TimingValidationError, time_pair
+
+    def validate(reference_output, candidate_output):
+        comparison = compare_outputs([candidate_output], [reference_output], tolerance)
+        return None if comparison.ok else comparison.reason
+
+    pool = [[torch.randn(64, 64)], [torch.randn(64, 64)]]
+    reference = lambda x: x @ x  # noqa: E731
+    kwargs = dict(budget_ms=5.0, warmup_calls=2, min_calls=10, max_calls=40, l2_flush_mb=0, validate=validate,
+                  timer=HostTimer())
+    paired = time_pair(reference, lambda x: x @ x, pool, torch.device("cpu"), **kwargs)
+    assert 10 <= paired.reference.num_samples == paired.candidate.num_samples <= 40
+    assert paired.speedup > 0 and paired.speedup_ci[0] <= paired.speedup <= paired.speedup_ci[1]
+
+    calls = {"n": 0}
+
+    def lazy_when_timed(x):  # right for the first calls, then returns garbage fast
+        calls["n"] += 1
+        return x @ x if calls["n"] <= 8 else torch.zeros_like(x)
+
+    with pytest.raises(TimingValidationError, match="wrong answer"):
+        time_pair(reference, lazy_when_timed, pool, torch.device("cpu"), **kwargs)
