@@ -66,3 +66,10 @@ def test_compile_baseline_is_refused_until_kernel_reward_offers_it():
         with pytest.raises(ValueError, match="no 'baseline' option"):
             evaluator_options(config)
     assert evaluator_options(EvalConfig(dataset="d", out="o", completions="c.jsonl", timeout=30)) == {"timeout_s": 30}
+
+
+def test_model_only_options_are_rejected_with_saved_completions():
+    from trl_ext.evaluation.config import EvalConfig
+
+    with pytest.raises(ValueError, match="--num-samples, --tts-rounds: only for model runs"):
+        EvalConfig(dataset="d", out="o", completions="c.jsonl", num_samples=8, tts_rounds=2)

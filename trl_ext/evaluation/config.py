@@ -39,6 +39,11 @@ class EvalConfig:
     top_p: float = field(default=1.0, metadata={"help": "nucleus sampling"})
     seed: int = field(default=0, metadata={"help": "sampling seed"})
     generation_batch_size: int | None = field(default=None, metadata={"help": "prompts per generate call"})
+    rollout_batch: int = field(
+        default=16,
+        metadata={"help": "episodes run together through the rollout (each turn's evaluations run in parallel); "
+                  "also the unit of the resume cache for model runs"},
+    )
     tts_rounds: int = field(
         default=0, metadata={"help": "sequential test-time scaling rounds after the multi-turn phase (model runs)"}
     )
@@ -53,15 +58,19 @@ class EvalConfig:
             sources.remove("model")
         if len(sources) != 1:
             raise ValueError(f"give exactly one of --completions, --model, --endpoint (got {sources or 'none'})")
-        if self.completions and (self.adapter or self.tts_rounds):
-            raise ValueError("--adapter and --tts-rounds need a model (--model / --endpoint), not --completions")
+        if self.completions:
+            model_only = [name for name in MODEL_ONLY if getattr(self, name) != _DEFAULTS[name]]
+            if model_only:
+                flags = ", ".join("--" + n.replace("_", "-") for n in model_only)
+                raise ValueError(f"{flags}: only for model runs (--model / --endpoint); saved completions already "
+                                 "fix the samples, turns and texts")
         if self.adapter and self.endpoint:
             raise ValueError("--adapter applies to a local --model; serve the adapter from the endpoint instead")
         if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):
             raise ValueError(f"--device must be cpu or cuda[:N], got {self.device!r}")
         if self.baseline not in ("eager", "compile"):
             raise ValueError(f"--baseline must be eager or compile, got {self.baseline!r}")
-        for name in ("num_samples", "num_turns", "max_new_tokens", "tts_window", "batch_size"):
+        for name in ("num_samples", "num_turns", "max_new_tokens", "tts_window", "batch_size", "rollout_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.tts_rounds < 0:
@@ -71,3 +80,9 @@ class EvalConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# Options that only mean something when a model generates (rejected with --completions when changed).
+MODEL_ONLY = ("adapter", "num_samples", "num_turns", "max_new_tokens", "temperature", "top_p", "seed",
+              "generation_batch_size", "rollout_batch", "tts_rounds", "tts_window")
+_DEFAULTS = {f.name: f.default for f in fields(EvalConfig) if f.name in MODEL_ONLY}

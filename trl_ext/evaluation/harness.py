@@ -331,6 +331,7 @@ def run_tts(
     model_id: dict[str, Any],
     sampling: dict[str, Any],
     evaluator_settings: dict[str, Any],
+    episodes_per_call: int = 8,
 ) -> list[SampleRecord]:
     """Sequential test-time scaling after the multi-turn phase (see ``ttscaling``).
 
@@ -356,9 +357,8 @@ def run_tts(
                             evaluator=evaluator_settings)
             jobs.append((record, messages, key))
         todo = [job for job in jobs if job[2] not in cache]
-        for start in tqdm(range(0, len(todo), 8), desc=f"test-time scaling round {round_index}/{rounds}",
+        for chunk in tqdm(_chunks(todo, episodes_per_call), desc=f"test-time scaling round {round_index}/{rounds}",
                           disable=not todo):
-            chunk = todo[start : start + 8]
             torch.manual_seed(int(chunk[0][2][:8], 16) ^ int(sampling.get("seed", 0)))
             trajectories = single_turn_rollout.run(
                 [task_row(record.task) for record, _, _ in chunk],

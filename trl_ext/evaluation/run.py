@@ -154,9 +154,9 @@ def run_evaluation(config: EvalConfig, evaluator_factory: EvaluatorFactory = def
             rollout, single_turn, render = build_model_rollouts(config, environment)
             records = evaluate_model(tasks, rollout, cache, num_samples=config.num_samples,
                                      num_turns=config.num_turns, model_id=model_id, sampling=sampling,
-                                     evaluator_settings=settings)
+                                     evaluator_settings=settings, episodes_per_call=config.rollout_batch)
             if config.tts_rounds:
                 tts_records = run_tts(records, single_turn, render, cache, rounds=config.tts_rounds,
                                       window=config.tts_window, model_id=model_id, sampling=sampling,
-                                      evaluator_settings=settings)
+                                      evaluator_settings=settings, episodes_per_call=config.rollout_batch)
     return write_run(out, records, config=config.to_dict(), tts_records=tts_records)
