@@ -91,3 +91,12 @@ def test_bad_templates_are_rejected_with_the_file_named(tmp_path):
         load_template(str(twice))
     with pytest.raises(PromptTemplateError, match="missing.txt"):
         load_template(str(tmp_path / "missing.txt"))
+
+
+def test_prompt_and_tasks_import_without_datasets():
+    """The GPU machine has no `datasets`: trainers and evaluation import the prompt and tasks from there."""
+    import subprocess
+    import sys
+
+    code = "import sys, dataset_builder.prompt, dataset_builder.tasks; assert 'datasets' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120).returncode == 0

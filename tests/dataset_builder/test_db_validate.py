@@ -69,6 +69,13 @@ def test_schema_break_names_the_column(tmp_path):
     assert "column extra_info.ops: expected list<item: string>, found string" in report.problems[0].detail
 
 
+def test_validate_can_run_the_references(tmp_path):
+    out = _built(tmp_path, [reference("torch.tanh(x)"), reference("x * 0.0")])
+    report = validate_dataset(out, check_references=True, num_proc=2, reference_timeout_s=60)
+    assert Finding.NEAR_CONSTANT in {p.finding for p in report.problems}  # x * 0 lets a zero kernel pass
+    assert all(" row 1 " in p.where for p in report.problems)  # the tanh task is fine
+
+
 def test_type_differences_reports_missing_and_extra_fields():
     expected = pa.struct([("a", pa.string()), ("b", pa.list_(pa.string()))])
     found = pa.struct([("a", pa.int64()), ("c", pa.string())])
