@@ -1,8 +1,8 @@
 """Paired GPU timing of reference and candidate in one process (issue 3, step 5; FACTS 7).
 
 Method (one timed call of either side):
-  * fresh input buffers cloned from a pool of pre-generated inputs, each with content unique to the call
-    (``timing_args``: pointer-, shape- and value-keyed caches cannot replay),
+  * fresh input buffers cloned from a pool of pre-generated inputs, two neighbouring values swapped per call
+    (``timing_args``: pointer- and value-keyed caches cannot replay),
   * the L2 cache flushed by zeroing a buffer larger than L2,
   * ``torch.cuda.synchronize()`` (device-wide, every stream), start event + host clock, the call, end event,
     ``torch.cuda.synchronize()`` again, host clock.
@@ -76,18 +76,23 @@ def bootstrap_speedup_ci(
 
 
 def timing_args(input_pool: list[list[Any]], call_index: int) -> list[Any]:
-    """Fresh buffers for one timed call whose CONTENT is unique to ``call_index``.
+    """Fresh buffers for one timed call whose CONTENT differs from call to call.
 
-    A clone of a pooled input set, with one element of every floating tensor raised (by 1 to ~9) at a position
-    derived from the call index. Fresh pointers defeat pointer-keyed caches; unique content defeats caches keyed on a
-    hash or sum of the values (the pool holds only a few input sets). Both sides of call i get identical inputs.
+    A clone of a pooled input set in which, for every floating tensor, two neighbouring elements (flat order,
+    position derived from the call index) are swapped. Fresh pointers defeat pointer-keyed caches; the swap
+    defeats caches keyed on the values (the pool holds only a few input sets) while keeping every value, and
+    almost always every row, as the task generated it -- so the candidate's domain assumptions still hold and
+    reference and candidate outputs stay comparable. Both sides of call i get identical inputs.
     """
     args = clone_args(input_pool[call_index % len(input_pool)])
     for tensor in args:
-        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() > 0:
-            flat_index = (call_index * 7919 + 13) % tensor.numel()
-            position = tuple(int(i) for i in np.unravel_index(flat_index, tuple(tensor.shape)))
-            tensor[position] += 1 + (call_index % 64) / 8  # exact in fp16/bf16; varies the sum too
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() >= 2:
+            first = (call_index * 7919 + 13) % (tensor.numel() - 1)
+            a = tuple(int(i) for i in np.unravel_index(first, tuple(tensor.shape)))
+            b = tuple(int(i) for i in np.unravel_index(first + 1, tuple(tensor.shape)))
+            value_a = tensor[a].clone()
+            tensor[a] = tensor[b]
+            tensor[b] = value_a
     return args
 
 
