@@ -101,3 +101,10 @@ def test_bad_inputs_are_rejected():
         run_metrics([])
     with pytest.raises(ValueError, match="1-based"):
         outcome_at_turn([INCORRECT], 0)
+
+
+def test_gpu_run_without_any_correct_sample_has_fast_p_zero_not_unknown():
+    failed_on_gpu = Outcome.from_result(EvalResult(status=Status.FORMAT_ERROR, mode="gpu"))
+    failed_on_cpu = Outcome.from_result(EvalResult(status=Status.FORMAT_ERROR, mode="interpreter"))
+    assert run_metrics([[failed_on_gpu]]).final.fast_p["1.2"] == 0.0
+    assert run_metrics([[failed_on_cpu]]).final.fast_p["1.2"] is None

@@ -5,7 +5,8 @@ Definitions follow KernelBench / DR.Kernel (FACTS 5):
 - Every rate is a share of ALL samples (trajectories), never of the ones that compiled or were timed.
 - ``correct`` means the evaluator said "correct": a hacked sample is never correct, whatever its outputs.
 - Fast@p = share of all samples that are correct AND have a measured speedup >= p over the baseline. When the
-  run had no timing at all (CPU / Triton interpreter), Fast@p is ``None`` ("unknown"), not 0. A correct sample
+  run had no timing at all (every turn evaluated on CPU / Triton interpreter), Fast@p is ``None`` ("unknown"),
+  not 0. A correct sample
   whose timing is missing in a timed run counts as not fast (fail closed) and is counted in
   ``num_correct_untimed`` so it is visible.
 - Per-turn metrics at turn t use each trajectory's outcome at turn t; a trajectory that ended before turn t is
@@ -42,7 +43,7 @@ class Outcome:
     speedup: float | None = None
     coverage: float | None = None
     reward: float = 0.0
-    timed: bool = False  # the evaluator measured timing for this turn
+    timed: bool = False  # evaluated where timing is measured (GPU), even if this turn never got that far
 
     def __post_init__(self) -> None:
         if self.correct and self.hacked:
@@ -65,7 +66,8 @@ class Outcome:
             speedup=result.speedup if result.timing_available else None,
             coverage=result.coverage,
             reward=float(result.reward),
-            timed=bool(result.timing_available),
+            # A GPU run that produced only format errors still had timing: its Fast@p is 0, not unknown.
+            timed=bool(result.timing_available) or result.mode == "gpu",
         )
 
 
