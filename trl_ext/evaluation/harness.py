@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from kernel_reward.env import feedback_turn
 from kernel_reward.extract import extract_code
-from kernel_reward.result import EvalResult, Status
+from kernel_reward.result import EvalResult
 
 from .cache import ResultCache, cache_key
 from .completions import SavedTrajectory
@@ -209,9 +209,6 @@ def evaluate_saved(
     return records
 
 
-Generate = Callable[[list[Messages], list[int]], list[str]]
-
-
 # --- model runs: generation through trl_ext's multi-turn rollout ---------------------------------------------
 
 
@@ -231,27 +228,16 @@ def task_row(task: EvalTask) -> dict[str, Any]:
 
 
 def eval_result_from_step(step: Any) -> EvalResult:
-    """The EvalResult behind an environment step: the full one when the environment attached it
-    (``details["eval_result"]``), else one rebuilt from the step's typed fields."""
-    details = getattr(step, "details", None) or {}
-    if isinstance(details.get("eval_result"), dict):
-        return EvalResult.from_dict(details["eval_result"])
-    if isinstance(details.get("eval_result"), EvalResult):
-        return details["eval_result"]
-    try:
-        status = Status(step.status)
-    except ValueError:
-        status = Status.CRASHED
-    return EvalResult(
-        status=status,
-        compiled=bool(step.compiled),
-        correct=bool(step.correct) and status is Status.CORRECT,
-        hacked=bool(step.hacked),
-        speedup=step.speedup,
-        coverage=step.coverage,
-        reward=float(step.reward),
-        feedback=step.feedback,
-        timing_available=step.speedup is not None,
+    """The full EvalResult behind an environment step (``kernel_reward.env`` attaches it as
+    ``details["eval_result"]``); a step without it cannot be reported faithfully, so it is an error."""
+    attached = (getattr(step, "details", None) or {}).get("eval_result")
+    if isinstance(attached, EvalResult):
+        return attached
+    if isinstance(attached, dict):
+        return EvalResult.from_dict(attached)
+    raise ValueError(
+        f"environment step {type(step).__name__} carries no details['eval_result']; evaluation needs the full "
+        "EvalResult (use kernel_reward.env.KernelEnvironment)"
     )
 
 
@@ -306,7 +292,7 @@ def evaluate_model(
         logger.info("model run: %d of %d samples found in the resume cache", len(was_cached), len(keys))
     with tqdm(total=len(todo), desc="generating + evaluating", unit="sample", disable=not todo) as bar:
         for chunk in _chunks(todo, episodes_per_call):
-            # Seed from the first episode's key so a resumed run samples what an uninterrupted one would have.
+            # Seeded per chunk from its first episode's key: the same pending samples draw the same text.
             torch.manual_seed(int(keys[(chunk[0][0].uuid, chunk[0][1])][:8], 16) ^ int(sampling.get("seed", 0)))
             trajectories = rollout.run([task_row(task) for task, _ in chunk])
             for (task, s), trajectory in zip(chunk, trajectories, strict=True):
