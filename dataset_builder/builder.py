@@ -74,6 +74,7 @@ class BuildReport:
     shards: list[str] = field(default_factory=list)
     num_bytes: int = 0
     seconds: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # scan / generate / write
 
     def dropped_by_reason(self) -> dict[str, int]:
         counts = Counter(row.reason.value for row in self.dropped)
@@ -101,7 +102,8 @@ class BuildReport:
             lines.append(f"  ... and {len(self.dropped) - max_rows} more dropped rows")
         if self.shards:
             lines.append(f"shards: {len(self.shards)} ({self.num_bytes / 2**20:.1f} MiB of Arrow data)")
-        lines.append(f"seconds: {self.seconds:.1f}")
+        phases = ", ".join(f"{name} {seconds:.1f}" for name, seconds in self.phase_seconds.items())
+        lines.append(f"seconds: {self.seconds:.1f}{f' ({phases})' if phases else ''}")
         return "\n".join(lines)
 
 
@@ -333,6 +335,7 @@ def build_dataset(
         reference_checks=check_references,
     )
     chunks = plan_chunks(source_format, source, preset=preset, chunk_rows=chunk_rows)
+    phase_started = time.perf_counter()
     keep = scan_source(
         chunks,
         template_path=prompt_template,
@@ -344,7 +347,9 @@ def build_dataset(
     if report.rows_kept == 0:
         raise BuildError(f"no rows left to write from {report.source}:\n{report.to_text()}")
     _clear_out_dir(out)
+    report.phase_seconds["scan"] = round(time.perf_counter() - phase_started, 2)
     with tempfile.TemporaryDirectory(prefix="drkernel-build-") as cache_dir:
+        phase_started = time.perf_counter()
         builder = KernelDatasetBuilder(
             cache_dir=cache_dir,
             dataset_name="drkernel_rl",
@@ -360,7 +365,10 @@ def build_dataset(
             num_proc=num_proc if num_proc > 1 and len(chunks) > 1 else None,
         )
         dataset = builder.as_dataset(split="train")
+        report.phase_seconds["generate"] = round(time.perf_counter() - phase_started, 2)
+        phase_started = time.perf_counter()
         report.shards = _write_shards(dataset, out / "data", shard_size)
+        report.phase_seconds["write"] = round(time.perf_counter() - phase_started, 2)
         report.num_bytes = dataset.data.table.nbytes
         del dataset
     report.seconds = time.perf_counter() - started

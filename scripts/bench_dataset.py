@@ -217,6 +217,7 @@ def main() -> None:
     with measured(results, "build"):
         report = build_dataset(str(source), "drkernel", out, num_proc=args.num_proc)
     results.update(rows_kept=report.rows_kept, dropped=report.dropped_by_reason(), shards=len(report.shards))
+    results["build_phase_s"] = report.phase_seconds
     results["output_mb"] = round(sum(f.stat().st_size for f in (out / "data").glob("*.parquet")) / 1e6, 1)
 
     with measured(results, "first_load"):
@@ -245,6 +246,7 @@ def main() -> None:
         f"{args.rows} rows synthesised in {results['synth_s']} s ({results['source_mb']} MB Parquet); "
         f"kept {results['rows_kept']} in {results['shards']} shards ({results['output_mb']} MB)"
     )
+    print("build phases (s): " + ", ".join(f"{k} {v}" for k, v in report.phase_seconds.items()))
     print(f"{'phase':<36}{'measured':>10}{'target':>10}  ok")
     for name, value, target, unit in rows:
         ok = "-" if target is None else ("yes" if value <= target else "NO")
