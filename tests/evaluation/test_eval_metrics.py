@@ -59,6 +59,14 @@ def test_best_of_history():
     assert best.geomean_speedup == pytest.approx(math.sqrt(1.3 * 2.5))
 
 
+def test_best_so_far_by_turn():
+    m = run_metrics(TRAJECTORIES)
+    first, second = m.best_so_far
+    # after turn 1 only turn-1 outcomes count: s2 (2.5x) is the only correct sample
+    assert first.correct_rate == 0.25 and first.fast_p == {"1": 0.25, "1.2": 0.25, "1.5": 0.25, "2": 0.25}
+    assert second == m.best_of_history
+
+
 def test_best_turn_prefers_correct_then_speed_then_earlier():
     assert best_turn_index([correct(3.0), correct(1.1)]) == 0
     assert best_turn_index([HACKED, correct(0.5)]) == 1  # a slow correct turn beats a "fast" hack

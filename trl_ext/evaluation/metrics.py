@@ -212,6 +212,7 @@ class RunMetrics:
     final: TurnMetrics
     per_turn: list[TurnMetrics]
     best_of_history: BestOfHistoryMetrics
+    best_so_far: list[BestOfHistoryMetrics]  # best-of-history over turns 1..t, for each turn t
 
 
 def run_metrics(
@@ -240,4 +241,10 @@ def run_metrics(
         final=per_turn[-1],
         per_turn=per_turn,
         best_of_history=best_of_history_metrics(trajectories, timing_available=timing_available, thresholds=thresholds),
+        best_so_far=[
+            best_of_history_metrics(
+                [t[:turn] for t in trajectories], timing_available=timing_available, thresholds=thresholds
+            )
+            for turn in range(1, num_turns + 1)
+        ],
     )

@@ -62,7 +62,10 @@ def build_summary(
         "timing_available": metrics.timing_available,
         **_turn_dict(metrics.final),
         "status_counts": dict(Counter(t.result.status.value for t in final_turns)),
-        "per_turn": [_turn_dict(m, turn) for turn, m in enumerate(metrics.per_turn, start=1)],
+        "per_turn": [
+            {**_turn_dict(m, turn), "best_so_far": best.to_dict()}
+            for turn, (m, best) in enumerate(zip(metrics.per_turn, metrics.best_so_far, strict=True), start=1)
+        ],
         "best_of_history": metrics.best_of_history.to_dict(),
         "per_level": {
             level: _turn_dict(turn_metrics(outcomes, timing_available=metrics.timing_available))
@@ -136,6 +139,13 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
         "## Best turn of each trajectory (best-of-history)",
         "",
     ]
+    parts.append(markdown_table(
+        ["after turn", "correct", *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup"],
+        [[str(e["turn"]), _fmt(e["best_so_far"]["correct_rate"]),
+          *[_fmt(e["best_so_far"]["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS],
+          _fmt(e["best_so_far"]["mean_speedup"])] for e in summary["per_turn"]],
+    ))
+    parts += ["", "Over the whole history:", ""]
     best = summary["best_of_history"]
     parts.append(markdown_table(
         ["samples", "correct", *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup", "best turn histogram"],
@@ -173,11 +183,16 @@ def render_plots(summary: dict[str, Any], records: Sequence[SampleRecord], plot_
     turns = [entry["turn"] for entry in summary["per_turn"]]
     paths = []
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     ax.plot(turns, [e["correct_rate"] for e in summary["per_turn"]], "k-o", label="correct")
+    ax.plot(turns, [e["best_so_far"]["correct_rate"] for e in summary["per_turn"]], "k--", alpha=0.6,
+            label="correct, best turn so far")
     if summary["timing_available"]:
         for p in FAST_P_THRESHOLDS:
-            ax.plot(turns, [e["fast_p"][p_key(p)] for e in summary["per_turn"]], "-o", label=f"Fast@{p_key(p)}")
+            line = ax.plot(turns, [e["fast_p"][p_key(p)] for e in summary["per_turn"]], "-o", label=f"Fast@{p_key(p)}")
+            if p == 1.2:  # the paper's headline threshold, also as best-of-history
+                ax.plot(turns, [e["best_so_far"]["fast_p"]["1.2"] for e in summary["per_turn"]], "--",
+                        color=line[0].get_color(), alpha=0.6, label="Fast@1.2, best turn so far")
         ax.set_title("Fast@p by turn (share of all samples)")
     else:
         ax.set_title("Correct rate by turn (no timing: Fast@p n/a)")
@@ -186,7 +201,7 @@ def render_plots(summary: dict[str, Any], records: Sequence[SampleRecord], plot_
     ax.set_xticks(turns)
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     paths.append(plot_dir / "fast_p_by_turn.png")
     fig.savefig(paths[-1], dpi=100)
