@@ -45,6 +45,9 @@ def test_saved_completions_metrics_prompts_and_outputs(tmp_path):
     assert (t1["format_rate"], t1["compile_rate"], t1["correct_rate"], t1["hacked_rate"]) == (0.75, 0.75, 0.25, 0.25)
     assert summary["best_of_history"]["correct_rate"] == 0.5
     assert summary["status_counts"] == {"correct": 2, "hacked": 1, "incorrect": 1}
+    # t0: final HONEST + HACK; t1: HONEST (turn 1 kept) + WRONG (its turn 1 was a hack).
+    assert {k: (v["correct_rate"], v["hacked_rate"], v["best_correct_rate"]) for k, v in summary["per_task"].items()} == {
+        "t0": (0.5, 0.5, 0.5), "t1": (0.5, 0.0, 0.5)}
     # The turn-2 prompt is the task prompt + turn-1 completion + turn-1 feedback.
     second = records[0].turns[1]
     assert [m["content"] for m in second.prompt][:2] == ["p0", block("WRONG")]

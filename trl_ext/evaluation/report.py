@@ -71,6 +71,7 @@ def build_summary(
             level: _turn_dict(turn_metrics(outcomes, timing_available=metrics.timing_available))
             for level, outcomes in sorted(by_level.items())
         },
+        "per_task": _per_task(records, metrics.timing_available),
         "cached_turns": sum(t.cached for r in records for t in r.turns),
         "evaluated_turns": sum(not t.cached for r in records for t in r.turns),
         "config": config or {},
@@ -85,6 +86,26 @@ def build_summary(
             "best_of_history": tts.best_of_history.to_dict(),
         }
     return summary
+
+
+def _per_task(records: Sequence[SampleRecord], timing_available: bool) -> dict[str, dict[str, Any]]:
+    """Final-turn and best-of-history correct rate and Fast@1.2 of each task (over its samples)."""
+    by_task: dict[str, list[SampleRecord]] = {}
+    for record in records:
+        by_task.setdefault(record.task.uuid, []).append(record)
+    table = {}
+    for uuid, task_records in by_task.items():
+        metrics = run_metrics([r.outcomes for r in task_records])
+        table[uuid] = {
+            "level": task_records[0].task.level,
+            "num_samples": len(task_records),
+            "correct_rate": metrics.final.correct_rate,
+            "hacked_rate": metrics.final.hacked_rate,
+            "fast_1.2": metrics.final.fast_p["1.2"] if timing_available else None,
+            "best_correct_rate": metrics.best_of_history.correct_rate,
+            "best_fast_1.2": metrics.best_of_history.fast_p["1.2"] if timing_available else None,
+        }
+    return table
 
 
 def _fmt(value: Any) -> str:
@@ -158,6 +179,13 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
         ["level", *METRIC_HEADER[1:]],
         [[level, *row[1:]] for level, row in zip(
             summary["per_level"], _metric_rows(list(summary["per_level"].values())), strict=True)],
+    ))
+    parts += ["", "## Per task (final turn, and best turn of the history)", ""]
+    parts.append(markdown_table(
+        ["task", "level", "samples", "correct", "hacked", "Fast@1.2", "best correct", "best Fast@1.2"],
+        [[uuid, row["level"], str(row["num_samples"]), _fmt(row["correct_rate"]), _fmt(row["hacked_rate"]),
+          _fmt(row["fast_1.2"]), _fmt(row["best_correct_rate"]), _fmt(row["best_fast_1.2"])]
+         for uuid, row in summary["per_task"].items()],
     ))
     parts += ["", "## Final-turn verdicts", ""]
     counts = summary["status_counts"]
