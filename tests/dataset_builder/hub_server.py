@@ -452,6 +452,7 @@ def resolve(handler: _Handler, hub: LocalHub, method, query, type, repo, rev, pa
             start, stop = int(first), min(len(data), int(last) + 1 if last else len(data))
         headers["Content-Range"] = f"bytes {start}-{stop - 1}/{len(data)}"
         data, status = data[start:stop], 206
+        hub.range_requests += 1
     handler._send(status, data, headers, head=method == "HEAD")
 
 
@@ -486,6 +487,7 @@ class LocalHub:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.unknown_requests: list[str] = []
         self.authorizations: set[str] = set()  # Authorization headers seen (tests check HF_TOKEN is sent)
+        self.range_requests = 0  # partial downloads served (streaming reads Parquet by byte ranges)
         self.lock = threading.Lock()
         self.last_request = time.monotonic()
         self._server = _HubHTTPServer(("127.0.0.1", port), _Handler)

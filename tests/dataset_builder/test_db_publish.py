@@ -39,6 +39,10 @@ LOAD_BACK = textwrap.dedent(
     info = api.dataset_info(repo, revision="v1.0")
     out["v1_files"] = sorted(s.rfilename for s in info.siblings)
     out["v1_title"] = api.list_repo_commits(repo, repo_type="dataset", revision="v1.0")[0].title
+    infos = api.get_paths_info(repo, ["README.md", "data", "missing.txt"], repo_type="dataset", revision="v1.0")
+    out["paths_info"] = sorted((type(i).__name__, i.path) for i in infos)
+    streamed = datasets.load_dataset(repo, revision="v1.1", split="train", streaming=True)
+    out["streamed"] = sorted(r["extra_info"]["uuid"] for r in streamed)  # HfFileSystem range reads
     path = snapshot_download(repo, repo_type="dataset", revision="v1.0")
     out["snapshot"] = path
     out["card_names_repo"] = f'load_dataset("{repo}", revision=' in open(path + "/README.md").read()
@@ -135,6 +139,9 @@ def test_push_two_versions_and_load_each_back(tmp_path, hub):
     assert "README.md" in result["v1_files"] and any(f.startswith("data/train-") for f in result["v1_files"])
     assert result["v1_title"] == "Dataset v1.0: 3 rows"
     assert result["card_names_repo"]
+    assert result["paths_info"] == [["RepoFile", "README.md"], ["RepoFolder", "data"]]
+    assert result["streamed"] == v2_ids
+    assert hub.range_requests > 0
 
     # Offline: the snapshot folder loads without any Hub access.
     offline_env = dict(hub.env, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_ENDPOINT="http://127.0.0.1:9")
