@@ -109,30 +109,46 @@ class DigitGuessEnvironment:
     the completion is the secret, ``digit_reward`` if the completion holds some other digit, 0 otherwise.
     Every turn's feedback reveals the secret as its last word, so a policy can learn to copy it at turn 2+:
     all prompts are identical, so turn-1 reward is capped at chance while later turns can reach ``hit_reward``.
+
+    With ``reward_from_turn=2`` turn 1 is unscored (reward 0 whatever the answer): only answers given after the
+    feedback earn reward, which isolates the use of feedback.
     """
 
-    def __init__(self, hit_reward: float = 1.0, digit_reward: float = 0.2, stop_on_success: bool = False):
+    def __init__(
+        self,
+        hit_reward: float = 1.0,
+        digit_reward: float = 0.2,
+        stop_on_success: bool = False,
+        reward_from_turn: int = 1,
+    ):
+        if reward_from_turn < 1:
+            raise ValueError(f"reward_from_turn must be >= 1, got {reward_from_turn}")
         self.hit_reward = hit_reward
         self.digit_reward = digit_reward
         self.stop_on_success = stop_on_success
+        self.reward_from_turn = reward_from_turn
 
-    def reset(self, tasks: Sequence[Mapping[str, Any]]) -> list[str]:
+    def reset(self, tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         secrets = []
         for row in tasks:
             secret = str(row["reward_model"]["ground_truth"]).strip()
             if not re.fullmatch(r"\d", secret):
                 raise ValueError(f"toy task {row.get('extra_info', {}).get('uuid')} has non-digit secret {secret!r}")
-            secrets.append(secret)
+            secrets.append({"secret": secret, "turn": 0})
         return secrets
 
-    def step(self, states: Sequence[str], completions: Sequence[str]) -> list[StepResult]:
+    def step(self, states: Sequence[dict[str, Any]], completions: Sequence[str]) -> list[StepResult]:
         if len(states) != len(completions):
             raise ValueError(f"step got {len(states)} states but {len(completions)} completions")
         results = []
-        for secret, completion in zip(states, completions, strict=True):
+        for state, completion in zip(states, completions, strict=True):
+            state["turn"] += 1
+            secret = state["secret"]
             digits = re.findall(r"\d", completion)
             hit = bool(digits) and digits[0] == secret
             reward = self.hit_reward if hit else (self.digit_reward if digits else 0.0)
+            if state["turn"] < self.reward_from_turn:
+                reward = 0.0
             feedback = f"{'Correct' if hit else 'Wrong'}. The secret digit is {secret}"
             results.append(
                 StepResult(

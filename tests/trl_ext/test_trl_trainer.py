@@ -235,3 +235,15 @@ def test_transformers_backend_logprobs_match_forward(tiny_dir):
             logits = model(ids).logits[0, len(prompt) - 1 : -1] / 0.7
         expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
         assert torch.allclose(expected, torch.tensor(out.logprobs), atol=1e-4)
+
+
+def test_toy_environment_rewards_and_unscored_first_turn():
+    tasks = make_toy_tasks(2, seed=0, num_choices=1)  # both secrets are "0"
+    env = DigitGuessEnvironment(reward_from_turn=2)
+    states = env.reset(tasks)
+    first = env.step(states, ["0", "x"])
+    assert [r.reward for r in first] == [0.0, 0.0] and first[0].correct and "The secret digit is 0" in first[1].feedback
+    second = env.step(states, ["0 then", "7"])
+    assert [r.reward for r in second] == [1.0, 0.2]
+    with pytest.raises(ValueError, match="num_choices"):
+        make_toy_tasks(1, num_choices=11)
