@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from .checks import DropReason, scan_reference
 from .features import FEATURES
 from .prompt import load_template
+from .runtime import run_reference_checks
 from .sources import Chunk, SourceFormat, plan_chunks, read_table
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,7 @@ class _Scanned:
     digest: str
     problems: tuple[DropReason, ...]
     reference: str | None  # kept only when runtime checks will need it
+    entry_point: str
 
 
 def _scan_chunk(chunk: Chunk, template_path: str | None, keep_reference: bool) -> list[_Scanned]:
@@ -131,7 +133,16 @@ def _scan_chunk(chunk: Chunk, template_path: str | None, keep_reference: bool) -
         converted.wheres, references, uuids, entry_points, strict=True
     ):
         problems, digest = scan_reference(reference, entry_point or "Model")
-        scanned.append(_Scanned(where, uuid, digest, tuple(problems), reference if keep_reference else None))
+        scanned.append(
+            _Scanned(
+                where,
+                uuid,
+                digest,
+                tuple(problems),
+                reference if keep_reference else None,
+                entry_point or "Model",
+            )
+        )
     return scanned
 
 
@@ -140,22 +151,6 @@ def _pool(num_proc: int) -> ProcessPoolExecutor:
     # fork: workers inherit the imported modules (spawn would re-import datasets/pyarrow in each worker).
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     return ProcessPoolExecutor(max_workers=num_proc, mp_context=context)
-
-
-def _runtime_problems(
-    references: list[str], num_proc: int, timeout_s: float
-) -> list[tuple[tuple[DropReason, ...], str]]:
-    from .reference_checks import check_references  # imports torch; only needed with --check-references
-
-    results = check_references(references, num_workers=num_proc, timeout_s=timeout_s)
-    # details can hold a child's output tail: the report keeps its first line
-    return [
-        (
-            tuple(DropReason(p.value) for p in r.problems),
-            (r.details or "").splitlines()[0][:300] if r.details else "",
-        )
-        for r in results
-    ]
 
 
 def scan_source(
@@ -203,7 +198,12 @@ def scan_source(
 
     if check_references and survivors:
         logger.info("running reference checks on %d rows (%d workers)", len(survivors), num_proc)
-        results = _runtime_problems([row.reference for _, _, row in survivors], num_proc, reference_timeout_s)
+        results = run_reference_checks(
+            [row.reference for _, _, row in survivors],
+            [row.entry_point for _, _, row in survivors],
+            num_proc=num_proc,
+            timeout_s=reference_timeout_s,
+        )
         checked = []
         for (chunk_index, offset, row), (problems, detail) in zip(survivors, results, strict=True):
             if problems:

@@ -175,7 +175,7 @@ def validate_dataset(
         return report
     seen_digest: dict[str, str] = {}
     seen_uuid: dict[str, str] = {}
-    to_run: list[tuple[str, str]] = []
+    to_run: list[tuple[str, str, str]] = []
     for file in files:
         rel = str(file.relative_to(root))
         for offset, record in _rows(file, report, rel):
@@ -206,20 +206,21 @@ def validate_dataset(
                 report.add(where, Finding.DUPLICATE_UUID, f"uuid already used by {seen_uuid[uuid]}")
             seen_uuid.setdefault(uuid, where)
             if check_references and not problems:
-                to_run.append((where, reference))
+                to_run.append((where, reference, extra["entry_point"] or "Model"))
     if declared_rows is not None and declared_rows != report.rows:
         report.add(
             "README.md", Finding.CARD, f"card declares {declared_rows} rows, data/ holds {report.rows}"
         )
     if to_run:
-        from .reference_checks import check_references as run_checks
+        from .runtime import run_reference_checks
 
-        results = run_checks([ref for _, ref in to_run], num_workers=num_proc, timeout_s=reference_timeout_s)
-        for (where, _), result in zip(to_run, results, strict=True):
-            for problem in result.problems:
-                report.add(
-                    where,
-                    Finding(problem.value),
-                    (result.details or "").splitlines()[0][:300] if result.details else "",
-                )
+        results = run_reference_checks(
+            [ref for _, ref, _ in to_run],
+            [entry for _, _, entry in to_run],
+            num_proc=num_proc,
+            timeout_s=reference_timeout_s,
+        )
+        for (where, _, _), (reasons, detail) in zip(to_run, results, strict=True):
+            for reason in reasons:
+                report.add(where, Finding(reason.value), detail)
     return report

@@ -155,6 +155,24 @@ RUNTIME_CASES = {
 }
 
 
+def test_every_runtime_problem_kind_has_a_drop_reason_and_a_finding():
+    from dataset_builder.checks import RUNTIME_REASONS
+    from dataset_builder.reference_checks import ProblemKind
+    from dataset_builder.validate import Finding
+
+    kinds = {kind.value for kind in ProblemKind}
+    assert kinds == {reason.value for reason in RUNTIME_REASONS}
+    assert kinds <= {finding.value for finding in Finding}
+
+
+def test_runtime_checks_use_each_rows_entry_point(tmp_path):
+    rows = [upstream_row(0, reference("torch.tanh(x)")), upstream_row(1, reference("torch.sin(x)", model="Net"))]
+    rows[1]["extra_info"]["entry_point"] = "Net"
+    source = write_jsonl(rows, tmp_path / "s.jsonl")
+    report = build_dataset(str(source), "drkernel", tmp_path / "out", check_references=True, num_proc=2)
+    assert report.rows_kept == 2, report.to_text()
+
+
 def test_runtime_reasons_with_check_references(tmp_path):
     folder = tmp_path / "runtime"
     folder.mkdir()
