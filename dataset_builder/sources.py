@@ -66,6 +66,7 @@ class Chunk:
     start: int = 0
     stop: int = 0
     row_group: int | None = None  # Parquet only
+    byte_range: tuple[int, int] | None = None  # JSON Lines only: the bytes holding lines start+1 .. stop
     preset: str = "small"  # sample only
 
 
@@ -140,8 +141,28 @@ def plan_chunks(
                 rows = meta.row_group(group).num_rows
                 chunks.append(Chunk(fmt, str(file), start, start + rows, row_group=group))
                 start += rows
-        else:  # JSON / JSON Lines: one chunk per file (rows are only known after parsing)
+        elif file.suffix == ".jsonl":
+            chunks += _jsonl_chunks(fmt, file)
+        else:  # a JSON array: one chunk per file (rows are only known after parsing it whole)
             chunks.append(Chunk(fmt, str(file)))
+    return chunks
+
+
+JSONL_CHUNK_LINES = 1000  # lines per JSON Lines chunk (about a Parquet row group's worth)
+
+
+def _jsonl_chunks(fmt: SourceFormat, file: Path) -> list[Chunk]:
+    """Cut a JSON Lines file at line boundaries every JSONL_CHUNK_LINES lines (one pass over its bytes)."""
+    chunks, first_line, line_no, chunk_start, offset = [], 0, 0, 0, 0
+    with open(file, "rb") as fh:
+        for line in fh:
+            offset += len(line)
+            line_no += 1
+            if line_no - first_line == JSONL_CHUNK_LINES:
+                chunks.append(Chunk(fmt, str(file), first_line, line_no, byte_range=(chunk_start, offset)))
+                first_line, chunk_start = line_no, offset
+    if line_no > first_line:
+        chunks.append(Chunk(fmt, str(file), first_line, line_no, byte_range=(chunk_start, offset)))
     return chunks
 
 
@@ -253,12 +274,21 @@ def _records(chunk: Chunk) -> Iterator[tuple[str, dict[str, Any]]]:
         for offset, record in enumerate(table.to_pylist()):
             yield f"{path} row {chunk.start + offset}", record
         return
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
-        for line_no, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                yield f"{path} line {line_no}", _json_object(line, f"{path} line {line_no}")
+    if chunk.byte_range is not None:  # JSON Lines: read only this chunk's bytes
+        start, stop = chunk.byte_range
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read(stop - start)
+        for line_no, line in enumerate(data.split(b"\n"), start=chunk.start + 1):
+            where = f"{path} line {line_no}"
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SourceError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+            if text.strip():
+                yield where, _json_object(text, where)
         return
+    text = path.read_text(encoding="utf-8")
     data = json.loads(text) if text.strip() else []
     if not isinstance(data, list):
         raise SourceError(f"{path}: expected a JSON array of row objects, found {type(data).__name__}")

@@ -136,6 +136,19 @@ def test_bad_parquet_rows_are_named(tmp_path, mutate, message):
             read_table(chunk)
 
 
+def test_jsonl_files_are_cut_at_line_boundaries(tmp_path, monkeypatch):
+    import dataset_builder.sources as sources
+
+    monkeypatch.setattr(sources, "JSONL_CHUNK_LINES", 2)
+    rows = [upstream_row(i, reference(f"x * {i}.0")) for i in range(5)]
+    path = write_jsonl(rows, tmp_path / "up.jsonl")
+    chunks = plan_chunks("drkernel", str(path))
+    assert [(c.start, c.stop) for c in chunks] == [(0, 2), (2, 4), (4, 5)]
+    read = [r for c in chunks for r in read_chunk(c)]
+    assert [r.uuid for r in read] == [f"cuda_llm_{i}" for i in range(5)]
+    assert read[4].where == f"{path} line 5"
+
+
 def test_parquet_chunks_follow_row_groups(tmp_path):
     rows = [upstream_row(i, reference(f"x * {i}.0")) for i in range(5)]
     chunks = plan_chunks("drkernel", str(write_parquet(rows, tmp_path / "up.parquet", row_group_size=2)))
