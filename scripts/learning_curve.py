@@ -51,7 +51,7 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
     )
     trainer = TRLOOTrainer(
         model=model,
-        environment=DigitGuessEnvironment(reward_from_turn=args.reward_from_turn),
+        environment=DigitGuessEnvironment(reward_from_turn=args.reward_from_turn, feedback_repeats=args.repeats),
         args=config,
         train_dataset=Dataset.from_list(make_toy_tasks(args.tasks, seed=seed, num_choices=args.choices)),
         processing_class=tokenizer,
@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tasks", type=int, default=64, help="toy tasks in the dataset")
     parser.add_argument("--choices", type=int, default=3, help="secrets are digits 0..choices-1")
     parser.add_argument("--reward-from-turn", type=int, default=1, help="turns before this one are unscored")
+    parser.add_argument("--repeats", type=int, default=1, help="times the feedback repeats the secret")
     parser.add_argument("--max-tokens", type=int, default=3, help="tokens per turn")
     parser.add_argument("--lr", type=float, default=3e-3, help="learning rate")
     parser.add_argument("--window", type=int, default=10, help="smoothing window of the plot (steps)")

@@ -120,13 +120,17 @@ class DigitGuessEnvironment:
         digit_reward: float = 0.2,
         stop_on_success: bool = False,
         reward_from_turn: int = 1,
+        feedback_repeats: int = 1,
     ):
+        if feedback_repeats < 1:
+            raise ValueError(f"feedback_repeats must be >= 1, got {feedback_repeats}")
         if reward_from_turn < 1:
             raise ValueError(f"reward_from_turn must be >= 1, got {reward_from_turn}")
         self.hit_reward = hit_reward
         self.digit_reward = digit_reward
         self.stop_on_success = stop_on_success
         self.reward_from_turn = reward_from_turn
+        self.feedback_repeats = feedback_repeats
 
     def reset(self, tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         secrets = []
@@ -149,7 +153,7 @@ class DigitGuessEnvironment:
             reward = self.hit_reward if hit else (self.digit_reward if digits else 0.0)
             if state["turn"] < self.reward_from_turn:
                 reward = 0.0
-            feedback = f"{'Correct' if hit else 'Wrong'}. The secret digit is {secret}"
+            feedback = f"{'Correct' if hit else 'Wrong'}. The secret digit is " + " ".join([secret] * self.feedback_repeats)
             results.append(
                 StepResult(
                     reward=reward,
