@@ -163,7 +163,8 @@ class TRLOOTrainer(GRPOTrainer):
         self._rollout_stats = None
         self._rollout_wall_s = 0.0  # rollout + scoring time inside the current training step
         self._optimization_s = 0.0
-        self._prs_generator = torch.Generator().manual_seed(args.seed)
+        # PRS draws differ per rank (each rank holds different samples) but are reproducible.
+        self._prs_generator = torch.Generator().manual_seed(args.seed * 1009 + self.accelerator.process_index)
 
     # ----------------------------------------------------------------------------------------- generation
     def _model_for_generation(self):

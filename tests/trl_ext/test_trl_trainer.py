@@ -247,3 +247,32 @@ def test_toy_environment_rewards_and_unscored_first_turn():
     assert [r.reward for r in second] == [1.0, 0.2]
     with pytest.raises(ValueError, match="num_choices"):
         make_toy_tasks(1, num_choices=11)
+
+
+class LowCoverageEnv(DigitGuessEnvironment):
+    """Turn 1 is correct with coverage 0.1 (PRS keep probability 0); later turns are incorrect."""
+
+    def step(self, states, completions):
+        results = super().step(states, completions)
+        for state, r in zip(states, results, strict=True):
+            first = state["turn"] == 1
+            r.correct, r.coverage, r.reward = first, (0.1 if first else None), (1.0 if first else 0.0)
+        return results
+
+
+def test_prs_and_recipe_filters_mask_the_loss(tiny_dir, tmp_path):
+    model, tok = load(tiny_dir)
+    args = make_args(tmp_path, use_prs=True, mask_failed_turns_after_success=True, drop_tied_groups=True, max_turns=2)
+    trainer = TRLOOTrainer(model=model, environment=LowCoverageEnv(), args=args,
+                           train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok)
+    trainer.model.train()
+    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    metrics = trainer._metrics["train"]
+    # Turn 1: PRS rejects (correct, coverage 0.1 < 0.3); turn 2: reward 0 after a success -> masked too;
+    # and every group ties on its last-turn reward (all 0) -> dropped. Nothing is left to train on.
+    assert metrics["prs/rejected_frac_of_correct"][-1] == 1.0
+    assert metrics["filters/failed_after_success_frac"][-1] == pytest.approx(0.5)
+    assert metrics["filters/tied_group_frac"][-1] == 1.0
+    assert inputs["tool_mask"].sum() == 0 and inputs["num_items_in_batch"] == 0
+    # The advantages are still computed from every sample (rejected samples stay in the baselines).
+    assert torch.all(inputs["advantages"] == 0)  # all rewards tie within each group at both turns
