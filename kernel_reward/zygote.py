@@ -251,15 +251,16 @@ class Zygote:
             cache = sandbox.make_private_dir(root / "triton-cache", uid if os.geteuid() == 0 else None)
             _write_tree(cache, self.seed, uid if os.geteuid() == 0 else None)
             os.environ.update({"HOME": str(home), "TMPDIR": str(home), "TRITON_CACHE_DIR": str(cache),
-                               "TRITON_HOME": str(home)})
+                               "TRITON_HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+                               "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor")})
+            if uid is not None and os.geteuid() == 0 and self.policy.drop_privileges:
+                # The private uid has no passwd entry: getpass.getuser() (used by torch's inductor/profiler
+                # start-up) would raise KeyError; it reads these variables first.
+                os.environ.update({"USER": f"sandbox{uid}", "LOGNAME": f"sandbox{uid}"})
             sandbox.drop_privileges(self.policy, isolation, uid)
             os.chdir(work_dir)
             stage = "warmup"
             self.worker.prepare_worker(self.config.device)
-            if self.config.device == "cuda":
-                from kernel_reward.warmup import warm_gpu_toolchain
-
-                warm_gpu_toolchain(os.getpid())
             wire.send_message(channel, {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid()})
             stage = "waiting"
             message = wire.recv_message_blocking(channel)

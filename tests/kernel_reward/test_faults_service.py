@@ -247,3 +247,17 @@ def test_real_worker_hang_times_out(real_evaluator):
     assert result.status == Status.TIMEOUT, result.error
     ok = real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD))
     assert ok.status == Status.CORRECT, ok.error
+
+
+def test_runtime_tools_work_inside_the_sandbox(evaluator):
+    # Regression (seen on the GPU host): under a private uid with no passwd entry, getpass.getuser() raised and
+    # torch's inductor/profiler start-up failed, which broke the profiling (coverage) phase.
+    code = ("import getpass, tempfile, torch\nfrom torch.profiler import ProfilerActivity, profile\n"
+            "def main():\n    import torch._inductor.config\n"
+            "    with profile(activities=[ProfilerActivity.CPU]) as prof:\n        torch.ones(8).sum()\n"
+            "    with tempfile.NamedTemporaryFile() as f:\n        f.write(b'x')\n"
+            "    return (getpass.getuser(), len(prof.events()) > 0)\n")
+    result = evaluator.evaluate("ref", code, timeout=60)
+    assert result.status == Status.CORRECT, result.error
+    user, profiled = eval(result.feedback)
+    assert profiled and user
