@@ -121,3 +121,18 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path):
     proc.wait(timeout=30)
     assert "KeyboardInterrupt" in proc.stderr.read()
     assert wait_no_pool_processes(pool_id, timeout=10) == []
+
+
+def test_evaluate_api_reuses_a_shared_pool_and_closes_cleanly():
+    import kernel_reward
+    from kernel_reward.api import close_shared, shared_evaluator
+
+    first = kernel_reward.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD), device="cpu",
+                                   timeout=60, num_trials=2)
+    second = kernel_reward.evaluate(programs.REFERENCE_ADD, programs.CANDIDATE_WRONG, device="cpu", timeout=60)
+    assert first.status == Status.CORRECT and second.status == Status.INCORRECT
+    assert first.isolation["wall_clock_s"] > 60
+    ids = pool_ids(shared_evaluator("cpu"))
+    close_shared()
+    for pool_id in ids:
+        assert wait_no_pool_processes(pool_id) == []
