@@ -57,6 +57,7 @@ class PoolConfig:
     warmup_timeout_s: float = 180.0
     max_attempts: int = 3  # executions of one request in all (1 + infrastructure retries)
     wall_clock_grace_s: float = 2.0  # added to the request's timeout_s before the kill
+    max_slot_wait_s: float = 600.0  # waiting for the GPU's timing slot pauses the wall clock, at most this long
     gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
     lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
     env: dict[str, str] = field(default_factory=dict)  # extra environment of the zygote
@@ -393,6 +394,9 @@ class DevicePool:
         start = time.monotonic()
         deadline = start + wall_clock
         accepted = False
+        slot_wait_since: float | None = None
+        slot_waited = 0.0
+        remaining = wall_clock
         # The child reports its final record (rlimits set after the request) with the result; the parent adds the
         # layers it enforces itself.
         isolation = {**child.isolation, "wall_clock_s": wall_clock, "memory_watchdog_bytes": limits.memory_bytes}
@@ -406,7 +410,19 @@ class DevicePool:
                     return _Outcome(infra_error=self._death_note(child, "before accepting the request", output))
                 return _Outcome(result=self._failure(Status.CRASHED, self._death_note(child, "while evaluating the candidate", output), output, isolation))
             kind = message.get("type")
-            if kind == "accepted":
+            if kind == "slot_wait" and accepted and slot_wait_since is None:
+                # Queueing behind other candidates' timing is not this candidate's time: stop its clock (bounded,
+                # since the message could be forged by the candidate).
+                slot_wait_since = time.monotonic()
+                remaining = deadline - slot_wait_since
+                deadline = slot_wait_since + max(0.0, self.config.max_slot_wait_s - slot_waited) + remaining
+            elif kind == "slot_acquired" and slot_wait_since is not None:
+                now = time.monotonic()
+                slot_waited += now - slot_wait_since
+                deadline = now + remaining
+                slot_wait_since = None
+                isolation["slot_wait_s"] = round(slot_waited, 4)
+            elif kind == "accepted":
                 accepted = True
                 isolation.update(message.get("isolation") or {})
                 isolation.update(wall_clock_s=wall_clock, memory_watchdog_bytes=limits.memory_bytes)

@@ -81,10 +81,15 @@ def _write_tree(root: Path, files: dict[str, bytes], uid: int | None) -> None:
             os.chown(path, uid, uid)
 
 
-def _timing_slot_factory(lock_fd: int):
+def _timing_slot_factory(lock_fd: int, channel: socket.socket):
+    """Exclusive per-GPU timing. The service is told when the wait starts and ends, so time spent queueing behind
+    other candidates' timing does not count against this candidate's wall clock."""
+
     @contextlib.contextmanager
     def timing_slot() -> Iterator[None]:
+        wire.send_message(channel, {"type": "slot_wait"})
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        wire.send_message(channel, {"type": "slot_acquired"})
         try:
             yield
         finally:
@@ -297,7 +302,7 @@ class Zygote:
         # From here on, whatever happens to this process is the candidate's doing.
         wire.send_message(channel, {"type": "accepted", "isolation": isolation.to_dict()})
         try:
-            result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=_timing_slot_factory(lock_fd))
+            result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=_timing_slot_factory(lock_fd, channel))
         except BaseException as exc:  # noqa: BLE001 - the worker promises not to raise; report if it did anyway
             result = EvalResult.failure(
                 Status.CRASHED, f"evaluation raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"

@@ -261,3 +261,16 @@ def test_runtime_tools_work_inside_the_sandbox(evaluator):
     assert result.status == Status.CORRECT, result.error
     user, profiled = eval(result.feedback)
     assert profiled and user
+
+
+def test_waiting_for_the_timing_slot_does_not_count_against_the_wall_clock():
+    # Both candidates hold the (per-device) timing slot for 1.5 s; the second queues ~1.5 s for it. With a 2 s
+    # timeout (+0.5 s grace) the second would be killed if the queueing counted.
+    code = "import time\ndef main():\n    time.sleep(1.5)\n    return 'timed'\n"
+    with Evaluator(device="cpu", workers=2, timeout=2, worker_module=FAKE, pool_options={"wall_clock_grace_s": 0.5,
+                   "lock_dir": None}) as ev:
+        ev.evaluate("ref", "def main():\n    return 0\n")  # both slots warm
+        futures = [ev.submit("ref", code) for _ in range(2)]
+        results = [f.result(timeout=60) for f in futures]
+    assert [r.status for r in results] == [Status.CORRECT, Status.CORRECT], [r.error for r in results]
+    assert max(r.isolation.get("slot_wait_s", 0.0) for r in results) > 0.5
