@@ -3,8 +3,10 @@
 Both trainers see identical token sequences: TRLOOTrainer runs its multi-turn loop with a scripted generation
 backend (fixed random tokens, so model sampling cost is out of the comparison) and the toy environment; every
 step's resulting (prompt ids, completion ids with feedback, env_mask) is recorded and replayed to a plain
-GRPOTrainer through TRL's ``rollout_func`` hook. Step time = TRL's ``step_time`` metric; the TRLOO side has
-its environment time subtracted. Reported: median step times over the measured steps and the relative overhead.
+GRPOTrainer through TRL's ``rollout_func`` hook. Each optimizer step is timed by a callback in wall-clock
+seconds and in process CPU seconds (user + system of this process, all threads; far less sensitive than wall
+time to other load on a shared machine); the TRLOO side has its environment time subtracted. Reported: median
+per-step times over the measured steps and the relative overhead (CPU time is the headline figure).
 
     python scripts/bench_trainer_overhead.py --out runs/bench_overhead
 """
@@ -22,6 +24,30 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 logger = logging.getLogger("bench_trainer_overhead")
+
+
+def step_timer():
+    """A TrainerCallback recording (wall_s, cpu_s) per optimizer step."""
+    import resource
+    import time
+
+    from transformers import TrainerCallback
+
+    def cpu_now():
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    class StepTimer(TrainerCallback):
+        def __init__(self):
+            self.samples = []
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._wall, self._cpu = time.perf_counter(), cpu_now()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.samples.append((time.perf_counter() - self._wall, cpu_now() - self._cpu))
+
+    return StepTimer()
 
 
 class ScriptedBackend:
@@ -91,12 +117,16 @@ def run_trloo(args, use_mrs: bool):
             return output
 
     config = MultiTurnKernelConfig(**common_args(args, args.out / "trloo", max_turns=args.turns, use_mrs=use_mrs))
-    trainer = Recording(model=model, environment=DigitGuessEnvironment(), args=config, train_dataset=dataset, processing_class=tok)
+    timer = step_timer()
+    trainer = Recording(model=model, environment=DigitGuessEnvironment(), args=config, train_dataset=dataset,
+                        processing_class=tok, callbacks=[timer])
     trainer._bench_backend = ScriptedBackend(len(tok), tok.eos_token_id, args.tokens)
     trainer.train()
     logs = [h for h in trainer.state.log_history if "step_time" in h]
-    times = [h["step_time"] - h["time/environment_s"] for h in logs]
-    return times, recorded, logs
+    env_s = [h["time/environment_s"] for h in logs]
+    # The toy environment is pure Python in this process: its wall time is also (at most) its CPU time.
+    times = [(w - e, c - e) for (w, c), e in zip(timer.samples, env_s, strict=True)]
+    return times, recorded, env_s
 
 
 def run_grpo(args, recorded):
@@ -114,10 +144,11 @@ def run_grpo(args, recorded):
     config = GRPOConfig(**common_args(args, args.out / "grpo"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        timer = step_timer()
         trainer = GRPOTrainer(model=model, reward_funcs=[trajectory_return], args=config, train_dataset=dataset,
-                              processing_class=tok, rollout_func=rollout_func)
+                              processing_class=tok, rollout_func=rollout_func, callbacks=[timer])
     trainer.train()
-    return [h["step_time"] for h in trainer.state.log_history if "step_time" in h]
+    return timer.samples
 
 
 def main(argv=None):
@@ -131,29 +162,33 @@ def main(argv=None):
     parser.add_argument("--tokens", type=int, default=64, help="tokens per turn")
     parser.add_argument("--hidden", type=int, default=256, help="model hidden size")
     parser.add_argument("--layers", type=int, default=4, help="model layers")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 = least sensitive to load)")
     args = parser.parse_args(argv)
+    import torch
+
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
 
+    torch.set_num_threads(args.threads)
     results = {}
     for label, use_mrs in (("trloo", False), ("trloo+mrs", True)):
-        trloo_times, recorded, logs = run_trloo(args, use_mrs)
+        trloo_times, recorded, env_s = run_trloo(args, use_mrs)
         grpo_times = run_grpo(args, recorded)
-        t = statistics.median(trloo_times[args.warmup :])
-        g = statistics.median(grpo_times[args.warmup :])
-        results[label] = {
-            "trloo_step_s_median": t,
-            "grpo_step_s_median": g,
-            "overhead_frac": t / g - 1.0,
-            "trloo_step_s": trloo_times,
-            "grpo_step_s": grpo_times,
-            "environment_s": [h["time/environment_s"] for h in logs],
-            "tokens_per_step": sum(len(c) for step in recorded for c in step["completion_ids"]) / len(recorded),
-        }
+        row = {"environment_s": env_s,
+               "tokens_per_step": sum(len(c) for step in recorded for c in step["completion_ids"]) / len(recorded)}
+        for k, name in ((0, "wall"), (1, "cpu")):
+            t = statistics.median(x[k] for x in trloo_times[args.warmup :])
+            g = statistics.median(x[k] for x in grpo_times[args.warmup :])
+            row[f"trloo_{name}_s_median"], row[f"grpo_{name}_s_median"], row[f"overhead_{name}"] = t, g, t / g - 1.0
+            row[f"trloo_{name}_s"] = [x[k] for x in trloo_times]
+            row[f"grpo_{name}_s"] = [x[k] for x in grpo_times]
+        results[label] = row
     (args.out / "overhead.json").write_text(json.dumps({"config": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=1))
-    print(f"{'variant':<10} {'GRPO step s':>12} {'TRLOO step s':>13} {'overhead':>9}   (median of {args.steps - args.warmup} steps, env time excluded)")
+    print(f"median of {args.steps - args.warmup} steps, environment time excluded, {args.threads} torch thread(s)")
+    print(f"{'variant':<10} {'GRPO cpu s':>11} {'TRLOO cpu s':>12} {'overhead':>9} {'GRPO wall s':>12} {'TRLOO wall s':>13} {'overhead':>9}")
     for label, r in results.items():
-        print(f"{label:<10} {r['grpo_step_s_median']:>12.4f} {r['trloo_step_s_median']:>13.4f} {100 * r['overhead_frac']:>8.1f}%")
+        print(f"{label:<10} {r['grpo_cpu_s_median']:>11.3f} {r['trloo_cpu_s_median']:>12.3f} {100 * r['overhead_cpu']:>8.1f}% "
+              f"{r['grpo_wall_s_median']:>12.3f} {r['trloo_wall_s_median']:>13.3f} {100 * r['overhead_wall']:>8.1f}%")
     print(f"wrote {args.out / 'overhead.json'}")
 
 

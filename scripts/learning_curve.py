@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -42,7 +43,7 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
         per_device_train_batch_size=args.prompts * args.generations,
         num_generations=args.generations,
         max_completion_length=args.max_tokens,
-        max_turns=2,
+        max_turns=args.turns,
         advantage_estimator=estimator,
         logging_steps=1,
         save_strategy="no",
@@ -51,7 +52,9 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
     )
     trainer = TRLOOTrainer(
         model=model,
-        environment=DigitGuessEnvironment(reward_from_turn=args.reward_from_turn, feedback_repeats=args.repeats),
+        environment=DigitGuessEnvironment(
+            reward_from_turn=args.reward_from_turn, feedback_repeats=args.repeats, stop_on_success=args.stop_on_success
+        ),
         args=config,
         train_dataset=Dataset.from_list(make_toy_tasks(args.tasks, seed=seed, num_choices=args.choices)),
         processing_class=tokenizer,
@@ -64,16 +67,25 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
         "seed": seed,
         "seconds": time.perf_counter() - started,
         "turn_1_reward": [h["turn_1/reward"] for h in rows],
-        "turn_2_reward": [h["turn_2/reward"] for h in rows],
-        "turn_2_correct": [h["turn_2/correct"] for h in rows],
+        "turn_2_reward": [h.get("turn_2/reward", float("nan")) for h in rows],
+        "turn_2_correct": [h.get("turn_2/correct", float("nan")) for h in rows],
+        "solved": [solved_share(h, args.turns, args.stop_on_success) for h in rows],
     }
+
+
+def solved_share(log: dict, turns: int, stop_on_success: bool) -> float:
+    """Share of trajectories correct at their final turn. With stop_on_success a correct turn ends the episode,
+    so each trajectory is counted once by sum_t reached(t) * correct(t)."""
+    if not stop_on_success:
+        return log.get(f"turn_{turns}/correct", float("nan"))
+    return sum(log.get(f"turn_{t}/reached_frac", 0.0) * log.get(f"turn_{t}/correct", 0.0) for t in range(1, turns + 1))
 
 
 def smooth(values: list[float], window: int) -> list[float]:
     out = []
     for i in range(len(values)):
-        chunk = values[max(0, i - window + 1) : i + 1]
-        out.append(sum(chunk) / len(chunk))
+        chunk = [v for v in values[max(0, i - window + 1) : i + 1] if not math.isnan(v)]
+        out.append(sum(chunk) / len(chunk) if chunk else float("nan"))
     return out
 
 
@@ -83,17 +95,21 @@ def plot(runs: list[dict], path: Path, window: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    panels = (("turn_1_reward", "reward at turn 1"), ("turn_2_reward", "reward at turn 2 (after feedback)"),
+              ("solved", "share of episodes solved"))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
     colors = {"trloo": "tab:blue", "grpo_turn": "tab:orange"}
-    for ax, key, title in zip(axes, ("turn_1_reward", "turn_2_reward"), ("turn 1", "turn 2 (after feedback)"), strict=True):
+    styles = ["-", "--", ":", "-."]
+    for ax, (key, title) in zip(axes, panels, strict=True):
         for run in runs:
             label = f"{run['estimator']} seed {run['seed']}"
-            ax.plot(smooth(run[key], window), color=colors[run["estimator"]], alpha=0.8, label=label)
-        ax.set_title(f"toy digit guess: reward at {title} ({window}-step mean)")
+            ax.plot(smooth(run[key], window), color=colors[run["estimator"]], linestyle=styles[run["seed"] % 4],
+                    alpha=0.85, label=label)
+        ax.set_title(f"{title} ({window}-step mean)", fontsize=10)
         ax.set_xlabel("training step")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("mean reward")
-    axes[1].legend(fontsize=8)
+    axes[0].set_ylabel("toy digit guess")
+    axes[2].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -110,6 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--choices", type=int, default=3, help="secrets are digits 0..choices-1")
     parser.add_argument("--reward-from-turn", type=int, default=1, help="turns before this one are unscored")
     parser.add_argument("--repeats", type=int, default=1, help="times the feedback repeats the secret")
+    parser.add_argument("--turns", type=int, default=2, help="max turns per episode")
+    parser.add_argument("--stop-on-success", action="store_true", help="end an episode at its first correct turn")
     parser.add_argument("--max-tokens", type=int, default=3, help="tokens per turn")
     parser.add_argument("--lr", type=float, default=3e-3, help="learning rate")
     parser.add_argument("--window", type=int, default=10, help="smoothing window of the plot (steps)")
@@ -133,17 +151,18 @@ def main(argv: list[str] | None = None) -> None:
             )
     (args.out / "curve.json").write_text(json.dumps({"config": {k: str(v) for k, v in vars(args).items()}, "runs": runs}, indent=1))
     plot(runs, args.out / "curve.png", args.window)
-    print(f"{'estimator':<10} {'seed':>4} {'turn1 first':>11} {'turn1 last':>10} {'turn2 first':>11} {'turn2 last':>10}")
+    print(f"{'estimator':<10} {'seed':>4} {'turn2 first':>11} {'turn2 last':>10} {'solved first':>12} {'solved last':>11}")
     for run in runs:
         tail = max(1, len(run["turn_2_reward"]) // 5)
 
         def mean(xs):
-            return sum(xs) / len(xs)
+            xs = [x for x in xs if not math.isnan(x)]
+            return sum(xs) / len(xs) if xs else float("nan")
 
         print(
-            f"{run['estimator']:<10} {run['seed']:>4} {mean(run['turn_1_reward'][:tail]):>11.3f} "
-            f"{mean(run['turn_1_reward'][-tail:]):>10.3f} {mean(run['turn_2_reward'][:tail]):>11.3f} "
-            f"{mean(run['turn_2_reward'][-tail:]):>10.3f}"
+            f"{run['estimator']:<10} {run['seed']:>4} {mean(run['turn_2_reward'][:tail]):>11.3f} "
+            f"{mean(run['turn_2_reward'][-tail:]):>10.3f} {mean(run['solved'][:tail]):>12.3f} "
+            f"{mean(run['solved'][-tail:]):>11.3f}"
         )
     print(f"wrote {args.out / 'curve.json'} and {args.out / 'curve.png'}")
 
