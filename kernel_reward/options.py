@@ -14,6 +14,9 @@ Decisions documented here because they change verdicts:
   ``tl.dot`` on an fp32 task then shows its real error (FACTS 6: ~0.115 at K=1024) and fails the fp32 tolerance
   honestly; it must ask for ``input_precision="ieee"`` (or loosen nothing). ``allow_tf32=True`` keeps torch's
   defaults and is meant for experiments only.
+* **Speedup baseline.** ``baseline="eager"`` (default) times the reference as written, as KernelBench and the
+  paper's headline numbers do; ``"compile"`` times ``torch.compile(reference)`` instead (FACTS 5: a much
+  stronger baseline). Correctness is always judged against the eager reference.
 * **Shape generalisation.** One extra run at resized inputs catches fast paths specialised to the shipped shape.
   ``shape_check="report"`` records the outcome without failing; ``"fail"`` makes a failure count as incorrect;
   ``"off"`` skips the run.
@@ -28,9 +31,11 @@ from typing import Any, Literal
 
 RewardSchemeName = Literal["drkernel", "paper", "ladder", "correctness"]
 ShapeCheckPolicy = Literal["report", "fail", "off"]
+Baseline = Literal["eager", "compile"]
 
 REWARD_SCHEMES: tuple[str, ...] = ("drkernel", "paper", "ladder", "correctness")
 SHAPE_CHECK_POLICIES: tuple[str, ...] = ("report", "fail", "off")
+BASELINES: tuple[str, ...] = ("eager", "compile")
 
 
 @dataclass
@@ -72,6 +77,13 @@ class EvalOptions:
     implausible_speedup: float = field(
         default=30.0, metadata={"help": "speedups above this are re-measured once and flagged"}
     )
+    baseline: Baseline = field(
+        default="eager",
+        metadata={
+            "help": "reference the speedup is measured against: 'eager' PyTorch or its 'compile'd form "
+            "(torch.compile; correctness always uses the eager reference)"
+        },
+    )
     profile: bool = field(default=True, metadata={"help": "run the profiler pass that computes coverage (PR)"})
     profile_calls: int = field(default=10, metadata={"help": "candidate calls under the profiler"})
 
@@ -111,6 +123,7 @@ class EvalOptions:
         )
         need(self.l2_flush_mb >= 0, f"l2_flush_mb must be >= 0, got {self.l2_flush_mb!r}")
         need(self.implausible_speedup > 1, f"implausible_speedup must be > 1, got {self.implausible_speedup!r}")
+        need(self.baseline in BASELINES, f"baseline must be one of {BASELINES}, got {self.baseline!r}")
         need(self.profile_calls >= 1, f"profile_calls must be >= 1, got {self.profile_calls!r}")
         need(self.reward_scheme in REWARD_SCHEMES, f"reward_scheme must be one of {REWARD_SCHEMES}, got {self.reward_scheme!r}")
         need(self.hacked_penalty <= 0, f"hacked_penalty must be <= 0 (a hack must never pay), got {self.hacked_penalty!r}")

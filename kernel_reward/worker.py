@@ -321,6 +321,8 @@ def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: Eval
             _set_failure(result, Status.RUNTIME_ERROR, f"failed during timing: {type(exc).__name__}: {exc}")
             return False
     result.timing_available = True
+    if options.baseline != "eager":
+        result.flags.append(f"baseline_{options.baseline}")
     result.reference_timing, result.kernel_timing = paired.reference, paired.candidate
     result.reference_time_ms, result.kernel_time_ms = paired.reference.median_ms, paired.candidate.median_ms
     result.speedup, result.speedup_ci = paired.speedup, paired.speedup_ci
@@ -353,11 +355,24 @@ def _measure(task: Any, pool: list[Any], device: Any, options: EvalOptions) -> A
         return None if comparison.ok else comparison.reason
 
     return timing.time_pair(
-        task.reference_model, task.candidate_model, pool, device,
+        _timed_reference(task.reference_model, options), task.candidate_model, pool, device,
         budget_ms=options.timing_budget_ms, warmup_calls=options.warmup_calls,
         min_calls=options.min_timed_calls, max_calls=options.max_timed_calls, l2_flush_mb=options.l2_flush_mb,
         validate=validate,
     )
+
+
+def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
+    """The reference as timed: eager by default, or torch.compile'd for the stronger baseline (options.py)."""
+    if options.baseline == "eager":
+        return reference_model
+    import torch
+    import torch._inductor.config as inductor_config
+
+    # Compile in this process: the sandbox limits processes, and a compile-worker pool would be one more child.
+    inductor_config.compile_threads = 1
+    # The first (warm-up) call compiles; dynamo caches by the forward's code, so a re-measure does not recompile.
+    return torch.compile(reference_model)
 
 
 def _apply_tf32_policy(allow_tf32: bool) -> None:

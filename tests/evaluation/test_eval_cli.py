@@ -54,18 +54,19 @@ def test_compare_two_runs(tmp_path, capsys):
     assert "| correct_rate | 0.250 | 0.750 | +0.500 |" in capsys.readouterr().out
 
 
-def test_compile_baseline_is_refused_until_kernel_reward_offers_it():
+def test_baseline_reaches_kernel_reward_options():
     from kernel_reward.options import EvalOptions
     from trl_ext.evaluation.config import EvalConfig
     from trl_ext.evaluation.run import evaluator_options
 
     config = EvalConfig(dataset="d", out="o", completions="c.jsonl", baseline="compile", timeout=30)
-    if "baseline" in EvalOptions.__dataclass_fields__:
-        assert evaluator_options(config)["baseline"] == "compile"
-    else:
-        with pytest.raises(ValueError, match="no 'baseline' option"):
-            evaluator_options(config)
-    assert evaluator_options(EvalConfig(dataset="d", out="o", completions="c.jsonl", timeout=30)) == {"timeout_s": 30}
+    options = evaluator_options(config)
+    assert options == {"baseline": "compile", "timeout_s": 30}
+    assert EvalOptions(**options).baseline == "compile"
+    default = evaluator_options(EvalConfig(dataset="d", out="o", completions="c.jsonl", timeout=30))
+    assert default == {"baseline": "eager", "timeout_s": 30}
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        EvalOptions(baseline="inductor")
 
 
 def test_model_only_options_are_rejected_with_saved_completions():

@@ -62,3 +62,16 @@ def test_corpus_covers_every_category():
     assert {"correct", "hacked", "incorrect", "compile_error", "runtime_error"} <= statuses
     assert sum(entry.expect == "correct" for entry in CORPUS) >= 3
     assert len(names) >= 30
+
+
+@pytest.mark.gpu
+def test_compile_baseline_times_the_compiled_reference(evaluate_subprocess):
+    """baseline="compile": the honest kernel stays correct (judged against eager) and is timed against
+    torch.compile(reference); the result says which baseline it was measured against."""
+    entry = next(e for e in CORPUS if e.name == "honest_add_relu_big_gpu")
+    result = evaluate_subprocess(
+        entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0, baseline="compile"
+    )
+    _check(entry, result, "cuda")
+    assert "baseline_compile" in result.flags
+    assert result.reference_time_ms is not None and result.reference_time_ms > 0

@@ -26,20 +26,10 @@ EvaluatorFactory = Callable[[EvalConfig], contextlib.AbstractContextManager[Pair
 
 
 def evaluator_options(config: EvalConfig) -> dict[str, Any]:
-    """The kernel_reward options this run sets; refuses what kernel_reward cannot do yet."""
-    from kernel_reward.options import EvalOptions
-
-    options: dict[str, Any] = {}
+    """The kernel_reward options (EvalOptions fields) this run sets."""
+    options: dict[str, Any] = {"baseline": config.baseline}
     if config.timeout is not None:
         options["timeout_s"] = config.timeout
-    if config.baseline != "eager":
-        known = {f for f in EvalOptions.__dataclass_fields__}
-        if "baseline" not in known:
-            raise ValueError(
-                "--baseline compile: kernel_reward's EvalOptions has no 'baseline' option, so only the eager "
-                "reference can be timed for now; run with --baseline eager"
-            )
-        options["baseline"] = config.baseline
     return options
 
 
