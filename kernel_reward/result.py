@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """Verdict of one evaluation. Ordered roughly by how far the candidate got."""
 
     FORMAT_ERROR = "format_error"  # no code block could be extracted from the completion

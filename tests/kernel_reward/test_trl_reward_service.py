@@ -57,7 +57,7 @@ def test_grpo_style_call(reward):
 
 def test_trl_names_the_reward_after_us():
     # trl.trainer.utils.get_callable_name reads __name__ (falling back to the class name).
-    assert getattr(KernelReward(), "__name__") == "kernel_reward"
+    assert KernelReward().__name__ == "kernel_reward"
 
 
 def test_missing_reference_is_a_clear_error(reward):
