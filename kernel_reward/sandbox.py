@@ -37,8 +37,10 @@ MiB = 1024**2
 # From <sched.h> / <sys/mount.h> / <sys/prctl.h>; stable Linux ABI values.
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWNET = 0x40000000
+_MS_RDONLY = 1
 _MS_NOSUID = 2
 _MS_NODEV = 4
+_MS_REMOUNT = 32
 _MS_BIND = 4096
 _MS_MOVE = 8192
 _MS_REC = 16384
@@ -109,6 +111,7 @@ class Isolation:
     memory_watchdog_bytes: int | None = None
     wall_clock_s: float | None = None
     hidden_dirs: list[str] = field(default_factory=list)  # replaced by a tmpfs exposing only the interpreter
+    kept_paths: list[str] = field(default_factory=list)  # interpreter / code paths bound back read-only under a tmpfs
     missing: list[str] = field(default_factory=list)  # layers that could not be applied, with the reason
 
     @property
@@ -171,11 +174,20 @@ def enter_namespaces(policy: SandboxPolicy, isolation: Isolation, expose: list[s
         for target in PRIVATE_TMPFS_MOUNTS:
             if not os.path.isdir(target):
                 continue
+            # The interpreter or our own code may live inside a directory we are about to cover (a checkout or a
+            # virtualenv under /tmp): hold those paths open so they can be bound back, read-only, afterwards.
+            kept = [(path, os.open(path, os.O_PATH)) for path in paths_inside(target, expose or [])]
             try:
                 _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount tmpfs {target}")
                 mounted.append(target)
+                for path, fd in kept:
+                    bind_read_only(f"/proc/self/fd/{fd}", path)
+                    isolation.kept_paths.append(path)
             except OSError as exc:
                 isolation.missing.append(f"private_tmp {target}: {exc}")
+            finally:
+                for _, fd in kept:
+                    os.close(fd)
         isolation.private_tmp = "/tmp" in mounted
         if expose and isolation.private_tmp:
             try:
@@ -183,6 +195,33 @@ def enter_namespaces(policy: SandboxPolicy, isolation: Isolation, expose: list[s
             except OSError as exc:
                 isolation.missing.append(f"expose_paths: {exc}")
     _enforce(policy, isolation)
+
+
+def paths_inside(directory: str, paths: list[str]) -> list[str]:
+    """The existing ``paths`` strictly inside ``directory`` (resolved), outermost only: a path inside another
+    kept path is already covered by it. ``directory`` itself is never kept (that would undo its privacy)."""
+    root = Path(os.path.realpath(directory))
+    inside = sorted({
+        resolved for raw in paths
+        if (resolved := Path(os.path.realpath(raw))) != root and resolved.is_relative_to(root) and resolved.exists()
+    })
+    outermost: list[Path] = []
+    for path in inside:  # sorted: a parent comes before everything inside it
+        if not any(path.is_relative_to(kept) for kept in outermost):
+            outermost.append(path)
+    return [str(path) for path in outermost]
+
+
+def bind_read_only(source: str, target: str) -> None:
+    """Bind ``source`` at ``target`` (creating the mount point) and make that view read-only."""
+    libc = _libc()
+    if os.path.isdir(source):
+        os.makedirs(target, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        Path(target).touch()
+    _check(libc.mount(source.encode(), target.encode(), None, _MS_BIND | _MS_REC, None), f"bind {target}")
+    _check(libc.mount(b"none", target.encode(), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None), f"read-only {target}")
 
 
 def _untraversable_ancestor(path: Path) -> Path | None:

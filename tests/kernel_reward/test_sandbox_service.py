@@ -79,3 +79,13 @@ def test_wire_round_trip_and_bounds():
         reader.pop()
     a.close()
     b.close()
+
+
+def test_paths_inside_keeps_outermost_existing_paths_and_never_the_directory_itself(tmp_path):
+    from kernel_reward.sandbox import paths_inside
+
+    (tmp_path / "repo" / "pkg").mkdir(parents=True)
+    (tmp_path / "venv" / "lib").mkdir(parents=True)
+    paths = [str(tmp_path), str(tmp_path / "repo"), str(tmp_path / "repo" / "pkg"), str(tmp_path / "venv" / "lib"),
+             str(tmp_path / "missing"), "/usr/lib"]
+    assert paths_inside(str(tmp_path), paths) == [str(tmp_path / "repo"), str(tmp_path / "venv" / "lib")]
