@@ -10,38 +10,13 @@ pytest.importorskip("trl")
 from dataset_builder.prompt import first_turn_messages  # noqa: E402
 from dataset_builder.tasks import load_tasks  # noqa: E402
 from kernel_reward.env import KernelEnvironment  # noqa: E402
+
+# The same silu completions the evaluation tests use: honest, wrong values, prose with no code block.
+from tests.evaluation.eval_programs import HONEST, WRONG  # noqa: E402
+from tests.evaluation.eval_programs import UNFORMATTED as PROSE  # noqa: E402
 from trl_ext import MultiTurnKernelConfig, TRLOOTrainer  # noqa: E402
 from trl_ext.rollout import GenerationOutput  # noqa: E402
 from trl_ext.tiny_model import save_tiny_model  # noqa: E402
-
-HONEST = '''Fused SiLU.
-
-```python
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x * tl.sigmoid(x), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        silu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
-        return out
-```
-'''
-WRONG = HONEST.replace("x * tl.sigmoid(x)", "x * 0.5")
-PROSE = "I would write a kernel here."
 
 
 def silu_rows(copies=1):
