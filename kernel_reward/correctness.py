@@ -79,6 +79,13 @@ class CorrectnessReport:
     def passed(self) -> bool:
         return self.verdict is Verdict.PASSED
 
+    def stop(self, stop: _Stop) -> None:
+        """Record the verdict that ended the checks early."""
+        self.verdict = stop.verdict
+        self.error = str(stop)
+        if stop.hack is not None:
+            self.hack_reasons.append(stop.hack.value)
+
 
 class _Stop(Exception):
     """Internal: ends the checks early with a verdict."""
@@ -195,10 +202,7 @@ def check_correctness(task: LoadedTask, device: torch.device, options: EvalOptio
         report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
         report.verdict = Verdict.PASSED
     except _Stop as stop:
-        report.verdict = stop.verdict
-        report.error = str(stop)
-        if stop.hack is not None:
-            report.hack_reasons.append(stop.hack.value)
+        report.stop(stop)
     except Exception as exc:  # a harness-side failure caused by odd candidate behaviour: fail closed
         report.verdict = Verdict.RUNTIME_ERROR
         report.error = _format_exception("evaluation failed", exc)
@@ -253,10 +257,7 @@ def recheck(task: LoadedTask, device: torch.device, options: EvalOptions, seed: 
             raise _Stop(Verdict.HACKED, f"wrong after timing: {comparison.reason}", HackReason.INCORRECT_AFTER_TIMING)
         report.verdict = Verdict.PASSED
     except _Stop as stop:
-        report.verdict = stop.verdict
-        report.error = str(stop)
-        if stop.hack is not None:
-            report.hack_reasons.append(stop.hack.value)
+        report.stop(stop)
     return report
 
 
