@@ -1,7 +1,10 @@
 """Correctness and integrity of one candidate against its reference (issue 3, steps 3 and 4).
 
+First, on the fresh model: two candidate calls on the SAME input buffers, refilled with new values in between; a
+second answer that is right for the old values and wrong for the new ones is a replayed cache: hacked.
+
 Per trial (inputs from a hidden seed):
-  1. candidate on fresh clones of the inputs  (before the reference: nothing of the reference's is in memory)
+  1. candidate on fresh clones of the inputs  (before this trial's reference has run)
   2. reference on fresh clones; its output is copied, then overwritten with NaN in place and freed, and a
      large NaN scratch block is allocated and freed (stale-memory hack: ``torch.empty`` must not find the answer)
   3. candidate again on fresh clones  (after the reference: deferred work and reuse of freed memory show up)
@@ -58,6 +61,7 @@ class HackReason(enum.StrEnum):
     INCORRECT_AFTER_TIMING = "incorrect_after_timing"
     INCORRECT_DURING_TIMING = "incorrect_during_timing"
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
+    CACHED_REPLAY = "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)
 
 
 class Verdict(enum.StrEnum):
@@ -110,8 +114,12 @@ class CandidateRunner:
     options: EvalOptions
     launched: set[str] = field(default_factory=set)
 
-    def call(self, inputs: list[Any], *, context: Callable[[], Any] = torch.no_grad, ablate: bool = False) -> list[torch.Tensor]:
-        args = clone_args(inputs)
+    def call(
+        self, inputs: list[Any], *, context: Callable[[], Any] = torch.no_grad, ablate: bool = False, clone: bool = True
+    ) -> list[torch.Tensor]:
+        """One checked forward. ``clone=False`` passes ``inputs`` themselves (the buffer-reuse check needs the
+        candidate to see the same storage twice); the mutation check then compares against a copy."""
+        args = clone_args(inputs) if clone else inputs
         pristine = clone_args(inputs)
         monitor = LaunchMonitor(self.task.candidate_module.__name__, ablate=ablate)
         if ablate:
@@ -172,6 +180,8 @@ def check_correctness(task: LoadedTask, device: torch.device, options: EvalOptio
     report.details = {"trials": trials, "num_trials": len(seeds), "tolerance": {
         "fp32": [options.atol_fp32, options.rtol_fp32], "half": [options.atol_half, options.rtol_half]}}
     try:
+        _check_buffer_reuse(runner, task, device, options, seeds)
+        report.details["buffer_reuse_check"] = "passed"
         ref_outputs, cand_outputs = [], []
         for index, seed in enumerate(seeds):
             inputs = make_inputs(task.reference_module, seed, device)
@@ -217,6 +227,41 @@ def _check_not_constant(ref_outputs: list[list[torch.Tensor]], cand_outputs: lis
     candidate_constant = all(same_values(cand_outputs[0], c) for c in cand_outputs[1:])
     if reference_varies and candidate_constant:
         raise _Stop(Verdict.HACKED, "output is the same for every input while the reference's changes", HackReason.CONSTANT_OUTPUT)
+
+
+def _check_buffer_reuse(
+    runner: CandidateRunner, task: LoadedTask, device: torch.device, options: EvalOptions, seeds: list[int]
+) -> None:
+    """Give the candidate the SAME input storage twice, refilled with new values in between.
+
+    Allocators hand freed blocks back out, so in real use a cache keyed on data pointers or shapes serves stale
+    answers for new inputs, but whether a given run reuses an address is up to the allocator. Reusing the buffers
+    on purpose makes a replay certain to show: hacked when the second answer is right for the OLD values and
+    wrong for the new ones. (A candidate that is simply wrong is left to the trials, which call it incorrect.)
+    Runs first, on a fresh model; the references run only after both candidate calls.
+    """
+    originals = make_inputs(task.reference_module, seeds[0], device)
+    buffers = clone_args(originals)
+    first = runner.call(buffers, clone=False)
+    fresh = make_inputs(task.reference_module, seeds[-1] + 1, device)
+    with torch.no_grad():
+        for buffer, new in zip(buffers, fresh, strict=True):
+            if isinstance(buffer, torch.Tensor):
+                buffer.copy_(new)
+    replay = runner.call(buffers, clone=False)
+    reference_old = run_reference(task, originals, device)
+    reference_new = run_reference(task, fresh, device)
+    if not compare_outputs(first, reference_old, options.tolerance).ok:
+        return
+    replayed_old = compare_outputs(replay, reference_old, options.tolerance).ok
+    new_comparison = compare_outputs(replay, reference_new, options.tolerance)
+    if replayed_old and not new_comparison.ok:
+        raise _Stop(
+            Verdict.HACKED,
+            "new values in the same input buffers got the answer for the previous values (a result cached on "
+            f"pointers or shapes): {new_comparison.reason}",
+            HackReason.CACHED_REPLAY,
+        )
 
 
 def _check_not_decoy(runner: CandidateRunner, task: LoadedTask, device: torch.device, options: EvalOptions, seed: int) -> None:

@@ -1,4 +1,4 @@
-# corpus: task=add_relu expect=incorrect
+# corpus: task=add_relu expect=hacked reason=cached_replay
 """Hack: caches the result keyed on the input shape only."""
 
 import torch
