@@ -42,7 +42,6 @@ _MS_NOSUID = 2
 _MS_NODEV = 4
 _MS_REMOUNT = 32
 _MS_BIND = 4096
-_MS_MOVE = 8192
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
 _PR_SET_PDEATHSIG = 1
@@ -175,19 +174,14 @@ def enter_namespaces(policy: SandboxPolicy, isolation: Isolation, expose: list[s
             if not os.path.isdir(target):
                 continue
             # The interpreter or our own code may live inside a directory we are about to cover (a checkout or a
-            # virtualenv under /tmp): hold those paths open so they can be bound back, read-only, afterwards.
-            kept = [(path, os.open(path, os.O_PATH)) for path in paths_inside(target, expose or [])]
+            # virtualenv under /tmp): those paths are bound back, read-only.
+            keep = paths_inside(target, expose or [])
             try:
-                _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"mount tmpfs {target}")
+                cover_with_tmpfs(target, options, keep, read_only=True)
                 mounted.append(target)
-                for path, fd in kept:
-                    bind_read_only(f"/proc/self/fd/{fd}", path)
-                    isolation.kept_paths.append(path)
+                isolation.kept_paths.extend(keep)
             except OSError as exc:
                 isolation.missing.append(f"private_tmp {target}: {exc}")
-            finally:
-                for _, fd in kept:
-                    os.close(fd)
         isolation.private_tmp = "/tmp" in mounted
         if expose and isolation.private_tmp:
             try:
@@ -212,16 +206,27 @@ def paths_inside(directory: str, paths: list[str]) -> list[str]:
     return [str(path) for path in outermost]
 
 
-def bind_read_only(source: str, target: str) -> None:
-    """Bind ``source`` at ``target`` (creating the mount point) and make that view read-only."""
+def cover_with_tmpfs(directory: str, options: bytes, keep: list[str], *, read_only: bool) -> None:
+    """Mount a fresh tmpfs over ``directory`` (in this mount namespace) and bind each path of ``keep`` (inside
+    ``directory``) back at its old place, read-only if asked. The kept paths are held open through the mount, so
+    no staging area is needed."""
     libc = _libc()
-    if os.path.isdir(source):
-        os.makedirs(target, mode=0o755, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-        Path(target).touch()
-    _check(libc.mount(source.encode(), target.encode(), None, _MS_BIND | _MS_REC, None), f"bind {target}")
-    _check(libc.mount(b"none", target.encode(), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None), f"read-only {target}")
+    held = [(path, os.open(path, os.O_PATH)) for path in keep]
+    try:
+        _check(libc.mount(b"tmpfs", directory.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options), f"tmpfs over {directory}")
+        for path, fd in held:
+            source = f"/proc/self/fd/{fd}"
+            if os.path.isdir(source):
+                os.makedirs(path, mode=0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+                Path(path).touch()
+            _check(libc.mount(source.encode(), path.encode(), None, _MS_BIND | _MS_REC, None), f"bind {path}")
+            if read_only:
+                _check(libc.mount(b"none", path.encode(), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None), f"read-only {path}")
+    finally:
+        for _, fd in held:
+            os.close(fd)
 
 
 def _untraversable_ancestor(path: Path) -> Path | None:
@@ -236,11 +241,10 @@ def expose_paths(paths: list[str]) -> list[str]:
     """Keep ``paths`` (the interpreter, its libraries) reachable for an unprivileged uid.
 
     When a needed path lies under a directory other users cannot enter (a Python installed under /root), that
-    directory is replaced, in this mount namespace only, by an empty tmpfs that holds bind mounts of just the
-    needed entries: the interpreter stays importable and everything else there becomes invisible. Needs root and
-    a private mount namespace with /tmp already private (used for staging). Returns the directories replaced.
+    directory is replaced, in this mount namespace only, by a tmpfs that holds binds of just the needed entries:
+    the interpreter stays importable and everything else there becomes invisible. Needs root and a private mount
+    namespace. Returns the directories replaced.
     """
-    libc = _libc()
     groups: dict[Path, set[Path]] = {}
     for raw in paths:
         path = Path(raw).resolve()
@@ -250,24 +254,8 @@ def expose_paths(paths: list[str]) -> list[str]:
         if ancestor is not None:
             groups.setdefault(ancestor, set()).add(ancestor / path.relative_to(ancestor).parts[0])
     for ancestor, entries in groups.items():
-        staged = []
-        for entry in sorted(entries):
-            stage = Path("/tmp") / f".expose-{len(staged)}-{entry.name}"
-            if entry.is_dir():
-                stage.mkdir()
-            else:
-                stage.touch()
-            _check(libc.mount(str(entry).encode(), str(stage).encode(), None, _MS_BIND | _MS_REC, None), f"bind {entry}")
-            staged.append((entry, stage))
-        mode = f"mode=0755,size={16 * MiB}".encode()
-        _check(libc.mount(b"tmpfs", str(ancestor).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, mode), f"tmpfs over {ancestor}")
-        for entry, stage in staged:
-            if stage.is_dir():
-                entry.mkdir()
-            else:
-                entry.touch()
-            _check(libc.mount(str(stage).encode(), str(entry).encode(), None, _MS_MOVE, None), f"move to {entry}")
-            stage.rmdir() if stage.is_dir() else stage.unlink()
+        keep = [str(entry) for entry in sorted(entries)]
+        cover_with_tmpfs(str(ancestor), f"mode=0755,size={16 * MiB}".encode(), keep, read_only=False)
     return [str(a) for a in groups]
 
 
