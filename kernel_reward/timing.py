@@ -3,12 +3,18 @@
 Method (one timed call of either side):
   * fresh input buffers cloned from a pool of pre-generated inputs, two neighbouring values swapped per call
     (``timing_args``: pointer- and value-keyed caches cannot replay),
-  * the L2 cache flushed by zeroing a buffer larger than L2,
-  * ``torch.cuda.synchronize()`` (device-wide, every stream), start event + host clock, the call, end event,
-    ``torch.cuda.synchronize()`` again, host clock.
-  One sample = max(event time, host time - host overhead), where the host overhead is the same sequence measured
-  around an empty call. Events alone miss work queued on side streams (a 190 us GEMM read as 1.4 us); the
-  device-wide sync + host clock cannot, and taking the larger keeps the events' precision for honest code.
+  * ``torch.cuda.synchronize()`` (device-wide, every stream) and the host clock; then the L2 flush (zeroing a
+    buffer larger than L2) is QUEUED, followed by the start event, the call and the end event; then
+    ``torch.cuda.synchronize()`` again and the host clock.
+  Queueing the flush first keeps the GPU busy (~60 us for 256 MB on an H200) while the host launches the call,
+  so the start event fires when the flush ends and the kernel is already queued: the event time is the call's
+  device time, not the host's launch latency. (An earlier version synchronised between flush and start; for a
+  ~15 us kernel the event time was then mostly launch latency, which drifts with host load: 3.35 % CV.)
+  Two readings per call (``CallTime``): ``device_ms`` from the events, and ``excess_ms`` = host bracket - event
+  time - the same excess measured around an empty call. Events see only the current stream; the device-wide
+  sync sees every stream, so work hidden on a side stream shows up as excess (a 190 us GEMM on a side stream
+  read 1.4 us by events). ``select_samples`` uses the events unless the candidate's excess exceeds the
+  reference's beyond noise; then both sides are timed by the host bracket and the result is flagged.
 Reference and candidate calls alternate (ref, cand, ref, cand, ...) so drift and competing load hit both
 equally. The number of calls is derived from a quick estimate and ``timing_budget_ms``. The summary statistic is
 the MEDIAN; speedup = median_ref / median_cand with a 95 % bootstrap interval over the paired samples.
@@ -28,11 +34,42 @@ from kernel_reward.result import TimingStats
 from kernel_reward.tensors import clone_args
 
 
+@dataclass(frozen=True)
+class CallTime:
+    """One timed call: event (current-stream) time, and host-bracket time beyond it (side-stream detector)."""
+
+    device_ms: float
+    excess_ms: float
+
+    @property
+    def bracket_ms(self) -> float:
+        return self.device_ms + max(self.excess_ms, 0.0)
+
+
+# Excess of the candidate over the reference (medians) that counts as hidden work: the larger of an absolute
+# floor (host-clock jitter around a device sync is a few microseconds) and a share of the candidate's own time.
+SIDE_STREAM_ABS_MS = 0.02
+SIDE_STREAM_REL = 0.10
+
+
+def select_samples(reference: list[CallTime], candidate: list[CallTime]) -> tuple[list[float], list[float], str]:
+    """(reference_ms, candidate_ms, method). Events by default; the host bracket for BOTH sides when the
+    candidate leaves work running after its end event (side streams, background launches)."""
+    ref_excess = float(np.median([c.excess_ms for c in reference]))
+    cand_excess = float(np.median([c.excess_ms for c in candidate]))
+    cand_device = float(np.median([c.device_ms for c in candidate]))
+    if cand_excess - ref_excess > max(SIDE_STREAM_ABS_MS, SIDE_STREAM_REL * cand_device):
+        return [c.bracket_ms for c in reference], [c.bracket_ms for c in candidate], "host_bracket"
+    return [c.device_ms for c in reference], [c.device_ms for c in candidate], "events"
+
+
 @dataclass
 class PairedTiming:
     reference_ms: list[float]
     candidate_ms: list[float]
     host_overhead_ms: float
+    method: str = "events"  # "events", or "host_bracket" when the candidate left work outside its events
+    excess_ms: tuple[float, float] = (0.0, 0.0)  # median (reference, candidate) excess; see CallTime
     reference: TimingStats = field(init=False)
     candidate: TimingStats = field(init=False)
     speedup: float = field(init=False)
@@ -97,7 +134,7 @@ def timing_args(input_pool: list[list[Any]], call_index: int) -> list[Any]:
 
 
 class CudaTimer:
-    """Flushed, synchronised, event + host-clock timing of one call on a CUDA device."""
+    """Flushed, synchronised, event + host-bracket timing of one call on a CUDA device (see module docstring)."""
 
     def __init__(self, device: torch.device, l2_flush_mb: int) -> None:
         self.device = device
@@ -106,34 +143,31 @@ class CudaTimer:
         )
         self.host_overhead_ms = 0.0
 
-    def measure(self, fn: Callable[[], Any]) -> tuple[float, Any]:
-        """(milliseconds, fn's return value)."""
-        if self.flush_buffer is not None:
-            self.flush_buffer.zero_()
+    def _bracket(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
+        """(event ms, host-bracket ms, output) of one flushed call."""
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize(self.device)
         host_start = time.perf_counter()
+        if self.flush_buffer is not None:
+            self.flush_buffer.zero_()  # queued: the GPU flushes L2 while the host launches fn
         start.record()
         output = fn()
         end.record()
         torch.cuda.synchronize(self.device)
         host_ms = (time.perf_counter() - host_start) * 1e3
-        event_ms = start.elapsed_time(end)
-        return max(event_ms, host_ms - self.host_overhead_ms), output
+        return start.elapsed_time(end), host_ms, output
+
+    def measure(self, fn: Callable[[], Any]) -> tuple[CallTime, Any]:
+        event_ms, host_ms, output = self._bracket(fn)
+        return CallTime(event_ms, host_ms - event_ms - self.host_overhead_ms), output
 
     def calibrate(self, repeats: int = 30) -> None:
-        """Host-side cost of the timing sequence itself around an empty call (median)."""
+        """Host-bracket time beyond the event time around an empty call (median): flush, launch and sync costs."""
         samples = []
         for _ in range(repeats):
-            torch.cuda.synchronize(self.device)
-            host_start = time.perf_counter()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            end.record()
-            torch.cuda.synchronize(self.device)
-            samples.append((time.perf_counter() - host_start) * 1e3)
+            event_ms, host_ms, _ = self._bracket(lambda: None)
+            samples.append(host_ms - event_ms)
         self.host_overhead_ms = float(np.median(samples))
 
     def synchronize(self) -> None:
@@ -145,10 +179,10 @@ class HostTimer:
 
     host_overhead_ms = 0.0
 
-    def measure(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+    def measure(self, fn: Callable[[], Any]) -> tuple[CallTime, Any]:
         start = time.perf_counter()
         output = fn()
-        return (time.perf_counter() - start) * 1e3, output
+        return CallTime((time.perf_counter() - start) * 1e3, 0.0), output
 
     def calibrate(self) -> None:
         pass
@@ -186,7 +220,7 @@ def time_pair(
     timer.calibrate()
     sides = (reference, candidate)
 
-    def one_call(side: int, call_index: int) -> tuple[float, Any]:
+    def one_call(side: int, call_index: int) -> tuple[CallTime, Any]:
         args = timing_args(input_pool, call_index)
         fn = sides[side]
         with torch.no_grad():
@@ -198,7 +232,7 @@ def time_pair(
                 args = clone_args(input_pool[call_index % len(input_pool)])
                 sides[side](*args)
     timer.synchronize()
-    estimate_ms = [np.median([one_call(side, i)[0] for i in range(3)]) for side in (0, 1)]
+    estimate_ms = [np.median([one_call(side, i)[0].bracket_ms for i in range(3)]) for side in (0, 1)]
     per_pair_ms = sum(estimate_ms) + 2 * timer.host_overhead_ms
     calls = int(min(max_calls, max(min_calls, budget_ms * 2 / max(per_pair_ms, 1e-3))))
     checked: set[int] = set()
@@ -206,14 +240,15 @@ def time_pair(
         # The first and last timed calls plus a few at unpredictable positions (fresh OS entropy per run).
         extra = np.random.default_rng().choice(calls, size=min(max(validate_calls - 2, 0), calls), replace=False)
         checked = {0, calls - 1, *extra.tolist()}
-    reference_ms, candidate_ms = [], []
+    reference_calls: list[CallTime] = []
+    candidate_calls: list[CallTime] = []
     for i in range(calls):
         # Alternate which side goes first, so neither always follows the other's cache / clock state.
         order = (0, 1) if i % 2 == 0 else (1, 0)
         outputs: dict[int, Any] = {}
         for side in order:
-            elapsed_ms, output = one_call(side, i)
-            (reference_ms if side == 0 else candidate_ms).append(elapsed_ms)
+            call_time, output = one_call(side, i)
+            (reference_calls if side == 0 else candidate_calls).append(call_time)
             if i in checked:
                 outputs[side] = output
         if i in checked:
@@ -221,4 +256,6 @@ def time_pair(
             if reason is not None:
                 raise TimingValidationError(f"timed call {i} of {calls} returned a wrong answer: {reason}")
         del outputs
-    return PairedTiming(reference_ms, candidate_ms, timer.host_overhead_ms)
+    reference_ms, candidate_ms, method = select_samples(reference_calls, candidate_calls)
+    excess = (float(np.median([c.excess_ms for c in reference_calls])), float(np.median([c.excess_ms for c in candidate_calls])))
+    return PairedTiming(reference_ms, candidate_ms, timer.host_overhead_ms, method, excess)

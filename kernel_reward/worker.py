@@ -321,6 +321,10 @@ def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: Eval
             _set_failure(result, Status.RUNTIME_ERROR, f"failed during timing: {type(exc).__name__}: {exc}")
             return False
     result.timing_available = True
+    if paired.method != "events":
+        # Work outlived the candidate's end event (side stream / background launch): both sides were timed by
+        # the device-wide host bracket instead, which counts that work (timing.select_samples).
+        result.flags.append(f"timed_by_{paired.method}: {paired.excess_ms[1] - paired.excess_ms[0]:.3f} ms after end event")
     if options.baseline != "eager":
         result.flags.append(f"baseline_{options.baseline}")
     result.reference_timing, result.kernel_timing = paired.reference, paired.candidate

@@ -75,3 +75,14 @@ def test_compile_baseline_times_the_compiled_reference(evaluate_subprocess):
     _check(entry, result, "cuda")
     assert "baseline_compile" in result.flags
     assert result.reference_time_ms is not None and result.reference_time_ms > 0
+
+
+@pytest.mark.gpu
+def test_implausible_speedup_is_remeasured_and_flagged(evaluate_subprocess):
+    """A speedup above ``implausible_speedup`` is measured a second time and flagged when it holds. The fused
+    add+relu kernel moves 3 tensors where eager moves 5, so on a GPU it beats the bound 1.001 set here."""
+    entry = next(e for e in CORPUS if e.name == "honest_add_relu_big_gpu")
+    result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0,
+                                 implausible_speedup=1.001)
+    assert result.status.value == "correct" and result.speedup > 1.001, (result.status, result.speedup, result.error)
+    assert "implausible_speedup_remeasured" in result.flags and "implausible_speedup" in result.flags

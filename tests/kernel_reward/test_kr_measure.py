@@ -9,7 +9,14 @@ import torch
 from kernel_reward.profiling import build_table, coverage_from_table
 from kernel_reward.shapes import resize_constants, resized_variants
 from kernel_reward.tensors import aliases, compare_outputs, flatten_outputs, non_plain_tensors, same_values
-from kernel_reward.timing import bootstrap_speedup_ci, speedup_of, summarize, timing_args
+from kernel_reward.timing import (
+    CallTime,
+    bootstrap_speedup_ci,
+    select_samples,
+    speedup_of,
+    summarize,
+    timing_args,
+)
 
 
 def tolerance(dtype_name):
@@ -116,3 +123,27 @@ def test_time_pair_loop_on_the_host_clock():
 
     with pytest.raises(TimingValidationError, match="wrong answer"):
         time_pair(reference, lazy_when_timed, pool, torch.device("cpu"), **kwargs)
+
+
+def test_select_samples_uses_events_unless_the_candidate_leaves_work_behind():
+    rng = np.random.default_rng(1)
+
+    def calls(device_ms, excess_ms, n=50):
+        return [CallTime(device_ms + 0.001 * rng.standard_normal(), excess_ms + 0.003 * rng.standard_normal())
+                for _ in range(n)]
+
+    reference = calls(0.100, 0.004)
+    honest = calls(0.050, 0.005)  # same host excess as the reference: events are the measure
+    ref_ms, cand_ms, method = select_samples(reference, honest)
+    assert method == "events"
+    assert ref_ms == [c.device_ms for c in reference] and cand_ms == [c.device_ms for c in honest]
+
+    hidden = calls(0.002, 0.190)  # events see 2 us, the device-wide sync sees a 190 us side-stream GEMM
+    ref_ms, cand_ms, method = select_samples(reference, hidden)
+    assert method == "host_bracket"
+    assert np.median(cand_ms) == pytest.approx(0.192, abs=0.005)  # the hidden work is counted...
+    assert np.median(ref_ms) == pytest.approx(0.104, abs=0.005)  # ...and both sides use the same clock
+
+    # Below the noise floor (absolute 20 us, or 10 % of the candidate's own time) nothing is suspected.
+    slight = calls(0.500, 0.040)
+    assert select_samples(reference, slight)[2] == "events"
