@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The reward's GPU evidence in one go (issue 3 / 4): benchmarks first (an otherwise idle GPU), then the
+# gpu-marked tests in parallel. Every step has its own time limit and writes under OUT, so one hang costs
+# only its step. Prints a short summary last.
+#
+#   bash scripts/gpu_reward_check.sh OUT [STEPS]    STEPS: comma list of fidelity,throughput,throughput16,tests
+set -u
+OUT=${1:?usage: gpu_reward_check.sh OUT [STEPS]}
+STEPS=${2:-fidelity,throughput,tests}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+unset TRITON_INTERPRET
+summary="$OUT/summary.txt"
+: >"$summary"
+
+step() {  # step NAME LIMIT_S CMD...: run CMD with a time limit, log to OUT/NAME.log, record rc and wall time
+  local name=$1 limit=$2
+  shift 2
+  [[ ",$STEPS," == *",$name,"* ]] || return 0
+  local t0=$SECONDS
+  timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: rc=$rc, $((SECONDS - t0)) s" | tee -a "$summary"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv >"$OUT/nvidia-smi.csv" 2>&1
+step fidelity 240 python3 scripts/bench_reward.py --device cuda --tasks all --budget-ms 300 \
+  --json-out "$OUT/bench_reward.json"
+step throughput 240 python3 scripts/bench_reward.py --throughput --device cuda --baseline-count 8 \
+  --json-out "$OUT/throughput.json"
+step throughput16 150 python3 scripts/bench_reward.py --throughput --device cuda --workers 16 --baseline-count 0 \
+  --json-out "$OUT/throughput16.json"
+step tests 300 python3 -m pytest -m gpu tests/kernel_reward -q -n 6 -p no:cacheprovider --timeout 240 \
+  --junitxml="$OUT/gpu_tests.xml"
+
+for name in fidelity throughput throughput16; do
+  [[ -f "$OUT/$name.log" ]] && { echo "--- $name (tail)"; tail -n 25 "$OUT/$name.log"; }
+done
+[[ -f "$OUT/tests.log" ]] && { echo "--- tests (failures + tail)"; grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -30; tail -n 3 "$OUT/tests.log"; }
+cat "$summary"
