@@ -12,13 +12,20 @@ profiling coverage; incorrect turns are always kept. Rejected turns still count 
 
 Log-probs that the rollout engine could not provide are NaN; a row (turn, token) containing one among its
 masked tokens is rejected, since nothing can be said about its mismatch (fail closed).
+
+``mrs_loss_mask`` turns any level's decision into one (N, L) token mask plus the counts the rejection metric
+needs, so a trainer can apply MRS as a loss mask wherever it has trainer log-probs (e.g. inside the loss).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
+
+MRSLevel = Literal["trajectory", "turn", "token"]
 
 
 def _check_inputs(train_logps: torch.Tensor, rollout_logps: torch.Tensor, mask: torch.Tensor) -> None:
@@ -127,11 +134,81 @@ def mrs_keep_tokens(
     return ok | ~mask.bool()
 
 
+@dataclass(frozen=True)
+class MRSMask:
+    """MRS decision for a batch, as a loss mask.
+
+    keep: (N, L) bool, False on tokens whose trajectory / turn / own ratio was rejected; True elsewhere
+        (tokens outside the MRS mask are left to the caller's own mask).
+    rejected, judged: 0-dim float tensors, the rejected and judged units (rows, turns with model tokens, or
+        model tokens, by level); left on the input device so callers can sum them across processes.
+    """
+
+    keep: torch.Tensor
+    rejected: torch.Tensor
+    judged: torch.Tensor
+
+
+def mrs_loss_mask(
+    train_logps: torch.Tensor,
+    rollout_logps: torch.Tensor,
+    mask: torch.Tensor,
+    level: MRSLevel,
+    turn_ids: torch.Tensor | None = None,
+    num_turns: int | None = None,
+    lower: float = 0.999,
+    upper: float = 1.001,
+    veto: float = 1e-4,
+) -> MRSMask:
+    """MRS at ``level`` as an (N, L) token keep mask (``mrs_keep`` / ``mrs_keep_turns`` / ``mrs_keep_tokens``).
+
+    Args:
+        train_logps, rollout_logps, mask: (N, L), as for ``mrs_keep``; ``mask`` = all model tokens of each
+            trajectory (the statistics are taken over them, whatever other loss masks say).
+        level: "trajectory", "turn" or "token".
+        turn_ids: (N, L) long, 0-based turn of each token, -1 elsewhere; needed for level "turn".
+        num_turns: T, needed for level "turn".
+
+    Returns:
+        ``MRSMask``. Judged units: every row (trajectory level), every turn holding at least one model token
+        (turn level; a turn without model tokens has nothing to judge and is kept), every model token (token).
+    """
+    m = mask.bool()  # (N, L)
+    if level == "trajectory":
+        rows = mrs_keep(train_logps, rollout_logps, mask, lower, upper, veto)  # (N,)
+        keep = rows.unsqueeze(1).expand_as(m)
+        rejected, judged = (~rows).sum(), torch.tensor(rows.numel(), device=rows.device)
+    elif level == "turn":
+        if turn_ids is None or num_turns is None:
+            raise ValueError("MRS level 'turn' needs turn_ids (N, L) and num_turns")
+        turns = mrs_keep_turns(train_logps, rollout_logps, mask, turn_ids, num_turns, lower, upper, veto)  # (N, T)
+        index = turn_ids.clamp(min=0)
+        keep = torch.gather(turns, 1, index) | (turn_ids < 0)  # (N, L)
+        model_in_turn = (m & (turn_ids >= 0)).float()  # (N, L)
+        has_tokens = torch.zeros(turns.shape, device=m.device).scatter_add(1, index, model_in_turn) > 0  # (N, T)
+        rejected, judged = (has_tokens & ~turns).sum(), has_tokens.sum()
+    elif level == "token":
+        keep = mrs_keep_tokens(train_logps, rollout_logps, mask, lower, upper, veto)  # (N, L)
+        rejected, judged = (m & ~keep).sum(), m.sum()
+    else:
+        raise ValueError(f"MRS level must be 'trajectory', 'turn' or 'token', got {level!r}")
+    return MRSMask(keep=keep, rejected=rejected.float(), judged=judged.float())
+
+
 def mean_abs_log_ratio(train_logps: torch.Tensor, rollout_logps: torch.Tensor, mask: torch.Tensor) -> float:
     """Mean |log rho| over masked tokens that have both log-probs (a mismatch metric); 0.0 without tokens."""
     lr = log_ratio(train_logps, rollout_logps, mask)
     valid = mask.bool() & ~torch.isnan(lr)
     return float(lr[valid].abs().mean()) if valid.any() else 0.0
+
+
+def abs_log_ratio_sum(
+    train_logps: torch.Tensor, rollout_logps: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sum of |log rho|, count) over masked tokens with both log-probs, as 0-dim float tensors (no host sync)."""
+    lr = log_ratio(train_logps, rollout_logps, mask)
+    valid = mask.bool() & ~torch.isnan(lr)
+    return torch.where(valid, lr.abs(), torch.zeros_like(lr)).sum(), valid.sum().float()
 
 
 def prs_keep_probability(

@@ -36,14 +36,7 @@ from trl_ext.advantages import (
 )
 from trl_ext.config import MultiTurnKernelConfig
 from trl_ext.env import Environment
-from trl_ext.mrs import (
-    mean_abs_log_ratio,
-    mrs_keep,
-    mrs_keep_tokens,
-    mrs_keep_turns,
-    prs_keep_probability,
-    prs_sample,
-)
+from trl_ext.mrs import abs_log_ratio_sum, mrs_loss_mask, prs_keep_probability, prs_sample
 from trl_ext.rollout import (
     GenerationOutput,
     MultiTurnRollout,
@@ -53,6 +46,13 @@ from trl_ext.rollout import (
 )
 
 # Per-turn statistics gathered across processes for logging (order of the last axis of the stats tensor).
+# Loss types whose normaliser reads only the micro-batch, and those dividing by the generation batch's tokens.
+_MICRO_BATCH_NORMALISED = frozenset({"grpo", "bnpo", "dr_grpo", "luspo", "sapo"})
+_GENERATION_BATCH_NORMALISED = frozenset({"dapo", "cispo", "vespo"})
+
+# Counts summed per accumulation window (in-loss MRS) or generation batch, then over processes, for the MRS metrics.
+_MRS_TALLY = ("abs_log_ratio_sum", "abs_log_ratio_count", "rejected", "judged", "loss_tokens", "model_tokens")
+
 _TURN_STATS = ("reward", "formatted", "compiled", "correct", "hacked", "fast_1", "fast_1.2", "speedup", "coverage", "tokens")
 
 
@@ -163,6 +163,8 @@ class TRLOOTrainer(GRPOTrainer):
         self._rollout_stats = None
         self._rollout_wall_s = 0.0  # rollout + scoring time inside the current training step
         self._optimization_s = 0.0
+        self._mrs_tally: dict[str, torch.Tensor] = {}  # mode -> summed MRS counts not yet logged
+        self._loss_forward = None  # (input ids, forward outputs) handed from _compute_loss to the base loss
         # PRS draws differ per rank (each rank holds different samples) but are reproducible.
         self._prs_generator = torch.Generator().manual_seed(args.seed * 1009 + self.accelerator.process_index)
 
@@ -275,39 +277,34 @@ class TRLOOTrainer(GRPOTrainer):
             metrics["prs/rejected_frac_of_correct"].append(self._global_frac(correct & ~drawn, correct))
             metrics["prs/unknown_coverage_frac_of_correct"].append(self._global_frac(correct & torch.isnan(coverage), correct))
             keep_turns &= drawn | ~correct
-        # The mismatch metric needs trainer log-probs: free when GRPO computed them, one forward pass for MRS.
-        have_train_logps = output.get("old_per_token_logps") is not None
-        if "sampling_per_token_logps" in output and (args.use_mrs or have_train_logps):
-            train_logps = self._train_logps(output).cpu()  # (B, L)
-            rollout_logps = output["sampling_per_token_logps"].cpu()
-            metrics["mrs/mean_abs_log_ratio"].append(
-                self._global_mean(mean_abs_log_ratio(train_logps, rollout_logps, model_tokens))
-            )
-            if args.use_mrs:
-                bounds = (args.mrs_lower, args.mrs_upper, args.mrs_veto)
-                if args.mrs_level == "trajectory":
-                    kept = mrs_keep(train_logps, rollout_logps, model_tokens, *bounds)
-                    metrics["mrs/rejected_frac"].append(self._global_frac(~kept, torch.ones_like(kept)))
-                    keep_rows &= kept
-                elif args.mrs_level == "turn":
-                    kept = mrs_keep_turns(train_logps, rollout_logps, model_tokens, turn_ids, max_turns, *bounds)
-                    present = ~torch.isnan(rewards)
-                    metrics["mrs/rejected_frac"].append(self._global_frac(present & ~kept, present))
-                    keep_turns &= kept
-                else:
-                    kept = mrs_keep_tokens(train_logps, rollout_logps, model_tokens, *bounds)
-                    metrics["mrs/rejected_frac"].append(self._global_frac(model_tokens.bool() & ~kept, model_tokens.bool()))
-                    keep_tokens &= kept
-        elif args.use_mrs:
+        # MRS compares the trainer's log-probs of the sampled tokens with the rollout engine's. When GRPO already
+        # computed trainer log-probs (old_per_token_logps) they are used here. Otherwise the loss's own forward
+        # pass provides them (``_compute_loss``): same parameters, same tokens, so the same values, and no extra
+        # forward pass. The loss normaliser of token-sum losses spans the whole generation batch, so when that
+        # batch is split into several micro-batches MRS is decided here at the cost of one no-grad forward.
+        rollout_logps = output.get("sampling_per_token_logps")
+        if args.use_mrs and rollout_logps is None:
             raise RuntimeError("use_mrs needs rollout log-probs, but the generation backend returned none")
+        mrs_in_loss = False
+        if rollout_logps is not None:
+            have_train_logps = output.get("old_per_token_logps") is not None
+            mrs_in_loss = not have_train_logps and (not args.use_mrs or self._mrs_in_loss_supported(mode))
+            if mrs_in_loss:
+                output["mrs_mask"] = model_tokens.to(device)  # (B, L) all model tokens, before the other filters
+                output["mrs_turn_ids"] = turn_ids.to(device)  # (B, L)
+            elif args.use_mrs or have_train_logps:
+                train_logps = self._train_logps(output).cpu()  # (B, L)
+                kept = self._judge_mrs(mode, train_logps, rollout_logps.cpu(), model_tokens, turn_ids)
+                if kept is not None:
+                    keep_tokens &= kept
+                self._flush_mrs_metrics(mode)
         loss_keep = per_token(keep_turns.float(), turn_ids).bool() & keep_rows.unsqueeze(1) & keep_tokens  # (B, L)
         output["tool_mask"] = output["tool_mask"] * loss_keep.to(device=device, dtype=output["tool_mask"].dtype)
         # The DAPO / CISPO normaliser counts loss tokens across the generation batch: recount after masking.
         loss_mask = output["completion_mask"] * output["tool_mask"]
         output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
-        metrics["filters/loss_token_frac"].append(
-            self._global_frac(loss_mask.cpu().bool(), model_tokens.bool())
-        )
+        if not (mrs_in_loss and args.use_mrs):  # otherwise logged from the loss, once MRS is known
+            metrics["filters/loss_token_frac"].append(self._global_frac(loss_mask.cpu().bool(), model_tokens.bool()))
         self._log_turn_metrics(mode, stats, turn_adv, ~torch.isnan(rewards))
         self._rollout_wall_s += time.perf_counter() - started
         return output
@@ -324,6 +321,117 @@ class TRLOOTrainer(GRPOTrainer):
                 self.model, ids, attention, output["completion_ids"].size(1), batch_size=batch_size
             )
         return logps
+
+    # ----------------------------------------------------------------------------------------- MRS
+    def _mrs_in_loss_supported(self, mode: str) -> bool:
+        """Whether MRS can be decided inside the loss without changing the loss's normalisation.
+
+        Losses normalised per micro-batch (grpo, bnpo, dr_grpo, luspo, sapo) read only the micro-batch's mask,
+        so masking there is exact. Token-sum losses (dapo, cispo, vespo) divide by the loss tokens of the whole
+        generation batch over all processes, counted before the loss runs; that count is only known in the loss
+        when the generation batch is a single micro-batch (eval, or steps_per_generation == 1). Unknown loss
+        types take the generation-time path.
+        """
+        if self.loss_type in _MICRO_BATCH_NORMALISED:
+            return True
+        if self.loss_type in _GENERATION_BATCH_NORMALISED:
+            return mode == "eval" or self.args.steps_per_generation == 1
+        return False
+
+    def _judge_mrs(
+        self,
+        mode: str,
+        train_logps: torch.Tensor,
+        rollout_logps: torch.Tensor,
+        model_tokens: torch.Tensor,
+        turn_ids: torch.Tensor,
+    ) -> torch.Tensor | None:
+        """Tally the mismatch metric and, with ``use_mrs``, return the (B, L) MRS token keep mask (else None)."""
+        args = self.args
+        abs_sum, abs_count = abs_log_ratio_sum(train_logps, rollout_logps, model_tokens)
+        self._tally_mrs(mode, abs_log_ratio_sum=abs_sum, abs_log_ratio_count=abs_count)
+        if not args.use_mrs:
+            return None
+        decision = mrs_loss_mask(
+            train_logps, rollout_logps, model_tokens, args.mrs_level, turn_ids, args.max_turns,
+            args.mrs_lower, args.mrs_upper, args.mrs_veto,
+        )
+        self._tally_mrs(mode, rejected=decision.rejected, judged=decision.judged)
+        return decision.keep
+
+    def _tally_mrs(self, mode: str, **counts: torch.Tensor) -> None:
+        """Add 0-dim counts (names from ``_MRS_TALLY``) to this mode's running MRS tally (no host sync)."""
+        tally = self._mrs_tally.get(mode)
+        if tally is None:
+            tally = self._mrs_tally[mode] = torch.zeros(len(_MRS_TALLY), device=self.accelerator.device)
+        for name, value in counts.items():
+            tally[_MRS_TALLY.index(name)] += value.detach().float().to(tally.device)
+
+    def _compute_loss(self, model, inputs):
+        """GRPOTrainer's loss; with in-loss MRS, the MRS loss mask comes from the loss's own forward pass.
+
+        The forward pass is run here once, MRS masks ``tool_mask`` (and recounts the token-sum normaliser), and
+        the base loss then reuses that forward's outputs (``_get_per_token_logps_and_entropies``). Rejected
+        tokens are outside the base's ``mask``: they add nothing to the loss, its gradient or its normaliser,
+        exactly as when the mask was applied at generation time.
+        """
+        if "mrs_mask" not in inputs:
+            return super()._compute_loss(model, inputs)
+        mode = "train" if self.model.training else "eval"
+        # The same call the base makes (text only: TRLOOTrainer rollouts carry no images).
+        input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        forward = self._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, inputs["completion_ids"].size(1),
+            compute_entropy=True, compute_aux_loss=self.aux_loss_enabled,
+        )
+        train_logps = forward[0].detach()  # (B, L): the parameters have not moved since the rollout
+        kept = self._judge_mrs(mode, train_logps, inputs["sampling_per_token_logps"], inputs["mrs_mask"],
+                               inputs["mrs_turn_ids"])
+        if kept is not None:
+            tool_mask = inputs["tool_mask"] * kept.to(inputs["tool_mask"].dtype)
+            loss_mask = inputs["completion_mask"] * tool_mask  # (B, L)
+            inputs = {**inputs, "tool_mask": tool_mask}
+            if self.loss_type in _GENERATION_BATCH_NORMALISED:
+                # This micro-batch is the whole generation batch (_mrs_in_loss_supported): recount its loss
+                # tokens over all processes, as the base does at generation time.
+                inputs["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+            self._tally_mrs(mode, loss_tokens=loss_mask.sum(), model_tokens=inputs["mrs_mask"].sum())
+        self._loss_forward = (input_ids, forward)
+        try:
+            loss = super()._compute_loss(model, inputs)
+        finally:
+            self._loss_forward = None
+        if mode == "eval":  # no accumulation window in evaluation
+            self._flush_mrs_metrics(mode)
+        return loss
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, *args, **kwargs):
+        """The base forward, except that the loss's call returns the pass ``_compute_loss`` already ran."""
+        cached, self._loss_forward = self._loss_forward, None
+        if cached is None:
+            return super()._get_per_token_logps_and_entropies(model, input_ids, *args, **kwargs)
+        cached_ids, forward = cached
+        if not torch.equal(cached_ids, input_ids):
+            raise RuntimeError("internal error: the loss asked for a forward pass over other tokens than MRS used")
+        return forward
+
+    def _flush_mrs_metrics(self, mode: str) -> None:
+        """Log the tallied MRS metrics, summed over processes (every process flushes at the same points)."""
+        tally = self._mrs_tally.pop(mode, None)
+        if tally is None:
+            return
+        total = dict(zip(_MRS_TALLY, self.accelerator.reduce(tally, reduction="sum").tolist(), strict=True))
+        metrics = self._metrics[mode]
+
+        def ratio(hits: str, among: str) -> float:
+            return total[hits] / total[among] if total[among] > 0 else 0.0
+
+        metrics["mrs/mean_abs_log_ratio"].append(ratio("abs_log_ratio_sum", "abs_log_ratio_count"))
+        if self.args.use_mrs:
+            metrics["mrs/rejected_frac"].append(ratio("rejected", "judged"))
+        if total["model_tokens"] > 0:  # tallied only when MRS masks the loss inside the loss
+            metrics["filters/loss_token_frac"].append(ratio("loss_tokens", "model_tokens"))
 
     # ----------------------------------------------------------------------------------------- metrics
     def _global_frac(self, hits: torch.Tensor, among: torch.Tensor) -> float:
@@ -365,6 +473,7 @@ class TRLOOTrainer(GRPOTrainer):
         if self._step % self.current_gradient_accumulation_steps == 0:  # super() already advanced _step
             self._metrics["train"]["time/optimization_s"].append(self._optimization_s)
             self._optimization_s = 0.0
+            self._flush_mrs_metrics("train")  # in-loss MRS counts of this accumulation window
         return output
 
 

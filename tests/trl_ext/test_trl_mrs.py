@@ -6,10 +6,12 @@ import pytest
 import torch
 
 from trl_ext.mrs import (
+    abs_log_ratio_sum,
     mean_abs_log_ratio,
     mrs_keep,
     mrs_keep_tokens,
     mrs_keep_turns,
+    mrs_loss_mask,
     prs_keep_probability,
     prs_sample,
 )
@@ -56,6 +58,41 @@ def test_mrs_matches_loop(seed, bounds):
         for j in range(train.size(1)):
             rho = math.exp(train[i, j] - rollout[i, j])
             assert tokens[i, j].item() == (not mask[i, j] or (max(lower, veto) <= rho <= upper))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mrs_loss_mask_matches_loop(seed):
+    """The token mask of each level is that level's decision spread over its tokens; counts match a loop."""
+    train, rollout, mask, turn_ids = random_case(seed)
+    turn_ids = turn_ids.clone()
+    turn_ids[:, -2:] = -1  # padding / feedback positions carry no turn
+    turn_ids[1] = torch.where(turn_ids[1] == 1, -1, turn_ids[1])  # a row whose turn 2 has no tokens at all
+    mask = mask * (turn_ids >= 0)
+    n, length = train.shape
+    rows = loop_keep(train, rollout, mask, 0.999, 1.001, 1e-4)
+    turns = [loop_keep(train, rollout, mask * (turn_ids == t), 0.999, 1.001, 1e-4) for t in range(3)]
+    expected = {
+        "trajectory": [[rows[i]] * length for i in range(n)],
+        "turn": [[turn_ids[i, j] < 0 or turns[turn_ids[i, j]][i] for j in range(length)] for i in range(n)],
+        "token": [[not mask[i, j] or 0.999 <= math.exp(train[i, j] - rollout[i, j]) <= 1.001 for j in range(length)]
+                  for i in range(n)],
+    }
+    judged_turns = [(i, t) for i in range(n) for t in range(3) if (mask[i] * (turn_ids[i] == t)).sum() > 0]
+    counts = {
+        "trajectory": (sum(not k for k in rows), n),
+        "turn": (sum(not turns[t][i] for i, t in judged_turns), len(judged_turns)),
+        "token": (sum(not expected["token"][i][j] for i in range(n) for j in range(length)), int(mask.sum())),
+    }
+    for level in ("trajectory", "turn", "token"):
+        got = mrs_loss_mask(train, rollout, mask, level, turn_ids, 3)
+        assert got.keep.tolist() == [[bool(x) for x in row] for row in expected[level]], level
+        assert (got.rejected.item(), got.judged.item()) == counts[level], level
+    with pytest.raises(ValueError, match="turn_ids"):
+        mrs_loss_mask(train, rollout, mask, "turn")
+    with pytest.raises(ValueError, match="level"):
+        mrs_loss_mask(train, rollout, mask, "sequence")
+    total, count = abs_log_ratio_sum(train, rollout, mask)
+    assert total.item() / count.item() == pytest.approx(mean_abs_log_ratio(train, rollout, mask))
 
 
 def test_mrs_nan_rollout_logprob_rejects_and_identical_keeps():

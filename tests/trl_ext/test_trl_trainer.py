@@ -130,23 +130,117 @@ class SkewedBackend(TransformersBackend):
         return [GenerationOutput(o.token_ids, [lp + 0.1 for lp in o.logprobs]) for o in super().generate(prompts)]
 
 
-def test_mrs_rejects_mismatched_rollouts(tiny_dir, tmp_path):
+class SkewedTrainer(TRLOOTrainer):
+    def _generation_backend(self):
+        plain = super()._generation_backend()
+        return SkewedBackend(plain.model_context, plain.generation_config, plain.pad_token_id, plain.eos_token_ids)
+
+
+@pytest.mark.parametrize("accumulation", [1, 2], ids=["in_loss", "at_generation"])
+def test_mrs_rejects_mismatched_rollouts(tiny_dir, tmp_path, monkeypatch, accumulation):
+    """Every trajectory is 0.1 nats off: all rejected, so a step leaves the weights as they were.
+
+    With one micro-batch per generation batch MRS is decided inside the loss from the loss's own forward pass
+    (one forward per micro-batch); with DAPO over two micro-batches it is decided at generation time, which
+    costs one extra no-grad forward over the generation batch.
+    """
+    from trl import GRPOTrainer
+
+    forwards = []
+    base_forward = GRPOTrainer._get_per_token_logps_and_entropies
+
+    def counting_forward(self, model, input_ids, *args, **kwargs):
+        forwards.append(input_ids.size(0))
+        return base_forward(self, model, input_ids, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", counting_forward)
     model, tok = load(tiny_dir)
+    args = make_args(tmp_path, use_mrs=True, max_steps=1, gradient_accumulation_steps=accumulation,
+                     per_device_train_batch_size=4 // accumulation)
+    trainer = SkewedTrainer(model=model, environment=DigitGuessEnvironment(), args=args,
+                            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert all(torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())
+    log = next(h for h in trainer.state.log_history if "mrs/rejected_frac" in h)
+    assert log["mrs/rejected_frac"] == 1.0 and log["filters/loss_token_frac"] == 0.0
+    assert log["mrs/mean_abs_log_ratio"] == pytest.approx(0.1, abs=1e-3)
+    # Forward passes over the 4 trajectories: the loss's alone, or one more for MRS at generation time.
+    assert sum(forwards) == (4 if accumulation == 1 else 8), forwards
 
-    class SkewedTrainer(TRLOOTrainer):
-        def _generation_backend(self):
-            plain = super()._generation_backend()
-            return SkewedBackend(plain.model_context, plain.generation_config, plain.pad_token_id, plain.eos_token_ids)
 
-    trainer = SkewedTrainer(
+def test_mrs_in_loss_equals_pure_mask_and_rejected_tokens_get_no_gradient(tiny_dir, tmp_path, monkeypatch):
+    from trl import GRPOTrainer
+
+    from trl_ext.mrs import mrs_loss_mask
+
+    model, tok = load(tiny_dir)
+    trainer = TRLOOTrainer(
         model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, use_mrs=True, max_steps=1),
         train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
     )
-    trainer.model.train()  # metrics go to the "train" bucket
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
     inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
-    assert inputs["tool_mask"].sum() == 0 and inputs["num_items_in_batch"] == 0
-    assert trainer._metrics["train"]["mrs/rejected_frac"][-1] == 1.0
-    assert trainer._metrics["train"]["mrs/mean_abs_log_ratio"][-1] == pytest.approx(0.1, abs=1e-3)
+    assert "mrs_mask" in inputs  # one micro-batch per generation batch: MRS is left to the loss
+    model_tokens, turn_ids = inputs["mrs_mask"], inputs["mrs_turn_ids"]
+    assert torch.equal(inputs["completion_mask"] * inputs["tool_mask"], model_tokens)  # not masked yet
+    train_logps = trainer._train_logps(inputs)  # (B, L) a separate no-grad forward, as the reference
+    # Rollout log-probs: row 0 0.1 nats off everywhere; row 1 a single vetoed token in turn 2; rows 2-3 exact.
+    rollout = train_logps.clone()
+    rollout[0] += 0.1
+    vetoed = torch.nonzero((turn_ids[1] == 1) & (model_tokens[1] == 1))[0, 0]
+    rollout[1, vetoed] += 12.0
+    inputs["sampling_per_token_logps"] = rollout
+    # Random non-zero advantages, so that every loss token has a gradient to lose.
+    inputs["advantages"] = torch.randn(inputs["advantages"].shape, generator=torch.Generator().manual_seed(0))
+
+    seen = []
+    base_loss = GRPOTrainer._compute_loss
+
+    def recording_loss(self, model, batch):
+        seen.append(batch)
+        return base_loss(self, model, batch)
+
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", recording_loss)
+
+    def loss_and_grads(batch):
+        trainer.model.zero_grad()
+        loss = trainer.compute_loss(trainer.model, batch)
+        loss.backward()
+        return loss.item(), [p.grad.clone() for p in trainer.model.parameters()]
+
+    expected_rejected = {"trajectory": [True, True, False, False], "turn": [True, True, False, False],
+                         "token": [True, True, False, False]}
+    for level in ("trajectory", "turn", "token"):
+        trainer.args.mrs_level = level
+        keep = mrs_loss_mask(train_logps, rollout, model_tokens, level, turn_ids, 3).keep  # (B, L)
+        loss_keep = model_tokens.bool() & keep
+        assert [bool(r) for r in (model_tokens.bool() & ~keep).any(dim=1)] == expected_rejected[level]
+        for loss_type in ("dapo", "grpo"):
+            trainer.loss_type = loss_type
+            loss, grads = loss_and_grads(inputs)
+            # The base loss saw exactly the pure function's mask, and DAPO's normaliser counts only kept tokens.
+            assert torch.equal(seen[-1]["tool_mask"].bool(), loss_keep), (level, loss_type)
+            assert int(seen[-1]["num_items_in_batch"]) == (int(loss_keep.sum()) if loss_type == "dapo" else
+                                                           int(model_tokens.sum()))
+            # Same loss and gradient as the base loss given that mask up front (the generation-time path).
+            upfront = {k: v for k, v in inputs.items() if not k.startswith("mrs_")}
+            upfront["tool_mask"] = inputs["tool_mask"] * keep.to(inputs["tool_mask"].dtype)
+            upfront["num_items_in_batch"] = loss_keep.sum()
+            ref_loss, ref_grads = loss_and_grads(upfront)
+            assert loss == pytest.approx(ref_loss, rel=1e-5, abs=1e-7)
+            assert all(torch.allclose(g, r, rtol=1e-4, atol=1e-7) for g, r in zip(grads, ref_grads, strict=True))
+            # Rejected tokens carry no gradient: huge advantages on them change nothing; on kept tokens they do.
+            poisoned = dict(inputs, advantages=inputs["advantages"] + 1e3 * (model_tokens.bool() & ~keep))
+            _, poisoned_grads = loss_and_grads(poisoned)
+            assert all(torch.allclose(g, r, rtol=1e-4, atol=1e-7) for g, r in zip(grads, poisoned_grads, strict=True))
+            moved = dict(inputs, advantages=inputs["advantages"] + 1e3 * loss_keep)
+            _, moved_grads = loss_and_grads(moved)
+            assert not all(torch.allclose(g, r) for g, r in zip(grads, moved_grads, strict=True))
+    trainer._flush_mrs_metrics("train")
+    metrics = trainer._metrics["train"]
+    assert metrics["mrs/rejected_frac"][-1] > 0 and metrics["filters/loss_token_frac"][-1] < 1.0
 
 
 def test_config_rejects_bad_combinations(tmp_path):
