@@ -148,11 +148,13 @@ class GpuSampler:
         return sum(1 for s in self.samples if s == 0) / len(self.samples) if self.samples else None
 
 
-def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, timeout_s: float) -> dict[str, Any]:
+def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, timeout_s: float,
+             warm_spares: int | None = None) -> dict[str, Any]:
     from kernel_reward.evaluator import Evaluator
 
     start = time.monotonic()
-    with Evaluator(device=device, workers=workers, timeout=timeout_s, progress=False) as ev:
+    pool_options = {"warm_spares": warm_spares} if warm_spares else None
+    with Evaluator(device=device, workers=workers, timeout=timeout_s, progress=False, pool_options=pool_options) as ev:
         pools = ev.backend.pools
         for pool in pools:
             pool.zygote.wait_started(600)
@@ -164,6 +166,7 @@ def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, time
             results = ev.evaluate_many([(p["reference"], p["candidate"]) for p in pairs])
             wall_s = time.monotonic() - t0
         workers_used = sum(pool.config.workers for pool in pools)
+        spares = pools[0].config.warm_spares
     phases: dict[str, list[float]] = {}
     for result in results:
         for name, seconds in result.phase_seconds.items():
@@ -175,6 +178,7 @@ def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, time
              "phases": r.phase_seconds} for p, r in zip(pairs, results, strict=True)]
     return {
         "evaluations": len(results), "wall_s": wall_s, "startup_s": startup_s, "workers": workers_used,
+        "warm_spares": spares,
         "evals_per_min": 60 * len(results) / wall_s,
         "phase_mean_s": {k: statistics.fmean(v) for k, v in sorted(phases.items())},
         "timing_slot_busy_fraction": slot_s / wall_s,
@@ -227,9 +231,9 @@ def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float) -> 
 
 
 def throughput(device: str = "cuda", workers: int | None = None, baseline_count: int = 5,
-               timeout_s: float = 120.0, preset: str = "full") -> dict[str, Any]:
+               timeout_s: float = 120.0, preset: str = "full", warm_spares: int | None = None) -> dict[str, Any]:
     pairs = build_pairs(preset)
-    pool = run_pool(pairs, "cuda:0" if device == "cuda" else device, workers, timeout_s)
+    pool = run_pool(pairs, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares)
     baseline = run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s) if baseline_count else None
     estimate = None
     if baseline:
@@ -255,7 +259,8 @@ def format_report(report: dict[str, Any]) -> str:
     s, pool = report["summary"], report["pool"]
     lines = [
         f"pairs {s['pairs']} on {s['device']}: pool {s['pool_evals_per_min']:.1f} eval/min "
-        f"({pool['workers']} workers, start-up {pool['startup_s']:.1f} s, wall {pool['wall_s']:.1f} s)",
+        f"({pool['workers']} workers, {pool['warm_spares']} warm spare(s) each, start-up {pool['startup_s']:.1f} s, "
+        f"wall {pool['wall_s']:.1f} s)",
     ]
     if report["baseline"]:
         lines.append(f"baseline (fresh process each, serial): {report['baseline']['evaluations']} sampled evals ran at "
@@ -272,7 +277,7 @@ def format_report(report: dict[str, Any]) -> str:
 def run_cli(args: Any) -> int:
     """Entry point used by ``scripts/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
     report = throughput(device="cuda" if args.device.startswith("cuda") else "cpu", workers=args.workers,
-                        baseline_count=args.baseline_count)
+                        baseline_count=args.baseline_count, warm_spares=args.warm_spares)
     print(format_report(report))
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)

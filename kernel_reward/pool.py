@@ -18,6 +18,7 @@ All slot threads of all pools pull from one shared queue, so GPUs balance themse
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import logging
@@ -52,6 +53,9 @@ class PoolConfig:
 
     device: str = "cpu"  # "cpu" or "cuda:N" (a physical index as the service sees it)
     workers: int = 2  # candidates evaluated concurrently on this device (timing is still exclusive per GPU)
+    # Children each slot keeps warming ahead of need. A GPU child's warm-up (CUDA context, self-check, profiler
+    # start-up: seconds) is longer than most evaluations, so one spare per slot leaves slots waiting on it.
+    warm_spares: int = 1
     policy: sandbox.SandboxPolicy = field(default_factory=sandbox.SandboxPolicy)
     worker_module: str = "kernel_reward.worker"
     warmup_timeout_s: float = 180.0
@@ -67,6 +71,8 @@ class PoolConfig:
             raise ValueError(f"PoolConfig.device must be 'cpu' or 'cuda:N', got {self.device!r}")
         if self.workers < 1:
             raise ValueError(f"PoolConfig.workers must be >= 1, got {self.workers}")
+        if self.warm_spares < 1:
+            raise ValueError(f"PoolConfig.warm_spares must be >= 1, got {self.warm_spares}")
         if self.max_attempts < 1:
             raise ValueError(f"PoolConfig.max_attempts must be >= 1, got {self.max_attempts}")
 
@@ -98,6 +104,7 @@ class ChildHandle:
         self.reader = wire.MessageReader(channel)
         self.exited: concurrent.futures.Future = concurrent.futures.Future()
         self.isolation: dict[str, Any] = {}
+        self.warmup_seconds: dict[str, float] = {}  # the child's own warm-up stages, from its "ready" message
         self.ready = False
         self.closed = False
         channel.setblocking(False)
@@ -308,11 +315,11 @@ class DevicePool:
 
     # -------------------------------------------------------------- slots
     def _slot_loop(self) -> None:
-        warm: ChildHandle | InfrastructureError | None = None
+        warm: collections.deque[ChildHandle | InfrastructureError] = collections.deque()
         try:
             while not self.stopping.is_set():
-                if warm is None:
-                    warm = self._spawn()
+                while len(warm) < self.config.warm_spares and not self.stopping.is_set():
+                    warm.append(self._spawn())
                 try:
                     job = self.jobs.get(timeout=0.2)
                 except queue.Empty:
@@ -321,8 +328,9 @@ class DevicePool:
                     break
                 if not job.future.set_running_or_notify_cancel():
                     continue
-                # Start warming this slot's next child now, so it is ready when this candidate is done.
-                child, warm = warm, self._spawn()
+                # Take the oldest (most likely warm) child and start warming its replacement now.
+                child = warm.popleft()
+                warm.append(self._spawn())
                 try:
                     result = self._run_job(job, child)
                 except BaseException as exc:  # noqa: BLE001 - a slot must never die with a job in hand
@@ -330,7 +338,8 @@ class DevicePool:
                     result = EvalResult.failure(Status.CRASHED, f"execution service error: {exc!r}", attempts=job.attempts)
                 job.future.set_result(result)
         finally:
-            self._discard(warm)
+            for spare in warm:
+                self._discard(spare)
 
     def _run_job(self, job: Job, first: ChildHandle | InfrastructureError | None) -> EvalResult:
         child = first
@@ -380,6 +389,7 @@ class DevicePool:
             if message.get("type") == "ready":
                 child.ready = True
                 child.isolation = message.get("isolation") or {}
+                child.warmup_seconds = {str(k): float(v) for k, v in (message.get("warmup") or {}).items()}
             elif message.get("type") == "error":
                 return _Outcome(infra_error=f"warm-up failed: {str(message.get('error'))[-2000:]}")
             elif message.get("type") == "cancelled":
@@ -435,6 +445,9 @@ class DevicePool:
                 if output.total:
                     result.stdout_tail = output.text()
                 result.phase_seconds.setdefault("service_total", round(time.monotonic() - start, 4))
+                # Off the critical path (the child warmed before the request came), reported for capacity planning.
+                for stage, seconds in child.warmup_seconds.items():
+                    result.phase_seconds[f"warmup_{stage}"] = seconds
                 return _Outcome(result=result)
             elif kind == "error":
                 if not accepted:

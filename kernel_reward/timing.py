@@ -6,10 +6,11 @@ Method (one timed call of either side):
   * ``torch.cuda.synchronize()`` (device-wide, every stream) and the host clock; then the L2 flush (zeroing a
     buffer larger than L2) is QUEUED, followed by the start event, the call and the end event; then
     ``torch.cuda.synchronize()`` again and the host clock.
-  Queueing the flush first keeps the GPU busy (~60 us for 256 MB on an H200) while the host launches the call,
-  so the start event fires when the flush ends and the kernel is already queued: the event time is the call's
-  device time, not the host's launch latency. (An earlier version synchronised between flush and start; for a
-  ~15 us kernel the event time was then mostly launch latency, which drifts with host load: 3.35 % CV.)
+  Queueing the flush first, then a calibrated GPU spin (``torch.cuda._sleep``) long enough to cover the host's
+  launch of the call, keeps the GPU busy until the call's first kernel is queued: the start event fires just
+  before it, so the event time is the call's device time, not the host's launch latency. (Synchronising between
+  flush and start, as an earlier version did, made a ~15 us kernel read 50-100 us of launch latency that drifted
+  with host state: 3.35 % CV across runs, and bimodal readings once a 256 MB flush alone no longer covered it.)
   Two readings per call (``CallTime``): ``device_ms`` from the events, and ``excess_ms`` = host bracket - event
   time - the same excess measured around an empty call. Events see only the current stream; the device-wide
   sync sees every stream, so work hidden on a side stream shows up as excess (a 190 us GEMM on a side stream
@@ -40,6 +41,7 @@ class CallTime:
 
     device_ms: float
     excess_ms: float
+    launch_ms: float = 0.0  # host time spent launching the call (start event to end event, host side)
 
     @property
     def bracket_ms(self) -> float:
@@ -142,31 +144,50 @@ class CudaTimer:
             torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=device) if l2_flush_mb else None
         )
         self.host_overhead_ms = 0.0
+        self.spin_cycles = 0  # GPU spin queued after the flush so that the launch of the call is hidden
+        self._cycles_per_ms: float | None = None
 
-    def _bracket(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
-        """(event ms, host-bracket ms, output) of one flushed call."""
+    def _bracket(self, fn: Callable[[], Any]) -> tuple[float, float, float, Any]:
+        """(event ms, host-bracket ms, host launch ms, output) of one flushed call."""
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize(self.device)
         host_start = time.perf_counter()
         if self.flush_buffer is not None:
-            self.flush_buffer.zero_()  # queued: the GPU flushes L2 while the host launches fn
+            self.flush_buffer.zero_()  # queued: the GPU flushes L2 while the host goes on
+        if self.spin_cycles:
+            torch.cuda._sleep(self.spin_cycles)  # ... and spins until the call's first kernel is surely queued
+        launch_start = time.perf_counter()
         start.record()
         output = fn()
         end.record()
+        launch_ms = (time.perf_counter() - launch_start) * 1e3
         torch.cuda.synchronize(self.device)
         host_ms = (time.perf_counter() - host_start) * 1e3
-        return start.elapsed_time(end), host_ms, output
+        return start.elapsed_time(end), host_ms, launch_ms, output
 
     def measure(self, fn: Callable[[], Any]) -> tuple[CallTime, Any]:
-        event_ms, host_ms, output = self._bracket(fn)
-        return CallTime(event_ms, host_ms - event_ms - self.host_overhead_ms), output
+        event_ms, host_ms, launch_ms, output = self._bracket(fn)
+        return CallTime(event_ms, host_ms - event_ms - self.host_overhead_ms, launch_ms), output
+
+    def cover_launches(self, launch_ms: float) -> None:
+        """Spin long enough that the GPU is still busy when the host has launched a call taking ``launch_ms``."""
+        if self._cycles_per_ms is None:
+            cycles = 1_000_000
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(cycles)  # first call loads the kernel
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            torch.cuda.synchronize(self.device)
+            self._cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
+        self.spin_cycles = int(self._cycles_per_ms * (2.0 * launch_ms + 0.05))
 
     def calibrate(self, repeats: int = 30) -> None:
-        """Host-bracket time beyond the event time around an empty call (median): flush, launch and sync costs."""
+        """Host-bracket time beyond the event time around an empty call (median): flush, spin and sync costs."""
         samples = []
         for _ in range(repeats):
-            event_ms, host_ms, _ = self._bracket(lambda: None)
+            event_ms, host_ms, _, _ = self._bracket(lambda: None)
             samples.append(host_ms - event_ms)
         self.host_overhead_ms = float(np.median(samples))
 
@@ -182,7 +203,11 @@ class HostTimer:
     def measure(self, fn: Callable[[], Any]) -> tuple[CallTime, Any]:
         start = time.perf_counter()
         output = fn()
-        return CallTime((time.perf_counter() - start) * 1e3, 0.0), output
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        return CallTime(elapsed_ms, 0.0, elapsed_ms), output
+
+    def cover_launches(self, launch_ms: float) -> None:
+        pass
 
     def calibrate(self) -> None:
         pass
@@ -217,7 +242,6 @@ def time_pair(
     positions -- and a disagreement raises ``TimingValidationError``: the answer must stay right while timed.
     """
     timer = timer if timer is not None else CudaTimer(device, l2_flush_mb)
-    timer.calibrate()
     sides = (reference, candidate)
 
     def one_call(side: int, call_index: int) -> tuple[CallTime, Any]:
@@ -232,7 +256,10 @@ def time_pair(
                 args = clone_args(input_pool[call_index % len(input_pool)])
                 sides[side](*args)
     timer.synchronize()
-    estimate_ms = [np.median([one_call(side, i)[0].bracket_ms for i in range(3)]) for side in (0, 1)]
+    estimates = [[one_call(side, i)[0] for i in range(3)] for side in (0, 1)]
+    timer.cover_launches(max(c.launch_ms for side in estimates for c in side))
+    timer.calibrate()
+    estimate_ms = [np.median([c.bracket_ms for c in side]) for side in estimates]
     per_pair_ms = sum(estimate_ms) + 2 * timer.host_overhead_ms
     calls = int(min(max_calls, max(min_calls, budget_ms * 2 / max(per_pair_ms, 1e-3))))
     checked: set[int] = set()

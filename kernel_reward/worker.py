@@ -34,7 +34,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,15 @@ class WorkerInfo:
     device: str  # "cpu" or "cuda:N"
     device_name: str  # "cpu" or the CUDA device name
     mode: str  # "interpreter" | "gpu"
+    warmup_seconds: dict[str, float] = field(default_factory=dict, compare=False)  # stage -> seconds
+
+
+def preimport() -> None:
+    """Import the pipeline's pure-Python modules without touching any device: the zygote calls this before it
+    forks, so children inherit the imports instead of each paying them during warm-up."""
+    import torch.profiler  # noqa: F401  (kineto's Python side; CUPTI itself starts only with a session)
+
+    from kernel_reward import correctness, loading, profiling, shapes, tensors, timing  # noqa: F401
 
 
 _prepared: dict[str, WorkerInfo] = {}
@@ -89,10 +98,19 @@ def prepare_worker(device: str | None = None) -> WorkerInfo:
         return _prepared[key]
     if wants_interpreter(device):
         ensure_interpreter_env()
+    stages: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def stage(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stages[name] = round(now - clock, 4)
+        clock = now
+
     import torch
 
     if wants_interpreter(device):
-        info = WorkerInfo("cpu", "cpu", "interpreter")
+        info = WorkerInfo("cpu", "cpu", "interpreter", stages)
     else:
         if not torch.cuda.is_available():
             raise RuntimeError(f"device {device!r} asked for CUDA, but torch sees no CUDA device")
@@ -102,7 +120,8 @@ def prepare_worker(device: str | None = None) -> WorkerInfo:
         index = torch_device.index if torch_device.index is not None else torch.cuda.current_device()
         torch.cuda.set_device(index)
         torch.empty(1, device=f"cuda:{index}")  # creates the CUDA context now, not inside a candidate's budget
-        info = WorkerInfo(f"cuda:{index}", torch.cuda.get_device_name(index), "gpu")
+        info = WorkerInfo(f"cuda:{index}", torch.cuda.get_device_name(index), "gpu", stages)
+    stage("cuda_context")
     from kernel_reward.selftest import known_answer_check
 
     if info.mode == "interpreter":
@@ -110,11 +129,13 @@ def prepare_worker(device: str | None = None) -> WorkerInfo:
 
         install_interpreter_shims()  # autotuners take their first config: nothing can be timed here
     known_answer_check(torch.device(info.device))
-    # Import the pipeline now rather than inside the first candidate's wall clock.
-    from kernel_reward import correctness, loading, profiling, shapes, timing  # noqa: F401
-
+    stage("known_answer")
+    # Import the pipeline now rather than inside the first candidate's wall clock (a no-op after preimport()).
+    preimport()
+    stage("imports")
     if info.mode == "gpu":
         _warm_profiler(torch.device(info.device))
+        stage("profiler")
     _prepared[key] = info
     return info
 

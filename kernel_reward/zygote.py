@@ -104,6 +104,8 @@ class Zygote:
         self.config = config
         self.policy = sandbox.SandboxPolicy.from_dict(config.policy)
         self.worker = importlib.import_module(config.worker_module)
+        if hasattr(self.worker, "preimport"):
+            self.worker.preimport()  # device-free imports, inherited by every child instead of paid in its warm-up
         self.state_dir = Path(config.state_dir)
         self.seed_dir = self.state_dir / "triton-seed"
         self.seed: dict[str, bytes] = {}
@@ -265,8 +267,9 @@ class Zygote:
             sandbox.drop_privileges(self.policy, isolation, uid)
             os.chdir(work_dir)
             stage = "warmup"
-            self.worker.prepare_worker(self.config.device)
-            wire.send_message(channel, {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid()})
+            info = self.worker.prepare_worker(self.config.device)
+            wire.send_message(channel, {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid(),
+                                        "warmup": getattr(info, "warmup_seconds", {})})
             stage = "waiting"
             message = wire.recv_message_blocking(channel)
             if message is None or message.get("type") != "request":

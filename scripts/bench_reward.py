@@ -166,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: execution-service throughput, warm pool vs fresh process per evaluation "
                         "(kernel_reward.bench_throughput; --workers, --baseline-count)")
     parser.add_argument("--workers", type=int, default=None, help="--throughput: concurrent candidates per GPU")
+    parser.add_argument("--warm-spares", type=int, default=None,
+                        help="--throughput: children each slot keeps warming ahead (default: the pool's)")
     parser.add_argument("--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
