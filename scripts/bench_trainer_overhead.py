@@ -5,8 +5,14 @@ backend (fixed random tokens, so model sampling cost is out of the comparison) a
 step's resulting (prompt ids, completion ids with feedback, env_mask) is recorded and replayed to a plain
 GRPOTrainer through TRL's ``rollout_func`` hook. Each optimizer step is timed by a callback in wall-clock
 seconds and in process CPU seconds (user + system of this process, all threads; far less sensitive than wall
-time to other load on a shared machine); the TRLOO side has its environment time subtracted. Reported: median
-per-step times over the measured steps and the relative overhead (CPU time is the headline figure).
+time to other load on a shared machine); the TRLOO side has its environment time subtracted.
+
+Arms: the plain GRPOTrainer replay; TRLOO without MRS; TRLOO + MRS decided inside the loss (the trainer's
+default when the loss normaliser allows it); TRLOO + MRS decided at generation time (one extra no-grad forward,
+the path kept for token-sum losses over several micro-batches), for comparison. Load on a shared machine drifts
+over tens of seconds, so every arm runs once per round and the order rotates between rounds; each TRLOO run is
+checked to see exactly the recorded tokens. Reported: median per-step times over the measured steps of all
+rounds, the relative overhead vs GRPO (CPU time is the headline figure) and its range over rounds.
 
     python scripts/bench_trainer_overhead.py --out runs/bench_overhead
 """
@@ -99,7 +105,7 @@ def common_args(args, out, **extra):
     return values
 
 
-def run_trloo(args, use_mrs: bool):
+def run_trloo(args, use_mrs: bool, mrs_in_loss: bool = True):
     from trl_ext.config import MultiTurnKernelConfig
     from trl_ext.env import DigitGuessEnvironment
     from trl_ext.trainer import TRLOOTrainer
@@ -110,6 +116,9 @@ def run_trloo(args, use_mrs: bool):
     class Recording(TRLOOTrainer):
         def _generation_backend(self):
             return self._bench_backend
+
+        def _mrs_in_loss_supported(self, mode):
+            return mrs_in_loss and super()._mrs_in_loss_supported(mode)
 
         def _multi_turn_rollout(self, prompts, trainer):
             output = super()._multi_turn_rollout(prompts, trainer)
@@ -151,11 +160,40 @@ def run_grpo(args, recorded):
     return timer.samples
 
 
+ARMS = {  # label -> (TRLOO use_mrs, MRS inside the loss); None = the plain GRPOTrainer replay
+    "grpo": None,
+    "trloo": (False, True),
+    "trloo+mrs": (True, True),
+    "trloo+mrs@gen": (True, False),
+}
+
+
+def summarise(times: dict[str, list[list[tuple[float, float]]]], warmup: int) -> dict:
+    """Per arm: pooled median step time (wall, cpu) and, vs GRPO, the pooled and per-round overheads."""
+    results = {}
+    for label, runs in times.items():
+        row = {}
+        for k, name in ((0, "wall"), (1, "cpu")):
+            row[f"{name}_s_median"] = statistics.median(x[k] for run in runs for x in run[warmup:])
+            row[f"{name}_s"] = [[x[k] for x in run] for run in runs]
+            if label != "grpo":
+                base = times["grpo"]
+                row[f"overhead_{name}"] = row[f"{name}_s_median"] / statistics.median(
+                    x[k] for run in base for x in run[warmup:]) - 1.0
+                row[f"overhead_{name}_per_round"] = [
+                    statistics.median(x[k] for x in run[warmup:]) / statistics.median(x[k] for x in g[warmup:]) - 1.0
+                    for run, g in zip(runs, base, strict=True)
+                ]
+        results[label] = row
+    return results
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="folder for overhead.json")
-    parser.add_argument("--steps", type=int, default=12, help="training steps per trainer")
-    parser.add_argument("--warmup", type=int, default=2, help="first steps left out of the statistics")
+    parser.add_argument("--steps", type=int, default=12, help="training steps per run")
+    parser.add_argument("--warmup", type=int, default=2, help="first steps of each run left out of the statistics")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per arm, the arm order rotating each round")
     parser.add_argument("--batch", type=int, default=8, help="trajectories per step")
     parser.add_argument("--generations", type=int, default=4, help="samples per prompt")
     parser.add_argument("--turns", type=int, default=3, help="turns per trajectory")
@@ -164,31 +202,54 @@ def main(argv=None):
     parser.add_argument("--layers", type=int, default=4, help="model layers")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 = least sensitive to load)")
     args = parser.parse_args(argv)
+    if args.steps <= args.warmup or args.rounds < 1:
+        parser.error(f"need --steps > --warmup and --rounds >= 1, got {args.steps}, {args.warmup}, {args.rounds}")
     import torch
+    from tqdm import tqdm
 
     logging.basicConfig(level=logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
-
     torch.set_num_threads(args.threads)
-    results = {}
-    for label, use_mrs in (("trloo", False), ("trloo+mrs", True)):
-        trloo_times, recorded, env_s = run_trloo(args, use_mrs)
-        grpo_times = run_grpo(args, recorded)
-        row = {"environment_s": env_s,
-               "tokens_per_step": sum(len(c) for step in recorded for c in step["completion_ids"]) / len(recorded)}
-        for k, name in ((0, "wall"), (1, "cpu")):
-            t = statistics.median(x[k] for x in trloo_times[args.warmup :])
-            g = statistics.median(x[k] for x in grpo_times[args.warmup :])
-            row[f"trloo_{name}_s_median"], row[f"grpo_{name}_s_median"], row[f"overhead_{name}"] = t, g, t / g - 1.0
-            row[f"trloo_{name}_s"] = [x[k] for x in trloo_times]
-            row[f"grpo_{name}_s"] = [x[k] for x in grpo_times]
-        results[label] = row
-    (args.out / "overhead.json").write_text(json.dumps({"config": {k: str(v) for k, v in vars(args).items()}, "results": results}, indent=1))
-    print(f"median of {args.steps - args.warmup} steps, environment time excluded, {args.threads} torch thread(s)")
-    print(f"{'variant':<10} {'GRPO cpu s':>11} {'TRLOO cpu s':>12} {'overhead':>9} {'GRPO wall s':>12} {'TRLOO wall s':>13} {'overhead':>9}")
+
+    labels = list(ARMS)  # "grpo" first: rotations by 1..len-1 never start with it, and the first run must be a
+    # TRLOO one, which records the tokens that GRPO replays
+    schedule = [labels[1 + r % (len(labels) - 1):] + labels[: 1 + r % (len(labels) - 1)] for r in range(args.rounds)]
+    times = {label: [] for label in labels}
+    env_s = {label: [] for label in labels if label != "grpo"}
+    recorded = None
+    with tqdm(total=sum(len(order) for order in schedule), desc="runs") as bar:
+        for order in schedule:
+            for label in order:
+                bar.set_postfix_str(label)
+                if ARMS[label] is None:
+                    times[label].append(run_grpo(args, recorded))
+                else:
+                    run_times, tokens, env = run_trloo(args, *ARMS[label])
+                    if recorded is None:
+                        recorded = tokens
+                    elif [r["completion_ids"] for r in tokens] != [r["completion_ids"] for r in recorded]:
+                        raise RuntimeError(f"{label} saw other tokens than the recorded run; the comparison is void")
+                    times[label].append(run_times)
+                    env_s[label].append(env)
+                bar.update()
+    results = summarise(times, args.warmup)
+    tokens_per_step = sum(len(c) for step in recorded for c in step["completion_ids"]) / len(recorded)
+    for label, env in env_s.items():
+        results[label]["environment_s"] = env
+    report = {"config": {k: str(v) for k, v in vars(args).items()}, "schedule": schedule,
+              "tokens_per_step": tokens_per_step, "results": results}
+    (args.out / "overhead.json").write_text(json.dumps(report, indent=1))
+    print(f"median of {args.rounds} x {args.steps - args.warmup} steps per arm, environment time excluded, "
+          f"{args.threads} torch thread(s), {tokens_per_step:.0f} completion tokens per step")
+    print(f"{'arm':<14} {'cpu s':>7} {'overhead':>9} {'per round':>18} {'wall s':>7} {'overhead':>9}")
     for label, r in results.items():
-        print(f"{label:<10} {r['grpo_cpu_s_median']:>11.3f} {r['trloo_cpu_s_median']:>12.3f} {100 * r['overhead_cpu']:>8.1f}% "
-              f"{r['grpo_wall_s_median']:>12.3f} {r['trloo_wall_s_median']:>13.3f} {100 * r['overhead_wall']:>8.1f}%")
+        if label == "grpo":
+            print(f"{label:<14} {r['cpu_s_median']:>7.3f} {'':>9} {'':>18} {r['wall_s_median']:>7.3f}")
+            continue
+        spread = r["overhead_cpu_per_round"]
+        print(f"{label:<14} {r['cpu_s_median']:>7.3f} {100 * r['overhead_cpu']:>8.1f}% "
+              f"{100 * min(spread):>8.1f}..{100 * max(spread):>5.1f}%  {r['wall_s_median']:>7.3f} "
+              f"{100 * r['overhead_wall']:>8.1f}%")
     print(f"wrote {args.out / 'overhead.json'}")
 
 

@@ -12,7 +12,10 @@ Hooks used (all call the base implementation):
 - ``_generate_and_score_completions`` post-processes the base output: (B,) advantages -> (B, L) per-token
   advantages, and loss masks. Per-turn rewards are gathered from every process first, because a prompt's
   samples can sit on different ranks (TRL keeps each group contiguous in the gathered order).
-- ``training_step`` only adds the optimisation-time metric.
+- ``_compute_loss`` (only when MRS is decided in the loss, see ``_mrs_in_loss_supported``) runs the loss's
+  forward pass itself, masks MRS-rejected tokens out of ``tool_mask`` and hands that same forward to the base
+  loss through ``_get_per_token_logps_and_entropies``: MRS then costs no forward pass of its own.
+- ``training_step`` adds the optimisation-time metric and logs the MRS counts of each accumulation window.
 """
 
 from __future__ import annotations
