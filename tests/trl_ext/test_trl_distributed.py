@@ -1,5 +1,5 @@
 """Two CPU processes (gloo): a prompt's samples split across ranks still get the TRLOO advantages a single
-process computes on the whole group.
+process computes on the whole group, and MRS decided inside the loss counts over both ranks.
 
 Launched with ``torch.distributed.run`` rather than ``accelerate launch``: accelerate's multi-CPU launcher needs
 MPI (``--mpirun_hostfile``), and without it starts a single process. torchrun sets the same RANK / WORLD_SIZE /
@@ -45,3 +45,8 @@ def test_cross_rank_groups_match_single_process(tmp_path):
     for n, s in enumerate(samples):
         assert s["advantages"] == pytest.approx(expected[n, : len(s["rewards"])].tolist(), abs=1e-6)
     assert any(len(s["rewards"]) < max_turns for s in samples) or max_turns == 1  # ragged turn counts
+    # MRS inside the loss: the rejection metric and DAPO's token normaliser are global over both ranks.
+    mrs = [json.loads((tmp_path / f"mrs_rank{r}.json").read_text()) for r in (0, 1)]
+    kept_tokens = sum(m["local_loss_tokens"] for m in mrs)
+    assert all(m["num_items_in_batch"] == kept_tokens for m in mrs), mrs
+    assert all(m["rejected_frac"] == pytest.approx(1 / sum(m["local_rows"] for m in mrs)) for m in mrs), mrs

@@ -1,5 +1,6 @@
 """Worker of test_trl_distributed: one rollout + scoring per rank under `accelerate launch`; writes its samples'
-task ids, per-turn rewards and per-turn advantages to OUT/rank{N}.json."""
+task ids, per-turn rewards and per-turn advantages to OUT/rank{N}.json, and the outcome of one loss with MRS
+decided inside it (rank 0's first trajectory mismatched) to OUT/mrs_rank{N}.json."""
 
 import json
 import random
@@ -42,7 +43,7 @@ def main(out: Path) -> None:
         row["reward_model"]["ground_truth"] = str(i % 3)
     args = MultiTurnKernelConfig(
         output_dir=str(out / "run"), use_cpu=True, bf16=False, per_device_train_batch_size=3, num_generations=2,
-        max_completion_length=4, max_steps=1, report_to="none", save_strategy="no", max_turns=3, seed=0,
+        max_completion_length=4, max_steps=1, report_to="none", save_strategy="no", max_turns=3, seed=0, use_mrs=True,
     )
     trainer = Trainer(model=build_model(tok), environment=DigitGuessEnvironment(stop_on_success=True), args=args,
                       train_dataset=Dataset.from_list(tasks), processing_class=tok)
@@ -56,6 +57,33 @@ def main(out: Path) -> None:
         samples.append({"uuid": traj.task["extra_info"]["uuid"], "rewards": traj.rewards, "advantages": adv})
     rank = trainer.accelerator.process_index
     (out / f"rank{rank}.json").write_text(json.dumps(samples))
+    mrs_in_loss(trainer, output, out, rank)
+
+
+def mrs_in_loss(trainer, output, out: Path, rank: int) -> None:
+    """One loss with MRS decided inside it: rank 0's first trajectory is 0.1 nats off, everything else exact."""
+    from trl import GRPOTrainer
+
+    assert "mrs_mask" in output, "expected MRS to be left to the loss (one micro-batch per generation batch)"
+    rollout = trainer._train_logps(output).clone()  # the trainer's own log-probs: ratio 1
+    if rank == 0:
+        rollout[0] += 0.1
+    output["sampling_per_token_logps"] = rollout
+    seen = {}
+    base_loss = GRPOTrainer._compute_loss
+
+    def recording_loss(self, model, batch):
+        seen["num_items_in_batch"] = int(batch["num_items_in_batch"])
+        seen["local_loss_tokens"] = int((batch["completion_mask"] * batch["tool_mask"]).sum())
+        return base_loss(self, model, batch)
+
+    GRPOTrainer._compute_loss = recording_loss
+    trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
+    trainer.compute_loss(trainer.model, output).backward()
+    trainer._flush_mrs_metrics("train")
+    seen["rejected_frac"] = trainer._metrics["train"]["mrs/rejected_frac"][-1]
+    seen["local_rows"] = int(output["completion_ids"].size(0))
+    (out / f"mrs_rank{rank}.json").write_text(json.dumps(seen))
 
 
 if __name__ == "__main__":
