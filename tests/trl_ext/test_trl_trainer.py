@@ -241,6 +241,12 @@ def test_mrs_in_loss_equals_pure_mask_and_rejected_tokens_get_no_gradient(tiny_d
     trainer._flush_mrs_metrics("train")
     metrics = trainer._metrics["train"]
     assert metrics["mrs/rejected_frac"][-1] > 0 and metrics["filters/loss_token_frac"][-1] < 1.0
+    # Evaluation has no accumulation window: the loss logs its own counts (token level, the last one set above).
+    trainer.model.eval()
+    with torch.no_grad():
+        trainer.compute_loss(trainer.model, inputs)
+    rejected = (model_tokens.bool() & ~keep).sum() / model_tokens.sum()
+    assert trainer._metrics["eval"]["mrs/rejected_frac"] == [pytest.approx(float(rejected))]
 
 
 def test_config_rejects_bad_combinations(tmp_path):
