@@ -68,7 +68,9 @@ class EvalOptions:
 
     # --- timing (GPU only) ----------------------------------------------------------------------------------
     timing_budget_ms: float = field(
-        default=400.0, metadata={"help": "wall-clock budget of timed calls per side (reference / candidate)"}
+        default=150.0,
+        metadata={"help": "wall-clock budget of timed calls per side (reference / candidate); each call includes "
+                  "its L2 flush, launch cover and synchronisations"},
     )
     warmup_calls: int = field(default=5, metadata={"help": "untimed calls of each side before timing"})
     min_timed_calls: int = field(default=20, metadata={"help": "timed calls per side, at least"})

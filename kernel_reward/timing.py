@@ -256,11 +256,15 @@ def time_pair(
                 args = clone_args(input_pool[call_index % len(input_pool)])
                 sides[side](*args)
     timer.synchronize()
-    estimates = [[one_call(side, i)[0] for i in range(3)] for side in (0, 1)]
-    timer.cover_launches(max(c.launch_ms for side in estimates for c in side))
+    launches = [one_call(side, i)[0].launch_ms for side in (0, 1) for i in range(2)]
+    timer.cover_launches(max(launches))
     timer.calibrate()
-    estimate_ms = [np.median([c.bracket_ms for c in side]) for side in estimates]
-    per_pair_ms = sum(estimate_ms) + 2 * timer.host_overhead_ms
+    # The budget is wall-clock time: estimate what one timed pair really costs (flush, spin, syncs, input copies).
+    started = time.perf_counter()
+    for i in range(3):
+        for side in (0, 1):
+            one_call(side, i)
+    per_pair_ms = (time.perf_counter() - started) * 1e3 / 3
     calls = int(min(max_calls, max(min_calls, budget_ms * 2 / max(per_pair_ms, 1e-3))))
     checked: set[int] = set()
     if validate is not None:

@@ -6,7 +6,7 @@ reward -> feedback) and returns an ``EvalResult``. It never raises for anything 
 candidate fault becomes a status plus error text. (Faults that kill the process -- segfaults, ``os._exit``,
 hangs -- are the execution service's to catch: it owns the wall clock, ``options.timeout_s``.)
 
-``timing_slot`` is a context-manager factory supplied by the execution service; only the timing and profiling
+``timing_slot`` is a context-manager factory supplied by the execution service; only the timing and re-check
 phase runs inside it, so at most one candidate is timed per GPU at a time while others compile and check.
 
 ``prepare_worker(device)`` pays everything that does not depend on a candidate (imports, CUDA context, the
@@ -133,25 +133,8 @@ def prepare_worker(device: str | None = None) -> WorkerInfo:
     # Import the pipeline now rather than inside the first candidate's wall clock (a no-op after preimport()).
     preimport()
     stage("imports")
-    if info.mode == "gpu":
-        _warm_profiler(torch.device(info.device))
-        stage("profiler")
     _prepared[key] = info
     return info
-
-
-def _warm_profiler(device: Any) -> None:
-    """The first torch.profiler session in a process pays CUPTI/kineto start-up (~6 s measured on the H200):
-    pay it here, in warm-up, instead of in a candidate's profile phase. Failure only costs that time later."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-            torch.ones(1024, device=device).add_(1)
-            torch.cuda.synchronize(device)
-    except Exception as exc:  # diagnostics only
-        log.warning("profiler warm-up failed: %s", exc)
 
 
 @contextlib.contextmanager
@@ -312,21 +295,31 @@ def _evaluate_loaded(
         return
 
     if device.type == "cuda":
-        with timing_slot():
-            if not _time_and_profile(task, device, options, result, phases, seeds[-2]):
+        pool = _timing_inputs(task, device, seeds[-2])
+        with timing_slot():  # exclusive: only timing needs the GPU to itself
+            if not _time_and_recheck(task, device, options, result, phases, pool, seeds[-2]):
                 return
+        if options.profile:
+            # Outside the slot: per-kernel device durations are not skewed by other processes the way wall
+            # timing is, and the profiler's one-off start-up (CUPTI, seconds) must not hold the GPU's slot.
+            _profile(task, device, options, result, phases, pool)
     else:
         result.timing_available = False
         result.flags.append("timing_unavailable_interpreter")
     result.status = Status.CORRECT
 
 
-def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: EvalResult, phases: dict[str, float], seed: int) -> bool:
-    """Timing, the post-timing re-check and the profiler pass. Returns False when the candidate failed."""
-    from kernel_reward import correctness, profiling, timing
+def _timing_inputs(task: Any, device: Any, seed: int) -> list[Any]:
     from kernel_reward.tensors import make_inputs
 
-    pool = [make_inputs(task.reference_module, seed + i, device) for i in range(2)]
+    return [make_inputs(task.reference_module, seed + i, device) for i in range(2)]
+
+
+def _time_and_recheck(task: Any, device: Any, options: EvalOptions, result: EvalResult, phases: dict[str, float],
+                      pool: list[Any], seed: int) -> bool:
+    """Timing and the post-timing re-check. Returns False when the candidate failed."""
+    from kernel_reward import correctness, timing
+
     with _phase(phases, "timing"):
         try:
             paired = _measure(task, pool, device, options)
@@ -356,16 +349,22 @@ def _time_and_profile(task: Any, device: Any, options: EvalOptions, result: Eval
     if not report.passed:
         _set_failure(result, Status.HACKED if report.hack_reasons else Status.RUNTIME_ERROR, report.error or "re-check failed", report.hack_reasons)
         return False
-    if options.profile:
-        with _phase(phases, "profile"):
-            try:
-                profile = profiling.profile_candidate(task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
-            except Exception as exc:  # the profiler is diagnostics; its failure must not fail the candidate
-                result.flags.append(f"profile_failed: {type(exc).__name__}: {exc}"[:300])
-            else:
-                result.coverage = profile.coverage
-                result.kernel_table = profile.table
     return True
+
+
+def _profile(task: Any, device: Any, options: EvalOptions, result: EvalResult, phases: dict[str, float],
+             pool: list[Any]) -> None:
+    """Coverage (PR) and the per-kernel table from one profiler pass; diagnostics, so a failure only flags."""
+    from kernel_reward import profiling
+
+    with _phase(phases, "profile"):
+        try:
+            profile = profiling.profile_candidate(task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
+        except Exception as exc:  # the profiler is diagnostics; its failure must not fail the candidate
+            result.flags.append(f"profile_failed: {type(exc).__name__}: {exc}"[:300])
+        else:
+            result.coverage = profile.coverage
+            result.kernel_table = profile.table
 
 
 def _measure(task: Any, pool: list[Any], device: Any, options: EvalOptions) -> Any:

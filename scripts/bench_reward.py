@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="CUDA device to benchmark (the reward's timing is GPU-only)")
     parser.add_argument("--tasks", default="all", help="comma-separated shipped task names, or 'all'")
     parser.add_argument("--json-out", type=Path, default=None, help="write all results here as JSON")
-    parser.add_argument("--budget-ms", type=float, default=400.0, help="timing budget per side, ms")
+    parser.add_argument("--budget-ms", type=float, default=None,
+                        help="timing budget per side, ms (default: EvalOptions.timing_budget_ms, what users get)")
     parser.add_argument("--repeats", type=int, default=10, help="evaluations of one candidate for repeatability")
     parser.add_argument("--sections", default="fidelity,honest,repeatability",
                         help="comma-separated subset of: fidelity, honest, repeatability")
@@ -170,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="--throughput: children each slot keeps warming ahead (default: the pool's)")
     parser.add_argument("--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations")
     args = parser.parse_args(argv)
+    if args.budget_ms is None:
+        from kernel_reward.options import EvalOptions
+
+        args.budget_ms = EvalOptions().timing_budget_ms
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.throughput:
         from kernel_reward.bench_throughput import run_cli

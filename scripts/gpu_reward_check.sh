@@ -27,7 +27,7 @@ step() {  # step NAME LIMIT_S CMD...: run CMD with a time limit, log to OUT/NAME
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv >"$OUT/nvidia-smi.csv" 2>&1
-step fidelity 240 python3 scripts/bench_reward.py --device cuda --tasks all --budget-ms 300 \
+step fidelity 240 python3 scripts/bench_reward.py --device cuda --tasks all \
   --json-out "$OUT/bench_reward.json"
 step throughput 240 python3 scripts/bench_reward.py --throughput --device cuda --baseline-count 8 \
   --json-out "$OUT/throughput.json"
