@@ -171,7 +171,7 @@ def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, time
     for result in results:
         for name, seconds in result.phase_seconds.items():
             phases.setdefault(name, []).append(seconds)
-    slot_s = sum(r.phase_seconds.get("timing", 0.0) + r.phase_seconds.get("profile", 0.0) for r in results)
+    slot_s = sum(r.phase_seconds.get("timing", 0.0) + r.phase_seconds.get("recheck", 0.0) for r in results)  # exclusive
     rows = [{"task": p["task"], "variant": p["variant"], "expected": p["expected"], "status": r.status.value,
              "speedup": r.speedup, "coverage": r.coverage, "attempts": r.attempts, "isolation": r.isolation.get("level"),
              "error": (r.error or "")[:300], "flags": r.flags[:6], "kernel_rows": len(r.kernel_table),

@@ -128,10 +128,22 @@ def compare_outputs(
 
 
 def poison_free_memory(device: torch.device, nbytes: int) -> None:
-    """Fill a large transient allocation with NaN and free it, so freed blocks hold garbage, not old answers."""
+    """Fill a large transient allocation with NaN and free it, so freed blocks hold garbage, not old answers.
+
+    Best effort under a per-process GPU memory cap: on out-of-memory the scratch is halved (down to 1 MiB). The
+    freed outputs themselves were already overwritten in place (``poison_tensors``); this covers the rest of
+    the cache, and must not turn a large task into a harness failure (seen on the H200 with 12 workers)."""
     numel = max(nbytes // 4, 1 << 20)
-    scratch = torch.full((numel,), float("nan"), dtype=torch.float32, device=device)
-    del scratch
+    while True:
+        try:
+            scratch = torch.full((numel,), float("nan"), dtype=torch.float32, device=device)
+        except torch.OutOfMemoryError:
+            if numel <= 1 << 18:
+                return
+            numel //= 2
+            continue
+        del scratch
+        return
 
 
 def poison_tensors(tensors: list[torch.Tensor]) -> None:

@@ -155,11 +155,17 @@ def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: Timin
         _run_pipeline(request, Path(work_dir), timing_slot, result, phases)
     except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
         _set_failure(result, Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"])
-    except Exception as exc:  # a harness-side failure: fail closed, keep the traceback for the developers
-        log.exception("evaluation pipeline failed")
-        result.status = Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR
-        result.correct = False
-        result.error = f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
+    except Exception as exc:
+        if type(exc).__name__ == "OutOfMemoryError":  # torch's, raised outside the candidate's own guarded calls
+            # Neither a harness bug nor proof of a bad candidate: the task does not fit this worker's GPU memory
+            # cap (the pool gives each worker 0.9 / workers of the GPU). Say so, so operators can use fewer workers.
+            _set_failure(result, Status.RUNTIME_ERROR,
+                         f"out of GPU memory under this worker's cap (fewer workers per GPU raise it): {exc}"[:2000])
+        else:  # a harness-side failure: fail closed, keep the traceback for the developers
+            log.exception("evaluation pipeline failed")
+            result.status = Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR
+            result.correct = False
+            result.error = f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
     phases["total"] = time.perf_counter() - start
     result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
     _finish(result, request.options)
