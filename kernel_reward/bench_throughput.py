@@ -149,12 +149,13 @@ class GpuSampler:
 
 
 def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, timeout_s: float,
-             warm_spares: int | None = None) -> dict[str, Any]:
+             warm_spares: int | None = None, **options: Any) -> dict[str, Any]:
     from kernel_reward.evaluator import Evaluator
 
     start = time.monotonic()
     pool_options = {"warm_spares": warm_spares} if warm_spares else None
-    with Evaluator(device=device, workers=workers, timeout=timeout_s, progress=False, pool_options=pool_options) as ev:
+    with Evaluator(device=device, workers=workers, timeout=timeout_s, progress=False, pool_options=pool_options,
+                   **options) as ev:
         pools = ev.backend.pools
         for pool in pools:
             pool.zygote.wait_started(600)
@@ -203,7 +204,7 @@ def stratified_sample(pairs: list[dict[str, Any]], count: int) -> list[dict[str,
     return chosen
 
 
-def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float) -> dict[str, Any]:
+def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float, **options: Any) -> dict[str, Any]:
     """Fresh process per evaluation, serially: ``python -m kernel_reward.worker --request --out``."""
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
@@ -215,7 +216,7 @@ def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float) -> 
     with tempfile.TemporaryDirectory() as tmp:
         for i, pair in enumerate(pairs):
             request = EvalRequest(pair["reference"], pair["candidate"], device=device,
-                                  options=EvalOptions(timeout_s=timeout_s))
+                                  options=EvalOptions(timeout_s=timeout_s, **options))
             req_path, out_path = Path(tmp) / f"req{i}.json", Path(tmp) / f"out{i}.json"
             req_path.write_text(request.to_json())
             start = time.monotonic()
@@ -231,10 +232,13 @@ def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float) -> 
 
 
 def throughput(device: str = "cuda", workers: int | None = None, baseline_count: int = 5,
-               timeout_s: float = 120.0, preset: str = "full", warm_spares: int | None = None) -> dict[str, Any]:
+               timeout_s: float = 120.0, preset: str = "full", warm_spares: int | None = None,
+               **options: Any) -> dict[str, Any]:
+    """``options``: EvalOptions fields for every evaluation, pool and baseline alike (e.g. coverage_method)."""
     pairs = build_pairs(preset)
-    pool = run_pool(pairs, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares)
-    baseline = run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s) if baseline_count else None
+    pool = run_pool(pairs, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares, **options)
+    baseline = (run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s, **options)
+                if baseline_count else None)
     estimate = None
     if baseline:
         # Serial fresh-process time of the WHOLE set, estimated from the sample: each pair costs the mean time of
@@ -251,6 +255,7 @@ def throughput(device: str = "cuda", workers: int | None = None, baseline_count:
         "baseline_sample_evals_per_min": baseline["evals_per_min"] if baseline else None,
         "baseline_evals_per_min": estimate,
         "speedup_vs_baseline": pool["evals_per_min"] / estimate if estimate else None,
+        "options": options,
     }
     return {"summary": summary, "pool": pool, "baseline": baseline}
 
@@ -269,6 +274,7 @@ def format_report(report: dict[str, Any]) -> str:
     lines.append(f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
                  f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
                  f"GPU idle fraction {pool['gpu_idle_fraction']}")
+    lines.append(f"options: {report['summary'].get('options') or 'defaults'}")
     lines.append("phase            mean s")
     lines += [f"{name:<16} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
     return "\n".join(lines)
@@ -277,7 +283,8 @@ def format_report(report: dict[str, Any]) -> str:
 def run_cli(args: Any) -> int:
     """Entry point used by ``scripts/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
     report = throughput(device="cuda" if args.device.startswith("cuda") else "cpu", workers=args.workers,
-                        baseline_count=args.baseline_count, warm_spares=args.warm_spares)
+                        baseline_count=args.baseline_count, warm_spares=args.warm_spares,
+                        **({"coverage_method": args.coverage_method} if args.coverage_method else {}))
     print(format_report(report))
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,10 @@ class LaunchMonitor:
     ablate: bool = False
     protected_storages: set[int] = field(default_factory=set)  # data_ptrs of inputs / params never poisoned
     launches: list[Launch] = field(default_factory=list)
+    # With time_launches, every (non-warm-up) launch is bracketed by CUDA events on the current stream:
+    # (launch, start event, end event) in launch order (profiling.event_coverage).
+    time_launches: bool = False
+    timed: list[tuple[Launch, Any, Any]] = field(default_factory=list)
 
     @property
     def candidate_launches(self) -> list[Launch]:
@@ -81,11 +85,20 @@ def _wrap_run(original: Any, monitor: LaunchMonitor) -> Any:
         module = getattr(fn, "__module__", "") or ""
         name = getattr(fn, "__name__", type(self).__name__)
         if not warmup:
+            launch = Launch(name, module)
             with _lock:
-                monitor.launches.append(Launch(name, module))
+                monitor.launches.append(launch)
             if monitor.ablate and module == monitor.candidate_module:
                 monitor._poison(args, kwargs)
                 return None
+            if monitor.time_launches:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                output = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+                end.record()
+                with _lock:
+                    monitor.timed.append((launch, start, end))
+                return output
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     run.__wrapped__ = original  # type: ignore[attr-defined]

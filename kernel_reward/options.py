@@ -32,6 +32,8 @@ from typing import Any, Literal
 RewardSchemeName = Literal["drkernel", "paper", "ladder", "correctness"]
 ShapeCheckPolicy = Literal["report", "fail", "off"]
 Baseline = Literal["eager", "compile"]
+CoverageMethod = Literal["profiler", "events"]
+COVERAGE_METHODS = ("profiler", "events")
 
 REWARD_SCHEMES: tuple[str, ...] = ("drkernel", "paper", "ladder", "correctness")
 SHAPE_CHECK_POLICIES: tuple[str, ...] = ("report", "fail", "off")
@@ -88,6 +90,12 @@ class EvalOptions:
     )
     profile: bool = field(default=True, metadata={"help": "run the profiler pass that computes coverage (PR)"})
     profile_calls: int = field(default=10, metadata={"help": "candidate calls under the profiler"})
+    coverage_method: CoverageMethod = field(
+        default="profiler",
+        metadata={"help": "how coverage (PR) is measured: 'profiler' (torch.profiler / CUPTI: every device kernel "
+                  "named; seconds of CUPTI start-up per worker process) or 'events' (CUDA events around the "
+                  "candidate's Triton launches inside gap-free forwards; no CUPTI; other kernels in one row)"},
+    )
 
     # --- reward and feedback ----------------------------------------------------------------------------------
     reward_scheme: RewardSchemeName = field(
@@ -126,6 +134,8 @@ class EvalOptions:
         need(self.l2_flush_mb >= 0, f"l2_flush_mb must be >= 0, got {self.l2_flush_mb!r}")
         need(self.implausible_speedup > 1, f"implausible_speedup must be > 1, got {self.implausible_speedup!r}")
         need(self.baseline in BASELINES, f"baseline must be one of {BASELINES}, got {self.baseline!r}")
+        need(self.coverage_method in COVERAGE_METHODS,
+             f"coverage_method must be one of {COVERAGE_METHODS}, got {self.coverage_method!r}")
         need(self.profile_calls >= 1, f"profile_calls must be >= 1, got {self.profile_calls!r}")
         need(self.reward_scheme in REWARD_SCHEMES, f"reward_scheme must be one of {REWARD_SCHEMES}, got {self.reward_scheme!r}")
         need(self.hacked_penalty <= 0, f"hacked_penalty must be <= 0 (a hack must never pay), got {self.hacked_penalty!r}")

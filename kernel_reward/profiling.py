@@ -1,10 +1,17 @@
 """Profiling pass: per-kernel device time and coverage (PR) of the candidate's own Triton kernels (FACTS 3).
 
 coverage = device time of kernels launched by the candidate's Triton functions / total device time of all
-device-side activity (kernels, memcpy, memset) over ``profile_calls`` forward calls. Only device events count:
-no CPU time and no aten parent rows (the published code divided by CPU + CUDA time of every event, which made
-its PR systematically low). A device kernel is the candidate's when its name is the name of a Triton function
-the launch monitor saw the candidate launch during the same pass.
+device-side activity over ``profile_calls`` forward calls. Only device time counts: no CPU time and no aten
+parent rows (the published code divided by CPU + CUDA time of every event, which made its PR systematically
+low). Two methods (``EvalOptions.coverage_method``):
+
+* ``profiler``: torch.profiler (CUPTI) device events; a kernel is the candidate's when its name is the name of
+  a Triton function the launch monitor saw the candidate launch. Names every device kernel in the table, but
+  CUPTI's start-up costs seconds in every fresh process (4-7 s per sandboxed child on the H200).
+* ``events``: no CUPTI. A GPU spin queued before each forward outlasts the host's launching of the whole
+  forward, so every kernel is queued before the GPU reaches it and the forward's event interval is its device
+  time with no launch gaps; each Triton launch is bracketed by its own events (``LaunchMonitor``), which time
+  it exactly. The table names the Triton kernels and puts all other device work in one row.
 """
 
 from __future__ import annotations
@@ -71,4 +78,48 @@ def profile_candidate(
         if event.device_type == DeviceType.CUDA
     ]
     table = build_table(device_events, names)
+    return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
+
+
+OTHER_DEVICE_WORK = "(other device work: torch / library kernels, copies)"
+
+
+def event_coverage(
+    candidate: Callable[..., Any], module_name: str, input_pool: list[list[Any]], device: torch.device, calls: int
+) -> ProfileResult:
+    """Coverage from CUDA events (module docstring): Triton launch intervals inside gap-free forward intervals."""
+    import time
+
+    from kernel_reward.timing import lead_spin_cycles, spin_cycles_per_ms
+
+    argument_sets = [clone_args(input_pool[i % len(input_pool)]) for i in range(calls + 1)]
+    torch.cuda.synchronize(device)
+    started = time.perf_counter()
+    with torch.no_grad():
+        candidate(*argument_sets[0])
+    host_ms = (time.perf_counter() - started) * 1e3
+    torch.cuda.synchronize(device)
+    spin = lead_spin_cycles(spin_cycles_per_ms(device), host_ms)
+    monitor = LaunchMonitor(module_name, time_launches=True)
+    forward_ms = 0.0
+    with monitor.active(), torch.no_grad():
+        for args in argument_sets[1:]:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize(device)
+            torch.cuda._sleep(spin)
+            start.record()
+            candidate(*args)
+            end.record()
+            torch.cuda.synchronize(device)
+            forward_ms += start.elapsed_time(end)
+    triton_events = [(launch.name, begin.elapsed_time(finish)) for launch, begin, finish in monitor.timed]
+    names = {launch.name for launch in monitor.candidate_launches}
+    triton_ms = sum(ms for _, ms in triton_events)
+    # Event records between kernels cost ~1 us each, so a forward made only of Triton launches can read a hair
+    # under its launches' sum; never report negative other work.
+    other_ms = max(forward_ms - triton_ms, 0.0)
+    table = build_table(triton_events + ([(OTHER_DEVICE_WORK, other_ms)] if other_ms > 0 else []), names)
+    for row in table:
+        if row.name == OTHER_DEVICE_WORK:
+            row.calls = calls
     return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))

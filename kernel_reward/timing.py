@@ -135,6 +135,23 @@ def timing_args(input_pool: list[list[Any]], call_index: int) -> list[Any]:
     return args
 
 
+def spin_cycles_per_ms(device: torch.device) -> float:
+    """GPU clock cycles ``torch.cuda._sleep`` spins per millisecond on ``device`` (measured with events)."""
+    cycles = 1_000_000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(cycles)  # the first call loads the kernel
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize(device)
+    return cycles / max(start.elapsed_time(end), 1e-3)
+
+
+def lead_spin_cycles(cycles_per_ms: float, launch_ms: float, cap_ms: float = 50.0) -> int:
+    """Pure: a spin that outlasts a host launch of ``launch_ms`` with margin (2x + 50 us), capped at ``cap_ms``."""
+    return int(cycles_per_ms * min(2.0 * launch_ms + 0.05, cap_ms))
+
+
 class CudaTimer:
     """Flushed, synchronised, event + host-bracket timing of one call on a CUDA device (see module docstring)."""
 
@@ -173,15 +190,8 @@ class CudaTimer:
     def cover_launches(self, launch_ms: float) -> None:
         """Spin long enough that the GPU is still busy when the host has launched a call taking ``launch_ms``."""
         if self._cycles_per_ms is None:
-            cycles = 1_000_000
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(cycles)  # first call loads the kernel
-            start.record()
-            torch.cuda._sleep(cycles)
-            end.record()
-            torch.cuda.synchronize(self.device)
-            self._cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
-        self.spin_cycles = int(self._cycles_per_ms * (2.0 * launch_ms + 0.05))
+            self._cycles_per_ms = spin_cycles_per_ms(self.device)
+        self.spin_cycles = lead_spin_cycles(self._cycles_per_ms, launch_ms)
 
     def calibrate(self, repeats: int = 30) -> None:
         """Host-bracket time beyond the event time around an empty call (median): flush, spin and sync costs."""

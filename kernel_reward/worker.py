@@ -365,7 +365,8 @@ def _profile(task: Any, device: Any, options: EvalOptions, result: EvalResult, p
 
     with _phase(phases, "profile"):
         try:
-            profile = profiling.profile_candidate(task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
+            measure = profiling.event_coverage if options.coverage_method == "events" else profiling.profile_candidate
+            profile = measure(task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
         except Exception as exc:  # the profiler is diagnostics; its failure must not fail the candidate
             result.flags.append(f"profile_failed: {type(exc).__name__}: {exc}"[:300])
         else:

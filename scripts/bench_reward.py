@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="--throughput: concurrent candidates per GPU")
     parser.add_argument("--warm-spares", type=int, default=None,
                         help="--throughput: children each slot keeps warming ahead (default: the pool's)")
+    parser.add_argument("--coverage-method", choices=["profiler", "events"], default=None,
+                        help="--throughput: EvalOptions.coverage_method for every evaluation (default: the option's)")
     parser.add_argument("--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations")
     args = parser.parse_args(argv)
     if args.budget_ms is None:
