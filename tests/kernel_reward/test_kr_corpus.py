@@ -88,40 +88,18 @@ def test_implausible_speedup_is_remeasured_and_flagged(evaluate_subprocess):
     assert "implausible_speedup_remeasured" in result.flags and "implausible_speedup" in result.flags
 
 
-PARTIAL_ADD_THEN_TORCH_RELU = """
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x, y):
-        out = torch.empty_like(x)
-        add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
-        return torch.relu(out)
-"""
-
-
 @pytest.mark.gpu
 def test_event_coverage_agrees_with_the_profiler(evaluate_subprocess):
     """coverage_method="events" (no CUPTI) against torch.profiler on one honest single-kernel candidate
     (coverage near 1) and one that leaves the relu to torch (the Triton add is about 3/5 of the device time)."""
-    honest = next(e for e in CORPUS if e.name == "honest_add_relu_big_gpu")
-    for source in (honest.source, PARTIAL_ADD_THEN_TORCH_RELU):
+    for name, whole in (("honest_add_relu_big_gpu", True), ("honest_partial_add_torch_relu_gpu", False)):
+        entry = next(e for e in CORPUS if e.name == name)
         coverage = {}
         for method in ("profiler", "events"):
-            result = evaluate_subprocess(honest.reference, as_completion(source), device="cuda", timing_budget_ms=50.0,
-                                         coverage_method=method)
+            result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda",
+                                         timing_budget_ms=50.0, coverage_method=method)
             assert result.status.value == "correct", (method, result.status, result.error)
             coverage[method] = result.coverage
             assert result.kernel_table and any(row.from_candidate for row in result.kernel_table)
-        assert abs(coverage["events"] - coverage["profiler"]) < 0.1, coverage
-        assert (coverage["events"] > 0.9) == (source is honest.source), coverage
+        assert abs(coverage["events"] - coverage["profiler"]) < 0.1, (name, coverage)
+        assert (coverage["events"] > 0.9) == whole, (name, coverage)
