@@ -128,11 +128,20 @@ def event_coverage(
             forward_ms += bracketed(lambda args=args: candidate(*args))
     triton_events = [(launch.name, begin.elapsed_time(finish)) for launch, begin, finish in monitor.timed]
     names = {launch.name for launch in monitor.candidate_launches}
+    table = event_table(forward_ms, triton_events, names, calls=calls, empty_ms=empty_ms, per_launch_ms=per_launch_ms)
+    return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
+
+
+def event_table(forward_ms: float, triton_events: list[tuple[str, float]], candidate_names: set[str], *, calls: int,
+                empty_ms: float, per_launch_ms: float) -> list[KernelTiming]:
+    """Pure: the kernel table of the events method. ``forward_ms`` is the summed device time of ``calls``
+    gap-free forwards; the Triton launches inside them are named rows; whatever else the forwards spent on the
+    device, less the calibrated cost of the event records (``empty_ms`` per forward bracket, ``per_launch_ms``
+    per launch bracket), is one ``OTHER_DEVICE_WORK`` row (never negative: the calibration is a median)."""
     triton_ms = sum(ms for _, ms in triton_events)
-    overhead_ms = calls * empty_ms + len(triton_events) * per_launch_ms
-    other_ms = max(forward_ms - triton_ms - overhead_ms, 0.0)  # never negative: the calibration is a median
-    table = build_table(triton_events + ([(OTHER_DEVICE_WORK, other_ms)] if other_ms > 0 else []), names)
+    other_ms = max(forward_ms - triton_ms - calls * empty_ms - len(triton_events) * per_launch_ms, 0.0)
+    table = build_table(triton_events + ([(OTHER_DEVICE_WORK, other_ms)] if other_ms > 0 else []), candidate_names)
     for row in table:
         if row.name == OTHER_DEVICE_WORK:
             row.calls = calls
-    return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
+    return table

@@ -165,3 +165,21 @@ def test_poison_free_memory_shrinks_under_a_memory_cap(monkeypatch):
     monkeypatch.setattr(tensors.torch, "full", capped_full)
     tensors.poison_free_memory(torch.device("cpu"), 64 << 20)
     assert sizes == [16 << 20, 8 << 20, 4 << 20, 2 << 20, 1 << 20]
+
+
+def test_event_table_takes_the_event_records_out_of_other_work():
+    from kernel_reward.profiling import OTHER_DEVICE_WORK, event_table
+
+    # 10 forwards of one 17 us kernel: the brackets add 1 us per forward and 1.5 us per launch.
+    launches = [("add_relu_kernel", 0.017)] * 10
+    table = event_table(10 * (0.017 + 0.001 + 0.0015), launches, {"add_relu_kernel"}, calls=10, empty_ms=0.001,
+                        per_launch_ms=0.0015)
+    assert [row.name for row in table] == ["add_relu_kernel"]  # no phantom "other" work
+    assert coverage_from_table(table) == 1.0
+
+    # Triton add (30 us) + torch relu (20 us) per forward: other work is the relu, coverage 0.6.
+    table = event_table(10 * (0.030 + 0.020 + 0.001 + 0.0015), [("add_kernel", 0.030)] * 10, {"add_kernel"}, calls=10,
+                        empty_ms=0.001, per_launch_ms=0.0015)
+    other = next(row for row in table if row.name == OTHER_DEVICE_WORK)
+    assert other.calls == 10 and not other.from_candidate and other.device_time_ms == pytest.approx(0.2)
+    assert coverage_from_table(table) == pytest.approx(0.6)
