@@ -5,8 +5,8 @@
 #
 #   bash scripts/gpu_reward_check.sh OUT [STEPS]
 # STEPS: comma list of fidelity, throughput (8 workers, default spares, with the fresh-process baseline),
-# spares1 / spares2 / spares3 (pool only, N warm spares per slot), workers12 / throughput16 (12 / 16 workers),
-# tests.
+# spares1 / spares2 / spares3 (pool only, N warm spares per slot), events (coverage_method=events: no CUPTI),
+# workers12 / throughput16 (12 / 16 workers), tests.
 # Everything but summary.txt ends in OUT/details.tar.gz (the device tool returns a limited number of files).
 set -u
 OUT=${1:?usage: gpu_reward_check.sh OUT [STEPS]}
@@ -36,6 +36,8 @@ for n in 1 2 3; do
   step spares$n 150 python3 scripts/bench_reward.py --throughput --device cuda --warm-spares $n --baseline-count 0 \
     --json-out "$OUT/spares$n.json"
 done
+step events 150 python3 scripts/bench_reward.py --throughput --device cuda --coverage-method events \
+  --baseline-count 0 --json-out "$OUT/events.json"
 step workers12 150 python3 scripts/bench_reward.py --throughput --device cuda --workers 12 --baseline-count 0 \
   --json-out "$OUT/workers12.json"
 step throughput16 150 python3 scripts/bench_reward.py --throughput --device cuda --workers 16 --baseline-count 0 \
@@ -43,7 +45,7 @@ step throughput16 150 python3 scripts/bench_reward.py --throughput --device cuda
 step tests 300 python3 -m pytest -m gpu tests/kernel_reward -q -n 6 -p no:cacheprovider --timeout 240 \
   --junitxml="$OUT/gpu_tests.xml"
 
-for name in fidelity throughput spares1 spares2 spares3 workers12 throughput16; do
+for name in fidelity throughput spares1 spares2 spares3 events workers12 throughput16; do
   [[ -f "$OUT/$name.log" ]] && { echo "--- $name (tail)"; tail -n 25 "$OUT/$name.log"; }
 done
 [[ -f "$OUT/tests.log" ]] && { echo "--- tests (failures + tail)"; grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -30; tail -n 3 "$OUT/tests.log"; }
