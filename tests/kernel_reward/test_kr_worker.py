@@ -167,3 +167,20 @@ def test_known_answer_check_names_a_broken_interpreter():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "REFUSED: Triton known-answer check failed" in proc.stdout and "numpy" in proc.stdout
+
+
+def test_out_of_memory_outside_the_candidate_is_runtime_error_naming_the_cap(monkeypatch, tmp_path):
+    """A GPU OOM in the harness's own steps (reference at 1.5x size, poisoning) under the pool's memory cap is not
+    an evaluator crash: the result says the task does not fit this worker's cap."""
+    import torch
+
+    from kernel_reward import worker
+    from kernel_reward.request import EvalRequest
+
+    def exhausted(*_args, **_kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 5.61 GiB.")
+
+    monkeypatch.setattr(worker, "_run_pipeline", exhausted)
+    result = worker.evaluate_request(EvalRequest(ADD_RELU, fenced("honest_add_relu.py")), work_dir=tmp_path)
+    assert result.status.value == "runtime_error" and not result.correct and result.reward == 0.0
+    assert "out of GPU memory under this worker's cap" in result.error and "5.61 GiB" in result.error
