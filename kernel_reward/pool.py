@@ -44,6 +44,7 @@ from kernel_reward.result import EvalResult, Status
 
 log = logging.getLogger(__name__)
 
+GROUP_SCAN_INTERVAL_S = 0.5  # the /proc scan for a candidate's helper processes; its main process every 0.1 s
 POOL_ID_ENV = "KERNEL_REWARD_POOL_ID"  # set in every zygote (and so every child): lets tests find leaks
 
 
@@ -105,6 +106,7 @@ class ChildHandle:
         self.exited: concurrent.futures.Future = concurrent.futures.Future()
         self.isolation: dict[str, Any] = {}
         self.warmup_seconds: dict[str, float] = {}  # the child's own warm-up stages, from its "ready" message
+        self.next_group_scan = 0.0  # monotonic time of the next whole-group memory scan
         self.ready = False
         self.closed = False
         channel.setblocking(False)
@@ -460,7 +462,7 @@ class DevicePool:
                     "its whole process group was killed", output, isolation))
             elif kind == "memory":
                 return _Outcome(result=self._failure(
-                    Status.RUNTIME_ERROR, f"host memory limit exceeded: resident set {message['rss']} bytes > "
+                    Status.RUNTIME_ERROR, f"host memory limit exceeded: resident set {message['rss']} bytes (with its helper processes) > "
                     f"{limits.memory_bytes} bytes; the process group was killed", output, isolation))
             elif kind == "cancelled":
                 return _Outcome(result=_cancelled())
@@ -485,6 +487,11 @@ class DevicePool:
                 return {"type": "cancelled"}
             if watch_memory and limits.memory_bytes is not None:
                 rss = sandbox.rss_bytes(child.pid)
+                if now >= child.next_group_scan:
+                    # Forked helpers (the group, and every process of the child's private uid) count too.
+                    child.next_group_scan = now + GROUP_SCAN_INTERVAL_S
+                    group = sandbox.group_rss_bytes(child.pid, child.isolation.get("uid"))
+                    rss = max(rss or 0, group or 0) or rss
                 if rss is not None and rss > limits.memory_bytes:
                     return {"type": "memory", "rss": rss}
             watch = [child.channel] + ([child.output_fd] if output_open else [])

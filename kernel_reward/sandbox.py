@@ -393,6 +393,30 @@ def rss_bytes(pid: int) -> int | None:
         return None
 
 
+def group_rss_bytes(pgid: int, uid: int | None = None) -> int | None:
+    """Summed resident set of every process in process group ``pgid`` and, given ``uid``, of every process that
+    uid owns: memory held by a candidate's forked helpers counts against its limit too. None when none is left.
+
+    One pass over /proc (a few milliseconds); callers poll it less often than the main process's ``rss_bytes``.
+    """
+    page = os.sysconf("SC_PAGE_SIZE")
+    total, found = 0, False
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                data = f.read()
+            owner = entry.stat().st_uid if uid is not None else None
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue  # exited meanwhile, or not ours to read
+        fields = data[data.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session ...
+        if int(fields[2]) == pgid or (uid is not None and owner == uid):
+            total += int(fields[21]) * page  # field 24 of stat: rss in pages
+            found = True
+    return total if found else None
+
+
 class OutputTail:
     """Accumulates a child's output keeping the first ``head`` and the last ``limit - head`` bytes."""
 

@@ -112,6 +112,19 @@ def test_host_memory_watchdog_kills_a_growing_process():
         _ok(ev)
 
 
+def test_host_memory_watchdog_counts_forked_helpers():
+    """Memory held by forked helpers counts: three 400 MB children exceed 900 MB while the main process is small."""
+    policy = SandboxPolicy(limits=SandboxLimits(address_space_bytes=None, memory_bytes=900 * 1024**2))
+    code = ("import os, time\ndef main():\n    pids = []\n    for _ in range(3):\n        pid = os.fork()\n"
+            "        if pid == 0:\n            block = b'\\x01' * (400 << 20)\n            time.sleep(6)\n            os._exit(0)\n"
+            "        pids.append(pid)\n    for pid in pids:\n        os.waitpid(pid, 0)\n    return 'survived'\n")
+    with Evaluator(device="cpu", workers=1, timeout=30, policy=policy, worker_module=FAKE) as ev:
+        result = ev.evaluate("ref", code)
+        assert result.status == Status.RUNTIME_ERROR, (result.status, result.feedback, result.error)
+        assert "memory limit exceeded" in result.error and "helper processes" in result.error
+        _ok(ev)
+
+
 @needs_root
 def test_isolation_record_is_full_as_root(evaluator):
     result = evaluator.evaluate("ref", "def main():\n    return 1\n")
