@@ -148,14 +148,14 @@ class ZygoteClient:
         else:
             env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: the zygote imports it
             env["CUDA_VISIBLE_DEVICES"] = ""
-        lock_dir = Path(config.lock_dir or Path(tempfile.gettempdir()) / "kernel_reward_locks")
-        lock_dir.mkdir(parents=True, exist_ok=True)
+        lock_path = timing_lock_file(Path(config.lock_dir or Path(tempfile.gettempdir()) / "kernel_reward_locks"),
+                                     config.device)
         zygote_config = {
             "device": "cuda" if cuda else "cpu",
             "worker_module": config.worker_module,
             "policy": config.policy.to_dict(),
             "state_dir": str(state_dir),
-            "lock_path": str(lock_dir / f"{config.device.replace(':', '')}.lock"),
+            "lock_path": str(lock_path),
             "gpu_memory_fraction": (config.gpu_memory_fraction or round(0.9 / config.workers, 3)) if cuda else None,
             "seed_triton_cache": cuda,
         }
@@ -536,6 +536,23 @@ class DevicePool:
 def _cancelled() -> EvalResult:
     return EvalResult.failure(Status.CRASHED, "cancelled: the evaluation was stopped before it finished",
                               flags=["cancelled"])
+
+
+def timing_lock_file(lock_dir: Path, device: str) -> Path:
+    """The per-device timing lock every service on this host shares, usable by any user.
+
+    The folder is sticky and world-writable like /tmp (services of different users must serialise their timing
+    on one GPU) and the file world-readable: ``flock`` needs only a read descriptor, so children open it
+    read-only. Creating both here, in the trusted service, keeps a candidate from ever choosing their modes.
+    """
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    if lock_dir.stat().st_uid == os.geteuid():
+        os.chmod(lock_dir, 0o1777)
+    path = lock_dir / f"{device.replace(':', '')}.lock"
+    if not path.exists():
+        path.touch(exist_ok=True)
+        os.chmod(path, 0o644)  # explicit: touch's mode is filtered by the umask
+    return path
 
 
 def default_workers(device: str) -> int:

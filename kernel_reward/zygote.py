@@ -245,7 +245,7 @@ class Zygote:
             os.dup2(devnull, 0)
             os.dup2(out_w, 1)
             os.dup2(out_w, 2)
-            lock_fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            lock_fd = os.open(self.config.lock_path, os.O_RDONLY)  # created by the service (pool.timing_lock_file)
             keep = sorted({0, 1, 2, channel.fileno(), lock_fd})
             _close_fds_except(keep)
             sandbox.set_parent_death_signal()

@@ -35,3 +35,24 @@ def test_record_get_and_persist(tmp_path):
     assert cache.get(REF, "NVIDIA H100", opts) is None
     reloaded = ReferenceTimeCache(path)
     assert len(reloaded) == 1 and reloaded.get(REF, "NVIDIA H200", opts).num_samples == 50
+
+
+def test_timing_lock_file_is_shared_across_users(tmp_path):
+    """Sticky world-writable folder, world-readable lock file (flock works on a read-only descriptor)."""
+    import fcntl
+    import os
+    import stat
+
+    from kernel_reward.pool import timing_lock_file
+
+    path = timing_lock_file(tmp_path / "locks", "cuda:3")
+    assert path.name == "cuda3.lock" and path.exists()
+    assert stat.S_IMODE((tmp_path / "locks").stat().st_mode) == 0o1777
+    assert stat.S_IMODE(path.stat().st_mode) & 0o044 == 0o044
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    assert timing_lock_file(tmp_path / "locks", "cuda:3") == path  # idempotent
