@@ -88,3 +88,7 @@ def mrs_in_loss(trainer, output, out: Path, rank: int) -> None:
 
 if __name__ == "__main__":
     main(Path(sys.argv[1]))
+    # Both ranks leave together and tear gloo down before interpreter exit: a rank exiting with gloo threads still
+    # alive can die in std::terminate (SIGABRT, seen once in a fresh-clone CI run) after writing its results.
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
