@@ -27,35 +27,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/split_file.py
 
+# Part 2's scripted SiLU completions: the ones the evaluation and kernel-environment tests use, plus a decoy that
+# launches the real kernel and then returns torch's answer (the kernel's result discarded).
+from tests.evaluation.eval_programs import HONEST, WRONG  # noqa: E402
+from tests.evaluation.eval_programs import UNFORMATTED as PROSE  # noqa: E402
+
 logger = logging.getLogger("gpu_trloo_run")
 
-HONEST = '''```python
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x * tl.sigmoid(x), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        n = x.numel()
-        silu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
-        return out
-```
-'''
-WRONG = HONEST.replace("x * tl.sigmoid(x)", "x * 0.5")
 DECOY = HONEST.replace("        return out\n", "        return torch.nn.functional.silu(x)\n")
-PROSE = "I would fuse the activation into one kernel."
 TASKS = ["activation_silu", "softmax_rows", "norm_rms_norm", "elementwise_addcmul"]
 
 
