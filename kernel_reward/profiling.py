@@ -89,28 +89,18 @@ def event_coverage(
     candidate: Callable[..., Any], module_name: str, input_pool: list[list[Any]], device: torch.device, calls: int
 ) -> ProfileResult:
     """Coverage from CUDA events (module docstring): Triton launch intervals inside gap-free forward intervals."""
-    import time
-
-    from kernel_reward.timing import lead_spin_cycles, spin_cycles_per_ms
+    from kernel_reward.timing import CudaTimer
 
     argument_sets = [clone_args(input_pool[i % len(input_pool)]) for i in range(calls + 1)]
-    torch.cuda.synchronize(device)
-    started = time.perf_counter()
+    # The timing path's own bracket (no L2 flush): synchronise, spin long enough to cover the host's launch of
+    # a whole forward, then events around the body -- so each forward interval has no launch gaps.
+    timer = CudaTimer(device, l2_flush_mb=0)
     with torch.no_grad():
-        candidate(*argument_sets[0])
-    host_ms = (time.perf_counter() - started) * 1e3
-    torch.cuda.synchronize(device)
-    spin = lead_spin_cycles(spin_cycles_per_ms(device), host_ms)
+        warm, _ = timer.measure(lambda: candidate(*argument_sets[0]))
+    timer.cover_launches(warm.launch_ms)
 
     def bracketed(body: Callable[[], Any]) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize(device)
-        torch.cuda._sleep(spin)
-        start.record()
-        body()
-        end.record()
-        torch.cuda.synchronize(device)
-        return start.elapsed_time(end)
+        return timer.measure(body)[0].device_ms
 
     def empty_launch_bracket() -> None:
         torch.cuda.Event(enable_timing=True).record()
