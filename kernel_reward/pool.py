@@ -491,7 +491,8 @@ class DevicePool:
                     # Forked helpers (the group, and every process of the child's private uid) count too.
                     child.next_group_scan = now + GROUP_SCAN_INTERVAL_S
                     group = sandbox.group_rss_bytes(child.pid, child.isolation.get("uid"))
-                    rss = max(rss or 0, group or 0) or rss
+                    if group is not None:
+                        rss = max(rss or 0, group)
                 if rss is not None and rss > limits.memory_bytes:
                     return {"type": "memory", "rss": rss}
             watch = [child.channel] + ([child.output_fd] if output_open else [])
