@@ -232,11 +232,16 @@ def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float, **o
 
 
 def throughput(device: str = "cuda", workers: int | None = None, baseline_count: int = 5,
-               timeout_s: float = 120.0, preset: str = "full", warm_spares: int | None = None,
+               timeout_s: float = 120.0, preset: str = "full", warm_spares: int | None = None, rounds: int = 1,
                **options: Any) -> dict[str, Any]:
-    """``options``: EvalOptions fields for every evaluation, pool and baseline alike (e.g. coverage_method)."""
+    """``options``: EvalOptions fields for every evaluation, pool and baseline alike (e.g. coverage_method).
+    ``rounds``: the pool evaluates the whole pair set this many times in one batch, so the figure is the
+    steady state rather than one batch's ramp-down (the last slow candidates running while other slots idle)."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
     pairs = build_pairs(preset)
-    pool = run_pool(pairs, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares, **options)
+    pool = run_pool(pairs * rounds, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares,
+                    **options)
     baseline = (run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s, **options)
                 if baseline_count else None)
     estimate = None
@@ -250,7 +255,7 @@ def throughput(device: str = "cuda", workers: int | None = None, baseline_count:
         total_s = sum(statistics.fmean(by_status.get(p["expected"], [overall])) for p in pairs)
         estimate = 60 * len(pairs) / total_s
     summary = {
-        "pairs": len(pairs), "device": device,
+        "pairs": len(pairs), "rounds": rounds, "device": device,
         "pool_evals_per_min": pool["evals_per_min"],
         "baseline_sample_evals_per_min": baseline["evals_per_min"] if baseline else None,
         "baseline_evals_per_min": estimate,
@@ -263,7 +268,7 @@ def throughput(device: str = "cuda", workers: int | None = None, baseline_count:
 def format_report(report: dict[str, Any]) -> str:
     s, pool = report["summary"], report["pool"]
     lines = [
-        f"pairs {s['pairs']} on {s['device']}: pool {s['pool_evals_per_min']:.1f} eval/min "
+        f"pairs {s['pairs']} x {s.get('rounds', 1)} round(s) on {s['device']}: pool {s['pool_evals_per_min']:.1f} eval/min "
         f"({pool['workers']} workers, {pool['warm_spares']} warm spare(s) each, start-up {pool['startup_s']:.1f} s, "
         f"wall {pool['wall_s']:.1f} s)",
     ]
@@ -283,7 +288,7 @@ def format_report(report: dict[str, Any]) -> str:
 def run_cli(args: Any) -> int:
     """Entry point used by ``scripts/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
     report = throughput(device="cuda" if args.device.startswith("cuda") else "cpu", workers=args.workers,
-                        baseline_count=args.baseline_count, warm_spares=args.warm_spares,
+                        baseline_count=args.baseline_count, warm_spares=args.warm_spares, rounds=args.rounds,
                         **({"coverage_method": args.coverage_method} if args.coverage_method else {}))
     print(format_report(report))
     if args.json_out:

@@ -7,7 +7,9 @@ Backends: ``"local"`` (one ``pool.DevicePool`` per device, all pulling from one 
 (``ray_backend.RayBackend``: worker actors on a Ray cluster, each running the same local pool inside).
 Submissions beyond ``max_in_flight`` block (back-pressure); ``aevaluate`` / ``aevaluate_many`` are the asyncio
 forms; cancelling an awaiting task kills the candidate's process. Leaving the context (also on Ctrl-C) kills
-every worker process.
+every worker process. Candidates that the checks running none of their code reject (no code block, syntax
+error, a static hack: ``worker.screen_request``) are answered here without taking a worker; their isolation
+record says ``"level": "not_run"``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import functools
+import importlib
 import logging
 import queue
 import threading
@@ -132,8 +135,9 @@ class Evaluator:
         self.options = EvalOptions(**options)  # validates every option once, up front
         self.progress = progress
         policy = policy or SandboxPolicy()
+        devices = resolve_devices(device) if backend == "local" else [device] if isinstance(device, str) else []
         if backend == "local":
-            self.backend: Backend = LocalBackend(resolve_devices(device), workers=workers, policy=policy,
+            self.backend: Backend = LocalBackend(devices, workers=workers, policy=policy,
                                                  worker_module=worker_module, max_attempts=max_attempts,
                                                  pool_kwargs=pool_options)
         elif backend == "ray":
@@ -148,6 +152,14 @@ class Evaluator:
         if limit < 1:
             raise ValueError(f"Evaluator: max_in_flight must be >= 1, got {limit}")
         self._slots = threading.BoundedSemaphore(limit)
+        # A worker module may offer ``screen_request``: checks that run no candidate code, applied here so that a
+        # candidate they reject (format / compile error, static hack) never takes a warm sandboxed process. Only
+        # where the result's mode (GPU or interpreter: the reward scheme depends on it) is known without asking
+        # a worker: not for a Ray cluster of unnamed devices or a mix of CPU and GPUs.
+        kinds = {"interpreter" if d == "cpu" else "gpu" for d in devices}
+        screen = getattr(importlib.import_module(worker_module), "screen_request", None)
+        self._screen = screen if len(kinds) == 1 else None
+        self._screen_mode = kinds.pop() if len(kinds) == 1 else None
         self._closed = False
         _LIVE.add(self)
 
@@ -173,8 +185,13 @@ class Evaluator:
         """Queue one request (blocks while ``max_in_flight`` requests are pending) and return its job."""
         if self._closed:
             raise RuntimeError("Evaluator is closed")
-        self._slots.acquire()
         job = Job(request=request)
+        screened = self._screen(request, mode=self._screen_mode) if self._screen else None
+        if screened is not None:
+            job.future.set_running_or_notify_cancel()
+            job.future.set_result(screened)
+            return job
+        self._slots.acquire()
         job.future.add_done_callback(lambda _: self._slots.release())
         self.backend.submit(job)
         return job

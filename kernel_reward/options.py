@@ -91,10 +91,13 @@ class EvalOptions:
     profile: bool = field(default=True, metadata={"help": "run the profiler pass that computes coverage (PR)"})
     profile_calls: int = field(default=10, metadata={"help": "candidate calls under the profiler"})
     coverage_method: CoverageMethod = field(
-        default="profiler",
-        metadata={"help": "how coverage (PR) is measured: 'profiler' (torch.profiler / CUPTI: every device kernel "
-                  "named; seconds of CUPTI start-up per worker process) or 'events' (CUDA events around the "
-                  "candidate's Triton launches inside gap-free forwards; no CUPTI; other kernels in one row)"},
+        # "events" by default: on the H200 the two agree (benchmarks/coverage_h200.json) and CUPTI's start-up in
+        # every fresh sandboxed process (5-6 s) was the largest cost of a correct candidate's evaluation.
+        default="events",
+        metadata={"help": "how coverage (PR) is measured: 'events' (CUDA events around the candidate's Triton "
+                  "launches inside gap-free forwards; no CUPTI; other kernels in one row; falls back to the "
+                  "profiler when a forward cannot be measured gap-free) or 'profiler' (torch.profiler / CUPTI: "
+                  "every device kernel named; seconds of CUPTI start-up per worker process)"},
     )
 
     # --- reward and feedback ----------------------------------------------------------------------------------

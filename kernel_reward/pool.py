@@ -283,6 +283,7 @@ class DevicePool:
         self.stopping = threading.Event()
         self.zygote_lock = threading.Lock()
         self.zygote_restarts = 0
+        self.spawned = 0  # children asked of the zygote so far (each serves at most one candidate)
         self.zygote = ZygoteClient(config, self.state_dir, self.pool_id)
         self.threads = [
             threading.Thread(target=self._slot_loop, name=f"slot-{config.device}-{i}", daemon=True)
@@ -304,6 +305,8 @@ class DevicePool:
             return self.zygote
 
     def _spawn(self) -> ChildHandle | InfrastructureError:
+        with self.zygote_lock:
+            self.spawned += 1
         try:
             zygote = self._current_zygote()
             zygote.wait_started(self.config.warmup_timeout_s)

@@ -11,7 +11,9 @@ low). Two methods (``EvalOptions.coverage_method``):
 * ``events``: no CUPTI. A GPU spin queued before each forward outlasts the host's launching of the whole
   forward, so every kernel is queued before the GPU reaches it and the forward's event interval is its device
   time with no launch gaps; each Triton launch is bracketed by its own events (``LaunchMonitor``), which time
-  it exactly. The table names the Triton kernels and puts all other device work in one row.
+  it exactly. The table names the Triton kernels and puts all other device work in one row. A forward whose
+  host launch outlasted its spin (a re-compile, the host descheduled under load) is measured again with a
+  longer spin; one that never fits raises ``LaunchGapError`` and the worker asks the profiler instead.
 """
 
 from __future__ import annotations
@@ -85,6 +87,19 @@ def profile_candidate(
 OTHER_DEVICE_WORK = "(other device work: torch / library kernels, copies)"
 
 
+GAP_RETRIES = 4  # re-measurements of one forward whose launch outlasted its lead spin
+
+
+class LaunchGapError(RuntimeError):
+    """The events method could not measure a forward free of launch gaps (the worker then uses the profiler)."""
+
+
+def launch_was_covered(launch_ms: float, spin_ms: float) -> bool:
+    """Pure: did the host finish launching a forward before the GPU finished the spin queued ahead of it? Only then
+    is the forward's event interval free of launch gaps (idle device time that would count as "other work")."""
+    return launch_ms < spin_ms
+
+
 def event_coverage(
     candidate: Callable[..., Any], module_name: str, input_pool: list[list[Any]], device: torch.device, calls: int
 ) -> ProfileResult:
@@ -95,31 +110,53 @@ def event_coverage(
     # The timing path's own bracket (no L2 flush): synchronise, spin long enough to cover the host's launch of
     # a whole forward, then events around the body -- so each forward interval has no launch gaps.
     timer = CudaTimer(device, l2_flush_mb=0)
-    with torch.no_grad():
-        warm, _ = timer.measure(lambda: candidate(*argument_sets[0]))
-    timer.cover_launches(warm.launch_ms)
+    monitor = LaunchMonitor(module_name, time_launches=True)
 
-    def bracketed(body: Callable[[], Any]) -> float:
-        return timer.measure(body)[0].device_ms
+    def bracketed(body: Callable[[], Any]) -> tuple[float, float]:
+        call = timer.measure(body)[0]
+        return call.device_ms, call.launch_ms
 
     def empty_launch_bracket() -> None:
         torch.cuda.Event(enable_timing=True).record()
         torch.cuda.Event(enable_timing=True).record()
 
+    with monitor.active(), torch.no_grad():
+        # Warm call under the monitor: its launch time includes the per-launch event records it will pay later.
+        _, warm_launch_ms = bracketed(lambda: candidate(*argument_sets[0]))
+    timer.cover_launches(warm_launch_ms)
     # The event records themselves take device time (about a microsecond each: the H200 run before this
     # calibration read 0.85 for a 17 us single-kernel forward the profiler reads as 1.0). Measure what an
     # empty forward bracket and one empty launch bracket inside it cost, and take both out of "other" work.
-    empty_ms = float(np.median([bracketed(lambda: None) for _ in range(5)]))
-    per_launch_ms = max(float(np.median([bracketed(empty_launch_bracket) for _ in range(5)])) - empty_ms, 0.0)
-    monitor = LaunchMonitor(module_name, time_launches=True)
+    empty_ms = float(np.median([bracketed(lambda: None)[0] for _ in range(5)]))
+    per_launch_ms = max(float(np.median([bracketed(empty_launch_bracket)[0] for _ in range(5)])) - empty_ms, 0.0)
+    monitor.launches.clear()
+    monitor.timed.clear()
     forward_ms = 0.0
     with monitor.active(), torch.no_grad():
         for args in argument_sets[1:]:
-            forward_ms += bracketed(lambda args=args: candidate(*args))
+            forward_ms += _gap_free_forward(lambda args=args: candidate(*args), bracketed, timer, monitor)
     triton_events = [(launch.name, begin.elapsed_time(finish)) for launch, begin, finish in monitor.timed]
     names = {launch.name for launch in monitor.candidate_launches}
     table = event_table(forward_ms, triton_events, names, calls=calls, empty_ms=empty_ms, per_launch_ms=per_launch_ms)
     return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
+
+
+def _gap_free_forward(forward: Callable[[], Any], bracketed: Callable[[Callable[[], Any]], tuple[float, float]],
+                      timer: Any, monitor: LaunchMonitor) -> float:
+    """Device ms of one forward whose launch the lead spin covered. A forward the host launched too slowly (a
+    Triton re-compile for a new shape, the host descheduled under load) is measured again with a spin that covers
+    the launch it took, and its launch records are dropped; after ``GAP_RETRIES`` such tries the pass fails (the
+    worker flags ``profile_failed`` and reports no coverage rather than a wrong one)."""
+    launch_ms = 0.0
+    for _ in range(1 + GAP_RETRIES):
+        launches_before, timed_before = len(monitor.launches), len(monitor.timed)
+        device_ms, launch_ms = bracketed(forward)
+        if launch_was_covered(launch_ms, timer.spin_ms):
+            return device_ms
+        del monitor.launches[launches_before:], monitor.timed[timed_before:]
+        timer.cover_launches(launch_ms)
+    raise LaunchGapError(f"events coverage: a forward's launch ({launch_ms:.2f} ms) outlasted its lead spin "
+                       f"({timer.spin_ms:.2f} ms) {1 + GAP_RETRIES} times")
 
 
 def event_table(forward_ms: float, triton_events: list[tuple[str, float]], candidate_names: set[str], *, calls: int,

@@ -193,6 +193,11 @@ class CudaTimer:
             self._cycles_per_ms = spin_cycles_per_ms(self.device)
         self.spin_cycles = lead_spin_cycles(self._cycles_per_ms, launch_ms)
 
+    @property
+    def spin_ms(self) -> float:
+        """Device time of the lead spin queued before each call (0 before ``cover_launches``)."""
+        return self.spin_cycles / self._cycles_per_ms if self._cycles_per_ms else 0.0
+
     def calibrate(self, repeats: int = 30) -> None:
         """Host-bracket time beyond the event time around an empty call (median): flush, spin and sync costs."""
         samples = []

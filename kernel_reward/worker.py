@@ -197,27 +197,57 @@ def _set_failure(result: EvalResult, status: Status, error: str, hack_reasons: l
         result.hack_reasons.extend(r for r in hack_reasons if r not in result.hack_reasons)
 
 
-def _run_pipeline(
-    request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult, phases: dict[str, float]
-) -> None:
-    options = request.options
+# The isolation record of a candidate the service rejected without running any of its code.
+NOT_RUN_ISOLATION = {"level": "not_run", "process": "none: rejected by static checks before any candidate code ran"}
+
+
+def screen_request(request: EvalRequest, *, mode: str | None = None) -> EvalResult | None:
+    """The checks that run no candidate code (code extraction, static checks on the AST), for the execution
+    service to apply in its own process before it spends a warm sandboxed worker: the finished result of a
+    candidate they reject (format / compile error, static hack), or None when the candidate must be run.
+    ``mode``: "gpu" or "interpreter", where the service would have run it (None: from ``request.device``)."""
+    result = EvalResult()
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
+    if _screen(request, result, phases, mode) is not None:
+        return None
+    phases["total"] = time.perf_counter() - start
+    result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
+    result.isolation = dict(NOT_RUN_ISOLATION)
+    result.attempts = 0  # no execution attempt: nothing ran
+    _finish(result, request.options)
+    return result
+
+
+def _screen(request: EvalRequest, result: EvalResult, phases: dict[str, float], mode: str | None = None) -> str | None:
+    """Extract and statically check the candidate: its code, or None with the failure set on ``result``."""
     # Known up front so the reward of an early failure uses the right scheme (ladder on GPU, correctness on CPU).
-    result.mode = "interpreter" if wants_interpreter(request.device) else "gpu"
+    result.mode = mode or ("interpreter" if wants_interpreter(request.device) else "gpu")
     with _phase(phases, "extract"):
         code = extract_code(request.candidate)
     if code is None:
         _set_failure(result, Status.FORMAT_ERROR, "no fenced code block (```python ... ```) found in the completion")
-        return
+        return None
     with _phase(phases, "static_checks"):
         static = check_candidate(code, request.entry_point)
     if static.compile_findings:
         _set_failure(result, Status.COMPILE_ERROR, "; ".join(f.describe() for f in static.compile_findings))
-        return
+        return None
     if static.hack_findings:
         _set_failure(
             result, Status.HACKED, "static checks: " + "; ".join(f.describe() for f in static.hack_findings),
             [f.reason.value for f in static.hack_findings],
         )
+        return None
+    return code
+
+
+def _run_pipeline(
+    request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult, phases: dict[str, float]
+) -> None:
+    options = request.options
+    code = _screen(request, result, phases)
+    if code is None:
         return
 
     with _phase(phases, "prepare"):
@@ -363,10 +393,17 @@ def _profile(task: Any, device: Any, options: EvalOptions, result: EvalResult, p
     """Coverage (PR) and the per-kernel table from one profiler pass; diagnostics, so a failure only flags."""
     from kernel_reward import profiling
 
+    args = (task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
     with _phase(phases, "profile"):
         try:
-            measure = profiling.event_coverage if options.coverage_method == "events" else profiling.profile_candidate
-            profile = measure(task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
+            if options.coverage_method == "events":
+                try:
+                    profile = profiling.event_coverage(*args)
+                except profiling.LaunchGapError as exc:  # launches too slow to measure gap-free: ask CUPTI instead
+                    result.flags.append(f"coverage_from_profiler: {exc}"[:300])
+                    profile = profiling.profile_candidate(*args)
+            else:
+                profile = profiling.profile_candidate(*args)
         except Exception as exc:  # the profiler is diagnostics; its failure must not fail the candidate
             result.flags.append(f"profile_failed: {type(exc).__name__}: {exc}"[:300])
         else:

@@ -10,6 +10,8 @@ Sections (each a function, so other modes such as a throughput benchmark can be 
                  coverage, per-phase seconds).
   repeatability  one honest candidate evaluated N times in this process: coefficient of variation of the speedup
                  (target <= 3 %).
+  coverage       (opt-in) every honest corpus candidate that is correct on the GPU, evaluated with
+                 coverage_method="events" and "profiler" under one seed: both coverages and their difference.
   phases         mean seconds per phase over all evaluate_request runs above.
 Prints a table per section and writes everything (raw numbers included) as JSON.
 """
@@ -129,6 +131,39 @@ def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int
             "kernels": [(row.name, row.device_time_ms, row.from_candidate) for row in result.kernel_table[:5]]}
 
 
+def coverage_agreement(device: str, budget_ms: float) -> dict[str, Any]:
+    """Events coverage against profiler coverage on every honest corpus candidate correct on the GPU."""
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.request import EvalRequest
+    from kernel_reward.worker import evaluate_request
+    from tests.kernel_reward.conftest import load_corpus
+
+    rows = []
+    for entry in load_corpus():
+        if entry.expected_status("cuda") != "correct":
+            continue
+        row: dict[str, Any] = {"candidate": entry.name}
+        for method in ("events", "profiler"):
+            options = EvalOptions(timing_budget_ms=budget_ms, seed_base=7, coverage_method=method, **entry.options)
+            with tempfile.TemporaryDirectory() as tmp:
+                start = time.perf_counter()
+                completion = f"```python\n{entry.source}```\n"
+                result = evaluate_request(EvalRequest(entry.reference, completion, device=device, options=options),
+                                          work_dir=Path(tmp))
+            row[f"{method}_status"] = result.status.value
+            row[method] = result.coverage
+            row[f"{method}_profile_s"] = result.phase_seconds.get("profile")
+            row[f"{method}_flags"] = [f for f in result.flags if "profile" in f or "coverage" in f]
+            row[f"{method}_wall_s"] = time.perf_counter() - start
+        both = row["events"] is not None and row["profiler"] is not None
+        row["abs_diff"] = abs(row["events"] - row["profiler"]) if both else None
+        rows.append(row)
+    diffs = [r["abs_diff"] for r in rows if r["abs_diff"] is not None]
+    return {"rows": rows, "summary": {"candidates": len(rows), "compared": len(diffs),
+                                      "max_abs_diff": max(diffs, default=None),
+                                      "mean_abs_diff": statistics.fmean(diffs) if diffs else None}}
+
+
 def honest(device: str, budget_ms: float) -> dict[str, Any]:
     return {"rows": [_evaluate(name, device, budget_ms) for name in HONEST_GPU]}
 
@@ -162,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="timing budget per side, ms (default: EvalOptions.timing_budget_ms, what users get)")
     parser.add_argument("--repeats", type=int, default=10, help="evaluations of one candidate for repeatability")
     parser.add_argument("--sections", default="fidelity,honest,repeatability",
-                        help="comma-separated subset of: fidelity, honest, repeatability")
+                        help="comma-separated subset of: fidelity, honest, repeatability, coverage")
     parser.add_argument("--throughput", action="store_true",
                         help="instead: execution-service throughput, warm pool vs fresh process per evaluation "
                         "(kernel_reward.bench_throughput; --workers, --baseline-count)")
@@ -172,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage-method", choices=["profiler", "events"], default=None,
                         help="--throughput: EvalOptions.coverage_method for every evaluation (default: the option's)")
     parser.add_argument("--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="--throughput: pool passes over the pair set in one batch (steady state, not one ramp-down)")
     args = parser.parse_args(argv)
     if args.budget_ms is None:
         from kernel_reward.options import EvalOptions
@@ -210,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== repeatability ==")
         print(_table(report["repeatability"]["rows"], ["candidate", "status", "speedup", "ref_ms", "kernel_ms", "wall_s"]))
         print(json.dumps(report["repeatability"]["summary"], indent=2))
+    if "coverage" in sections:
+        report["coverage"] = coverage_agreement(args.device, args.budget_ms)
+        print("\n== coverage: events vs profiler ==")
+        print(_table(report["coverage"]["rows"], ["candidate", "events", "profiler", "abs_diff", "events_profile_s",
+                                                  "profiler_profile_s"]))
+        print(json.dumps(report["coverage"]["summary"], indent=2))
     if evaluations:
         report["phases_mean_s"] = phase_costs(evaluations)
         print("\n== mean seconds per phase ==")

@@ -53,6 +53,13 @@ CANDIDATE_WRONG = CANDIDATE_ADD.replace("tl.load(a_ptr + offsets, mask=mask) + t
 
 CANDIDATE_SYNTAX_ERROR = CANDIDATE_ADD.replace("def forward(self, a, b):", "def forward(self, a, b)")
 
+# The "kernel, else torch" fallback shape: rejected by the static checks before it runs.
+CANDIDATE_TRY_EXCEPT = CANDIDATE_ADD.replace(
+    "        out = torch.empty_like(a)\n        n = a.numel()\n        add_kernel[(triton.cdiv(n, 128),)](a, b, out, n, BLOCK=128)\n        return out",
+    "        try:\n            out = torch.empty_like(a)\n            add_kernel[(triton.cdiv(a.numel(), 128),)](a, b, out, a.numel(), BLOCK=128)\n"
+    "            return out\n        except Exception:\n            return a + b",
+)
+
 # Raises inside forward.
 CANDIDATE_RAISES = CANDIDATE_ADD.replace("out = torch.empty_like(a)", "raise ValueError('boom from forward')")
 

@@ -257,8 +257,27 @@ def test_real_worker_faults(real_evaluator, kind):
     code, status = REAL[kind]
     result = real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(code))
     assert result.status == status, (kind, result.error)
+    if kind == "syntax_error":  # the service's static screen answers without taking a worker
+        assert result.attempts == 0 and result.isolation["level"] == "not_run", result.isolation
+        assert "static_checks" in result.phase_seconds and "load" not in result.phase_seconds
+        return
     assert result.attempts == 1
     assert result.isolation.get("wall_clock_s") == pytest.approx(20.5)
+
+
+def test_statically_rejected_candidates_take_no_worker(real_evaluator):
+    """Format errors, syntax errors and static hacks are answered by the service itself: the pool's warm
+    children stay untouched (no spawn beyond the spares the slots keep), and the results are complete."""
+    pool = real_evaluator.backend.pools[0]
+    real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD))  # slots are warm now
+    spawned = pool.spawned
+    cases = [("no code block here", Status.FORMAT_ERROR), (programs.fenced(programs.CANDIDATE_SYNTAX_ERROR),
+             Status.COMPILE_ERROR), (programs.fenced(programs.CANDIDATE_TRY_EXCEPT), Status.HACKED)]
+    results = real_evaluator.evaluate_many([(programs.REFERENCE_ADD, text) for text, _ in cases])
+    assert [r.status for r in results] == [status for _, status in cases], [r.error for r in results]
+    assert all(r.isolation["level"] == "not_run" and r.attempts == 0 and r.error and r.feedback for r in results)
+    assert results[2].hack_reasons == ["try_except"] and results[2].reward <= 0
+    assert pool.spawned == spawned
 
 
 def test_real_worker_hang_times_out(real_evaluator):

@@ -183,3 +183,39 @@ def test_event_table_takes_the_event_records_out_of_other_work():
     other = next(row for row in table if row.name == OTHER_DEVICE_WORK)
     assert other.calls == 10 and not other.from_candidate and other.device_time_ms == pytest.approx(0.2)
     assert coverage_from_table(table) == pytest.approx(0.6)
+
+
+def test_events_coverage_measures_a_gappy_forward_again():
+    """A forward whose host launch outlasted the lead spin is measured again, its launch records dropped; one that
+    never fits raises LaunchGapError (the worker then falls back to the profiler) instead of a wrong coverage."""
+    from kernel_reward.launches import Launch, LaunchMonitor
+    from kernel_reward.profiling import GAP_RETRIES, LaunchGapError, _gap_free_forward, launch_was_covered
+
+    assert launch_was_covered(0.2, 0.5) and not launch_was_covered(0.5, 0.5)
+
+    class FakeTimer:
+        spin_ms = 1.0
+
+        def cover_launches(self, launch_ms):
+            self.spin_ms = 2 * launch_ms + 0.05
+
+    monitor = LaunchMonitor("cand")
+    launch_times = iter([3.0, 0.4])  # a re-compile stalls the first try; the second fits the longer spin
+
+    def bracketed(forward):
+        forward()
+        return 0.25, next(launch_times)
+
+    def forward():
+        monitor.launches.append(Launch("k", "cand"))
+        monitor.timed.append((Launch("k", "cand"), None, None))
+
+    timer = FakeTimer()
+    assert _gap_free_forward(forward, bracketed, timer, monitor) == 0.25
+    assert len(monitor.launches) == 1 and len(monitor.timed) == 1  # the gappy try's records are gone
+    assert timer.spin_ms == pytest.approx(6.05)
+
+    slow = iter([5.0 * 4**i for i in range(1 + GAP_RETRIES)])  # the host falls further behind every time
+    with pytest.raises(LaunchGapError, match="outlasted its lead spin"):
+        _gap_free_forward(forward, lambda f: (f(), (0.25, next(slow)))[1], FakeTimer(), monitor)
+    assert len(monitor.launches) == 1  # nothing of the failed forward is left behind

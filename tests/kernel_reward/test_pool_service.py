@@ -55,8 +55,12 @@ def test_500_submissions_ten_percent_faulty_one_result_each_in_order():
     mismatches = [(i, s.value, e.value, results[i].error) for i, (s, e) in enumerate(zip(statuses, expected, strict=True)) if s != e]
     assert not mismatches, mismatches[:5]
     assert collections.Counter(statuses)[Status.CORRECT] == 450
-    assert all(r.attempts == 1 for r in results), "no infrastructure retry was expected on a healthy pool"
-    assert all(r.isolation.get("wall_clock_s") for r in results)
+    # Syntax errors are answered by the service's static screen (no worker, no attempt); everything else ran
+    # sandboxed exactly once: no infrastructure retry was expected on a healthy pool.
+    screened = [r for r in results if r.isolation.get("level") == "not_run"]
+    assert {r.status for r in screened} == {Status.COMPILE_ERROR} and all(r.attempts == 0 for r in screened)
+    ran = [r for r in results if r.isolation.get("level") != "not_run"]
+    assert len(ran) == total - len(screened) and all(r.attempts == 1 and r.isolation.get("wall_clock_s") for r in ran)
     for pool_id in ids:
         assert wait_no_pool_processes(pool_id) == []
     print(f"500 submissions in {elapsed:.1f} s ({total / elapsed:.1f}/s)")
