@@ -116,19 +116,28 @@ def event_coverage(
         call = timer.measure(body)[0]
         return call.device_ms, call.launch_ms
 
+    empty_brackets: list[tuple[Any, Any]] = []
+
     def empty_launch_bracket() -> None:
-        torch.cuda.Event(enable_timing=True).record()
-        torch.cuda.Event(enable_timing=True).record()
+        begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        finish.record()
+        empty_brackets.append((begin, finish))
 
     with monitor.active(), torch.no_grad():
         # Warm call under the monitor: its launch time includes the per-launch event records it will pay later.
         _, warm_launch_ms = bracketed(lambda: candidate(*argument_sets[0]))
     timer.cover_launches(warm_launch_ms)
     # The event records themselves take device time (about a microsecond each: the H200 run before this
-    # calibration read 0.85 for a 17 us single-kernel forward the profiler reads as 1.0). Measure what an
-    # empty forward bracket and one empty launch bracket inside it cost, and take both out of "other" work.
+    # calibration read 0.85 for a 17 us single-kernel forward the profiler reads as 1.0). Three costs, each a median of five: an empty forward bracket (``empty_ms``), what one empty launch bracket
+    # adds to a forward (``per_launch_ms``), and the interval an empty launch bracket reads itself
+    # (``launch_bracket_ms``: part of every Triton interval that is not the kernel). Tiny kernels (a few
+    # microseconds) read far too high without them (H200: 0.79 for a 16x16 matmul + torch bias the profiler reads
+    # as 0.55).
     empty_ms = float(np.median([bracketed(lambda: None)[0] for _ in range(5)]))
     per_launch_ms = max(float(np.median([bracketed(empty_launch_bracket)[0] for _ in range(5)])) - empty_ms, 0.0)
+    # (read inside the spin-covered forward bracket: on an idle GPU it would time the host's launch instead)
+    launch_bracket_ms = float(np.median([begin.elapsed_time(finish) for begin, finish in empty_brackets]))
     monitor.launches.clear()
     monitor.timed.clear()
     forward_ms = 0.0
@@ -137,7 +146,8 @@ def event_coverage(
             forward_ms += _gap_free_forward(lambda args=args: candidate(*args), bracketed, timer, monitor)
     triton_events = [(launch.name, begin.elapsed_time(finish)) for launch, begin, finish in monitor.timed]
     names = {launch.name for launch in monitor.candidate_launches}
-    table = event_table(forward_ms, triton_events, names, calls=calls, empty_ms=empty_ms, per_launch_ms=per_launch_ms)
+    table = event_table(forward_ms, triton_events, names, calls=calls, empty_ms=empty_ms, per_launch_ms=per_launch_ms,
+                        launch_bracket_ms=launch_bracket_ms)
     return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
 
 
@@ -160,14 +170,16 @@ def _gap_free_forward(forward: Callable[[], Any], bracketed: Callable[[Callable[
 
 
 def event_table(forward_ms: float, triton_events: list[tuple[str, float]], candidate_names: set[str], *, calls: int,
-                empty_ms: float, per_launch_ms: float) -> list[KernelTiming]:
+                empty_ms: float, per_launch_ms: float, launch_bracket_ms: float = 0.0) -> list[KernelTiming]:
     """Pure: the kernel table of the events method. ``forward_ms`` is the summed device time of ``calls``
-    gap-free forwards; the Triton launches inside them are named rows; whatever else the forwards spent on the
-    device, less the calibrated cost of the event records (``empty_ms`` per forward bracket, ``per_launch_ms``
-    per launch bracket), is one ``OTHER_DEVICE_WORK`` row (never negative: the calibration is a median)."""
-    triton_ms = sum(ms for _, ms in triton_events)
-    other_ms = max(forward_ms - triton_ms - calls * empty_ms - len(triton_events) * per_launch_ms, 0.0)
-    table = build_table(triton_events + ([(OTHER_DEVICE_WORK, other_ms)] if other_ms > 0 else []), candidate_names)
+    gap-free forwards; the Triton launches inside them, each less ``launch_bracket_ms`` (what its bracket reads
+    with no kernel in it), are named rows; whatever else the forwards spent on the device, less the calibrated
+    cost of the event records (``empty_ms`` per forward bracket, ``per_launch_ms`` per launch bracket), is one
+    ``OTHER_DEVICE_WORK`` row. No row is negative (the calibrations are medians)."""
+    kernels = [(name, max(ms - launch_bracket_ms, 0.0)) for name, ms in triton_events]
+    kernel_ms = sum(ms for _, ms in kernels)
+    other_ms = max(forward_ms - kernel_ms - calls * empty_ms - len(kernels) * per_launch_ms, 0.0)
+    table = build_table(kernels + ([(OTHER_DEVICE_WORK, other_ms)] if other_ms > 0 else []), candidate_names)
     for row in table:
         if row.name == OTHER_DEVICE_WORK:
             row.calls = calls

@@ -184,6 +184,13 @@ def test_event_table_takes_the_event_records_out_of_other_work():
     assert other.calls == 10 and not other.from_candidate and other.device_time_ms == pytest.approx(0.2)
     assert coverage_from_table(table) == pytest.approx(0.6)
 
+    # Tiny kernels: a 3 us Triton matmul whose bracket reads 1 us more than the kernel, then a 2 us torch add.
+    # Forward = 1 (forward bracket) + 3 + 1.5 (launch bracket) + 2 us; coverage must be 3 / 5, not 4 / 5.
+    table = event_table(10 * (0.001 + 0.003 + 0.0015 + 0.002), [("matmul", 0.004)] * 10, {"matmul"}, calls=10,
+                        empty_ms=0.001, per_launch_ms=0.0015, launch_bracket_ms=0.001)
+    assert {row.name: row.device_time_ms for row in table} == pytest.approx({"matmul": 0.03, OTHER_DEVICE_WORK: 0.02})
+    assert coverage_from_table(table) == pytest.approx(0.6)
+
 
 def test_events_coverage_measures_a_gappy_forward_again():
     """A forward whose host launch outlasted the lead spin is measured again, its launch records dropped; one that
