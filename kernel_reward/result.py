@@ -83,9 +83,9 @@ class EvalResult:
     kernel_timing: TimingStats | None = None
     flags: list[str] = field(default_factory=list)  # non-fatal notes, e.g. "implausible_speedup_remeasured"
     phase_seconds: dict[str, float] = field(default_factory=dict)  # load / compile / correctness / timing...
-    isolation: dict[str, Any] = field(default_factory=dict)  # filled by the execution service
+    isolation: dict[str, Any] = field(default_factory=dict)  # filled by the execution service (level "not_run": screened)
     stdout_tail: str = ""
-    attempts: int = 1  # execution attempts (infrastructure retries are counted here, never as extra results)
+    attempts: int = 1  # execution attempts (infrastructure retries are counted here, never as extra results; 0: none ran)
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
