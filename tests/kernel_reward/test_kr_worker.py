@@ -184,3 +184,35 @@ def test_out_of_memory_outside_the_candidate_is_runtime_error_naming_the_cap(mon
     result = worker.evaluate_request(EvalRequest(ADD_RELU, fenced("honest_add_relu.py")), work_dir=tmp_path)
     assert result.status.value == "runtime_error" and not result.correct and result.reward == 0.0
     assert "out of GPU memory under this worker's cap" in result.error and "5.61 GiB" in result.error
+
+
+def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
+    """When the events method cannot measure a forward gap-free, the worker asks the profiler and says so; when
+    the profiler fails too, the candidate keeps its verdict and only the coverage is missing (flagged)."""
+    from types import SimpleNamespace
+
+    from kernel_reward import profiling, worker
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.result import EvalResult, KernelTiming
+
+    def gappy(*_args):
+        raise profiling.LaunchGapError("events coverage: a forward's launch (60.00 ms) outlasted its lead spin")
+
+    table = [KernelTiming("add_kernel", 0.3, 10, True), KernelTiming("relu", 0.2, 10, False)]
+    monkeypatch.setattr(profiling, "event_coverage", gappy)
+    monkeypatch.setattr(profiling, "profile_candidate",
+                        lambda *_args: profiling.ProfileResult(0.6, table, 0.5, ["add_kernel"]))
+    task = SimpleNamespace(candidate_model=None, candidate_module=SimpleNamespace(__name__="cand"))
+    result, phases = EvalResult(), {}
+    worker._profile(task, "cuda:0", EvalOptions(coverage_method="events"), result, phases, [])
+    assert result.coverage == 0.6 and result.kernel_table == table and "profile" in phases
+    assert [flag.split(":")[0] for flag in result.flags] == ["coverage_from_profiler"]
+
+    def broken(*_args):
+        raise RuntimeError("CUPTI unavailable")
+
+    monkeypatch.setattr(profiling, "profile_candidate", broken)
+    result = EvalResult()
+    worker._profile(task, "cuda:0", EvalOptions(coverage_method="events"), result, {}, [])
+    assert result.coverage is None and result.kernel_table == []
+    assert result.flags[0].startswith("coverage_from_profiler") and "CUPTI unavailable" in result.flags[1]
