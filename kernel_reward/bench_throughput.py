@@ -172,7 +172,11 @@ def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, time
     for result in results:
         for name, seconds in result.phase_seconds.items():
             phases.setdefault(name, []).append(seconds)
-    slot_s = sum(r.phase_seconds.get("timing", 0.0) + r.phase_seconds.get("recheck", 0.0) for r in results)  # exclusive
+    from kernel_reward.options import EvalOptions
+
+    # What runs in the GPU's exclusive timing slot: timing, re-check and coverage by events (the profiler's is outside).
+    in_slot = ["timing", "recheck"] + (["profile"] if EvalOptions(**options).coverage_method == "events" else [])
+    slot_s = sum(r.phase_seconds.get(phase, 0.0) for r in results for phase in in_slot)
     rows = [{"task": p["task"], "variant": p["variant"], "expected": p["expected"], "status": r.status.value,
              "speedup": r.speedup, "coverage": r.coverage, "attempts": r.attempts, "isolation": r.isolation.get("level"),
              "error": (r.error or "")[:300], "flags": r.flags[:6], "kernel_rows": len(r.kernel_table),

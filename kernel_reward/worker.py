@@ -7,7 +7,8 @@ candidate fault becomes a status plus error text. (Faults that kill the process 
 hangs -- are the execution service's to catch: it owns the wall clock, ``options.timeout_s``.)
 
 ``timing_slot`` is a context-manager factory supplied by the execution service; only the timing and re-check
-phase runs inside it, so at most one candidate is timed per GPU at a time while others compile and check.
+phase (and coverage by CUDA events, itself a timing) runs inside it, so at most one candidate is timed per GPU at
+a time while others compile and check.
 
 ``prepare_worker(device)`` pays everything that does not depend on a candidate (imports, CUDA context, the
 Triton known-answer check) so warm pool processes can call it before work arrives.
@@ -332,12 +333,15 @@ def _evaluate_loaded(
 
     if device.type == "cuda":
         pool = _timing_inputs(task, device, seeds[-2])
-        with timing_slot():  # exclusive: only timing needs the GPU to itself
+        events_coverage = options.profile and options.coverage_method == "events"
+        with timing_slot():  # exclusive: only what times the GPU needs it to itself
             if not _time_and_recheck(task, device, options, result, phases, pool, seeds[-2]):
                 return
-        if options.profile:
-            # Outside the slot: per-kernel device durations are not skewed by other processes the way wall
-            # timing is, and the profiler's one-off start-up (CUPTI, seconds) must not hold the GPU's slot.
+            if events_coverage:  # event intervals are device time like the timing's: other processes' kernels
+                _profile(task, device, options, result, phases, pool)  # would land in them (tens of ms here)
+        if options.profile and not events_coverage:
+            # Outside the slot: CUPTI's per-kernel durations are not skewed by other processes the way event
+            # intervals are, and the profiler's one-off start-up (seconds) must not hold the GPU's slot.
             _profile(task, device, options, result, phases, pool)
     else:
         result.timing_available = False
