@@ -129,11 +129,11 @@ def event_coverage(
         _, warm_launch_ms = bracketed(lambda: candidate(*argument_sets[0]))
     timer.cover_launches(warm_launch_ms)
     # The event records themselves take device time (about a microsecond each: the H200 run before this
-    # calibration read 0.85 for a 17 us single-kernel forward the profiler reads as 1.0). Three costs, each a median of five: an empty forward bracket (``empty_ms``), what one empty launch bracket
-    # adds to a forward (``per_launch_ms``), and the interval an empty launch bracket reads itself
-    # (``launch_bracket_ms``: part of every Triton interval that is not the kernel). Tiny kernels (a few
-    # microseconds) read far too high without them (H200: 0.79 for a 16x16 matmul + torch bias the profiler reads
-    # as 0.55).
+    # calibration read 0.85 for a 17 us single-kernel forward the profiler reads as 1.0). Three costs, each a
+    # median of five: an empty forward bracket (``empty_ms``), what one empty launch bracket adds to a forward
+    # (``per_launch_ms``), and the interval an empty launch bracket reads itself (``launch_bracket_ms``: part of
+    # every Triton interval that is not the kernel). Tiny kernels (a few microseconds) read far too high without
+    # the last (H200: 0.79 for a 16x16 matmul + torch bias the profiler reads as 0.55; 0.51 with it).
     empty_ms = float(np.median([bracketed(lambda: None)[0] for _ in range(5)]))
     per_launch_ms = max(float(np.median([bracketed(empty_launch_bracket)[0] for _ in range(5)])) - empty_ms, 0.0)
     # (read inside the spin-covered forward bracket: on an idle GPU it would time the host's launch instead)
@@ -155,8 +155,8 @@ def _gap_free_forward(forward: Callable[[], Any], bracketed: Callable[[Callable[
                       timer: Any, monitor: LaunchMonitor) -> float:
     """Device ms of one forward whose launch the lead spin covered. A forward the host launched too slowly (a
     Triton re-compile for a new shape, the host descheduled under load) is measured again with a spin that covers
-    the launch it took, and its launch records are dropped; after ``GAP_RETRIES`` such tries the pass fails (the
-    worker flags ``profile_failed`` and reports no coverage rather than a wrong one)."""
+    the launch it took, and its launch records are dropped; after ``GAP_RETRIES`` such tries it raises
+    ``LaunchGapError`` (the worker then measures coverage with the profiler rather than report a wrong one)."""
     launch_ms = 0.0
     for _ in range(1 + GAP_RETRIES):
         launches_before, timed_before = len(monitor.launches), len(monitor.timed)
