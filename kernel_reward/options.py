@@ -156,6 +156,13 @@ class EvalOptions:
             return self.atol_half, self.rtol_half
         return self.atol_fp32, self.rtol_fp32
 
+    @property
+    def coverage_in_timing_slot(self) -> bool:
+        """Whether the coverage pass runs inside the GPU's exclusive timing slot: the events method's intervals
+        are device time like the timing's (other processes' kernels would land in them; tens of ms), while the
+        profiler's per-kernel durations are not, and its start-up (seconds) must not hold the slot."""
+        return self.profile and self.coverage_method == "events"
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

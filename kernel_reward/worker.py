@@ -167,13 +167,14 @@ def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: Timin
             result.status = Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR
             result.correct = False
             result.error = f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
-    phases["total"] = time.perf_counter() - start
-    result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
-    _finish(result, request.options)
+    _finish(result, request.options, phases, start)
     return result
 
 
-def _finish(result: EvalResult, options: EvalOptions) -> None:
+def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], start: float) -> None:
+    """Record the phase times (with the total since ``start``), then the verdict's reward and feedback."""
+    phases["total"] = time.perf_counter() - start
+    result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
     result.hacked = result.status == Status.HACKED
     result.correct = result.status == Status.CORRECT
     outcome = compute_reward(
@@ -212,11 +213,9 @@ def screen_request(request: EvalRequest, *, mode: str | None = None) -> EvalResu
     start = time.perf_counter()
     if _screen(request, result, phases, mode) is not None:
         return None
-    phases["total"] = time.perf_counter() - start
-    result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
     result.isolation = dict(NOT_RUN_ISOLATION)
     result.attempts = 0  # no execution attempt: nothing ran
-    _finish(result, request.options)
+    _finish(result, request.options, phases, start)
     return result
 
 
@@ -333,13 +332,12 @@ def _evaluate_loaded(
 
     if device.type == "cuda":
         pool = _timing_inputs(task, device, seeds[-2])
-        events_coverage = options.profile and options.coverage_method == "events"
         with timing_slot():  # exclusive: only what times the GPU needs it to itself
             if not _time_and_recheck(task, device, options, result, phases, pool, seeds[-2]):
                 return
-            if events_coverage:  # event intervals are device time like the timing's: other processes' kernels
-                _profile(task, device, options, result, phases, pool)  # would land in them (tens of ms here)
-        if options.profile and not events_coverage:
+            if options.coverage_in_timing_slot:
+                _profile(task, device, options, result, phases, pool)
+        if options.profile and not options.coverage_in_timing_slot:
             # Outside the slot: CUPTI's per-kernel durations are not skewed by other processes the way event
             # intervals are, and the profiler's one-off start-up (seconds) must not hold the GPU's slot.
             _profile(task, device, options, result, phases, pool)
