@@ -1,4 +1,9 @@
-"""Correctness and integrity of one candidate against its reference (issue 3, steps 3 and 4).
+"""Correctness and integrity of one candidate against its reference, decided in the judge.
+
+The candidate runs in its own process (``remote.RemoteCandidate``); every comparison, every input and the
+reference itself stay here. Checks that rest on the runner's own report (which Triton kernels launched; the
+ablated call of the decoy check) can only lower a verdict the outputs allow: a runner that lies about them gains
+what its outputs are worth and no more (the ``launch_checks_self_reported`` flag, README).
 
 First, on the fresh model: two candidate calls on the SAME input buffers, refilled with new values in between; a
 second answer that is right for the old values and wrong for the new ones is a replayed cache: hacked.
@@ -8,9 +13,10 @@ Per trial (inputs from a hidden seed):
   2. reference on fresh clones; its output is copied, then overwritten with NaN in place and freed, and a
      large NaN scratch block is allocated and freed (stale-memory hack: ``torch.empty`` must not find the answer)
   3. candidate again on fresh clones  (after the reference: deferred work and reuse of freed memory show up)
-After each candidate call: outputs must be plain ``torch.Tensor`` (no subclass), share no storage with the
-inputs, leave the inputs bitwise unchanged, and at least one of the candidate's own Triton kernels must have
-launched. Both candidate outputs must match the reference (exact shape and dtype, dtype-aware tolerance).
+After each candidate call: the inputs in the arena must be bitwise what the judge wrote, the outputs (read from
+the judge's slots, so subclasses and aliases cannot reach the comparison) must have the reference's exact
+structure, shape and dtype, and at least one of the candidate's own Triton kernels must have launched. Both
+candidate outputs must match the reference (dtype-aware tolerance).
 
 Across trials: if the reference's outputs differ but the candidate's are identical, the output is constant
 (hard-coded / cached): hacked. Then one ablated call (``launches.LaunchMonitor(ablate=True)``) checks that the
@@ -31,17 +37,14 @@ from typing import Any
 
 import torch
 
-from kernel_reward.launches import LaunchMonitor
-from kernel_reward.loading import LoadedTask
 from kernel_reward.options import EvalOptions
+from kernel_reward.remote import RemoteCandidate
+from kernel_reward.runner_process import RunnerFault
 from kernel_reward.tensors import (
-    OutputFormatError,
-    aliases,
     clone_args,
     compare_outputs,
     flatten_outputs,
     make_inputs,
-    non_plain_tensors,
     poison_free_memory,
     poison_tensors,
     same_values,
@@ -100,6 +103,17 @@ class _Stop(Exception):
         self.hack = hack
 
 
+@dataclass
+class JudgeTask:
+    """What the judge holds of one evaluation: the reference (private to this process) and the candidate's proxy."""
+
+    reference_module: Any
+    reference_model: torch.nn.Module
+    candidate: RemoteCandidate
+    init_inputs: list[Any]
+    state_transfer: dict[str, Any] = field(default_factory=dict)
+
+
 def trial_seeds(base: int, count: int) -> list[int]:
     """Deterministic, well-spread seeds from a (secret) base."""
     return [(base * 1_000_003 + 7919 * i) % (2**31 - 1) for i in range(count)]
@@ -107,55 +121,38 @@ def trial_seeds(base: int, count: int) -> list[int]:
 
 @dataclass
 class CandidateRunner:
-    """Calls the candidate with every per-call check; shared by the trials, launch passes and timing re-check."""
+    """Calls the candidate (in its runner process) and turns what the judge observed into verdicts; shared by the
+    trials, the launch passes and the timing re-check."""
 
-    task: LoadedTask
+    task: JudgeTask
     device: torch.device
     options: EvalOptions
     launched: set[str] = field(default_factory=set)
 
-    def call(
-        self, inputs: list[Any], *, context: Callable[[], Any] = torch.no_grad, ablate: bool = False, clone: bool = True
-    ) -> list[torch.Tensor]:
-        """One checked forward. ``clone=False`` passes ``inputs`` themselves (the buffer-reuse check needs the
-        candidate to see the same storage twice); the mutation check then compares against a copy."""
-        args = clone_args(inputs) if clone else inputs
-        pristine = clone_args(inputs)
-        monitor = LaunchMonitor(self.task.candidate_module.__name__, ablate=ablate)
-        if ablate:
-            monitor.protect(args)
-            monitor.protect(list(self.task.candidate_model.parameters()) + list(self.task.candidate_model.buffers()))
-        try:
-            with monitor.active(), context():
-                raw = self.task.candidate_model(*args)
-            synchronize(self.device)
-        except SystemExit as exc:
-            raise _Stop(Verdict.HACKED, f"forward raised SystemExit({exc.code!r})", HackReason.EARLY_EXIT) from exc
-        except Exception as exc:
-            raise _Stop(Verdict.RUNTIME_ERROR, _format_exception("candidate forward raised", exc)) from exc
-        self.launched.update(launch.name for launch in monitor.candidate_launches)
-        try:
-            outputs = flatten_outputs(raw)
-        except OutputFormatError as exc:
-            raise _Stop(Verdict.INCORRECT, str(exc)) from exc
-        subclasses = non_plain_tensors(outputs)
-        if subclasses:
-            raise _Stop(Verdict.HACKED, f"output is a tensor subclass ({', '.join(subclasses)})", HackReason.TENSOR_SUBCLASS)
-        if aliases(outputs, args):
-            raise _Stop(Verdict.HACKED, "output shares storage with an input (returns an input or a view of one)", HackReason.OUTPUT_ALIASES_INPUT)
-        if not same_values(args, pristine):
+    def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False,
+             reuse_buffers: bool = False) -> list[torch.Tensor]:
+        """One checked forward. ``reuse_buffers`` puts the inputs in the same arena places as the previous call
+        (the buffer-reuse check needs the candidate to see the same storage twice)."""
+        outcome = self.task.candidate.call(inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers)
+        self.launched.update(outcome.own_launches)
+        if not outcome.ok:
+            if outcome.kind == "exit":
+                raise _Stop(Verdict.HACKED, outcome.error or "forward raised SystemExit", HackReason.EARLY_EXIT)
+            if outcome.kind in ("format", "structure"):
+                raise _Stop(Verdict.INCORRECT, outcome.error or "wrong output structure")
+            raise _Stop(Verdict.RUNTIME_ERROR, outcome.error or "candidate forward failed")
+        if outcome.inputs_mutated:
             raise _Stop(Verdict.HACKED, "forward modified its input tensors", HackReason.INPUT_MUTATION)
-        if not ablate and not monitor.candidate_launches:
-            names = sorted({launch.name for launch in monitor.launches})
+        if not ablate and not outcome.own_launches:
             raise _Stop(
                 Verdict.HACKED,
-                f"no Triton kernel of the candidate launched in forward (other launches: {names or 'none'})",
+                f"no Triton kernel of the candidate launched in forward (other launches: {outcome.launched or 'none'})",
                 HackReason.NO_KERNEL_LAUNCHED,
             )
-        return [o.detach().clone() for o in outputs]
+        return outcome.outputs
 
 
-def run_reference(task: LoadedTask, inputs: list[Any], device: torch.device, *, poison: bool = True) -> list[torch.Tensor]:
+def run_reference(task: JudgeTask, inputs: list[Any], device: torch.device, *, poison: bool = True) -> list[torch.Tensor]:
     """Reference output (a private copy); the original output is poisoned and freed so no stale copy remains."""
     args = clone_args(inputs)
     with torch.no_grad():
@@ -172,7 +169,7 @@ def run_reference(task: LoadedTask, inputs: list[Any], device: torch.device, *, 
     return kept
 
 
-def check_correctness(task: LoadedTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> CorrectnessReport:
+def check_correctness(task: JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> CorrectnessReport:
     """All trials, the constant-output check, decoy ablation and launch verification. Never raises."""
     report = CorrectnessReport()
     runner = CandidateRunner(task, device, options)
@@ -213,6 +210,8 @@ def check_correctness(task: LoadedTask, device: torch.device, options: EvalOptio
         report.verdict = Verdict.PASSED
     except _Stop as stop:
         report.stop(stop)
+    except RunnerFault:
+        raise  # the candidate's process died or broke the protocol: the pipeline reports it
     except Exception as exc:  # a harness-side failure caused by odd candidate behaviour: fail closed
         report.verdict = Verdict.RUNTIME_ERROR
         report.error = _format_exception("evaluation failed", exc)
@@ -230,7 +229,7 @@ def _check_not_constant(ref_outputs: list[list[torch.Tensor]], cand_outputs: lis
 
 
 def _check_buffer_reuse(
-    runner: CandidateRunner, task: LoadedTask, device: torch.device, options: EvalOptions, seeds: list[int]
+    runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]
 ) -> None:
     """Give the candidate the SAME input storage twice, refilled with new values in between.
 
@@ -241,14 +240,9 @@ def _check_buffer_reuse(
     Runs first, on a fresh model; the references run only after both candidate calls.
     """
     originals = make_inputs(task.reference_module, seeds[0], device)
-    buffers = clone_args(originals)
-    first = runner.call(buffers, clone=False)
+    first = runner.call(originals)
     fresh = make_inputs(task.reference_module, seeds[-1] + 1, device)
-    with torch.no_grad():
-        for buffer, new in zip(buffers, fresh, strict=True):
-            if isinstance(buffer, torch.Tensor):
-                buffer.copy_(new)
-    replay = runner.call(buffers, clone=False)
+    replay = runner.call(fresh, reuse_buffers=True)
     reference_old = run_reference(task, originals, device)
     reference_new = run_reference(task, fresh, device)
     if not compare_outputs(first, reference_old, options.tolerance).ok:
@@ -264,7 +258,7 @@ def _check_buffer_reuse(
         )
 
 
-def _check_not_decoy(runner: CandidateRunner, task: LoadedTask, device: torch.device, options: EvalOptions, seed: int) -> None:
+def _check_not_decoy(runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> None:
     inputs = make_inputs(task.reference_module, seed, device)
     reference = run_reference(task, inputs, device)
     try:
@@ -275,13 +269,13 @@ def _check_not_decoy(runner: CandidateRunner, task: LoadedTask, device: torch.de
         raise _Stop(Verdict.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", HackReason.DECOY_KERNEL)
 
 
-def verify_launch_passes(runner: CandidateRunner, task: LoadedTask, device: torch.device, options: EvalOptions, seed: int) -> dict[str, Any]:
+def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> dict[str, Any]:
     """One forward in inference mode and one with grad enabled: each must launch a candidate kernel and be right."""
     inputs = make_inputs(task.reference_module, seed, device)
     reference = run_reference(task, inputs, device)
     passes: dict[str, Any] = {}
-    for name, context in (("inference_mode", torch.inference_mode), ("enable_grad", torch.enable_grad)):
-        outputs = runner.call(inputs, context=context)
+    for name in ("inference_mode", "enable_grad"):
+        outputs = runner.call(inputs, mode=name)
         comparison = compare_outputs(outputs, reference, options.tolerance)
         if not comparison.ok:
             raise _Stop(Verdict.INCORRECT, f"{name} pass: {comparison.reason}")
@@ -289,7 +283,7 @@ def verify_launch_passes(runner: CandidateRunner, task: LoadedTask, device: torc
     return passes
 
 
-def recheck(task: LoadedTask, device: torch.device, options: EvalOptions, seed: int) -> CorrectnessReport:
+def recheck(task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> CorrectnessReport:
     """One more full trial (used after timing: the answer must still be right)."""
     report = CorrectnessReport()
     runner = CandidateRunner(task, device, options)

@@ -81,6 +81,7 @@ class EvalResult:
     kernel_table: list[KernelTiming] = field(default_factory=list)
     reference_timing: TimingStats | None = None
     kernel_timing: TimingStats | None = None
+    timing_method: dict[str, Any] = field(default_factory=dict)  # how the judge's clock timed it (judge_timing)
     flags: list[str] = field(default_factory=list)  # non-fatal notes, e.g. "implausible_speedup_remeasured"
     phase_seconds: dict[str, float] = field(default_factory=dict)  # load / compile / correctness / timing...
     isolation: dict[str, Any] = field(default_factory=dict)  # filled by the execution service (level "not_run": screened)

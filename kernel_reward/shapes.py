@@ -126,17 +126,23 @@ def resized_variants(source: str, scale: float) -> list[tuple[str, dict[str, Any
 
 def check_shape_generalization(
     reference_code: str,
-    candidate_module: Any,
+    client: Any,
+    arena: Any,
     entry_point: str,
     device: torch.device,
     options: EvalOptions,
-    work_dir: Path,
     seed: int,
 ) -> dict[str, Any]:
-    """Run the resized check; returns the ``shape_generalization`` dict (``passed`` True/False/None)."""
-    from kernel_reward.correctness import CandidateRunner, _Stop, run_reference
-    from kernel_reward.loading import build_models, unload, write_and_import
-    from kernel_reward.tensors import compare_outputs, make_inputs
+    """Run the resized check in the judge: the resized reference here, a second ``ModelNew`` (model 1) built in
+    the runner from the resized init arguments and weights; returns ``shape_generalization`` (``passed``
+    True/False/None)."""
+    import secrets
+    import tempfile
+
+    from kernel_reward.judge import JudgeStop, _build_remote
+    from kernel_reward.loading import unload, write_and_import
+    from kernel_reward.remote import RemoteCandidate, output_spec
+    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
 
     if options.shape_check == "off":
         return {"ran": False, "passed": None, "reason": "shape_check is off"}
@@ -145,29 +151,44 @@ def check_shape_generalization(
         return {"ran": False, "passed": None, "reason": "the task has no resizable UPPER_CASE size constants"}
     notes = []
     for source, info in variants:
-        try:
-            module = write_and_import(source, work_dir, "ref_resized")
-        except Exception as exc:
-            notes.append(f"resized reference does not import: {type(exc).__name__}: {exc}")
-            continue
-        try:
+        with tempfile.TemporaryDirectory(prefix="kr_resized_") as tmp:
             try:
-                task = build_models(module, candidate_module, entry_point, device, seed)
-                inputs = make_inputs(module, seed + 1, device)
-                reference = run_reference(task, inputs, device)
+                module = write_and_import(source, Path(tmp), "ref_resized")
             except Exception as exc:
-                notes.append(f"resized reference or ModelNew could not be built/run: {type(exc).__name__}: {exc}")
-                if "ModelNew" in str(exc):
-                    return {"ran": True, "passed": False, **info, "reason": f"ModelNew cannot be built at resized sizes: {exc}"}
+                notes.append(f"resized reference does not import: {type(exc).__name__}: {exc}")
                 continue
-            runner = CandidateRunner(task, device, options)
             try:
-                outputs = runner.call(inputs)
-            except _Stop as stop:
-                return {"ran": True, "passed": False, **info, "reason": str(stop)[:500]}
-            comparison = compare_outputs(outputs, reference, options.tolerance)
-            return {"ran": True, "passed": comparison.ok, **info, "reason": comparison.reason,
-                    "max_abs_error": comparison.max_abs_error}
-        finally:
-            unload(module)
+                try:
+                    init = list(module.get_init_inputs())
+                    build_seed = secrets.randbits(30)
+                    torch.manual_seed(build_seed)
+                    reference_model = getattr(module, entry_point)(*init).to(device)
+                    inputs = make_inputs(module, seed + 1, device)
+                    with torch.no_grad():
+                        raw = reference_model(*clone_args(inputs))
+                    spec = output_spec(raw)
+                    reference = [t.detach().clone() for t in (raw if isinstance(raw, tuple | list) else [raw])]
+                except Exception as exc:
+                    notes.append(f"resized reference could not be built/run: {type(exc).__name__}: {exc}")
+                    continue
+                try:
+                    _build_remote(client, arena, 1, build_seed, init, dict(reference_model.state_dict()))
+                except JudgeStop as stop:
+                    return {"ran": True, "passed": False, **info, "reason": f"ModelNew cannot be built at resized sizes: {stop}"[:500]}
+                except MemoryError as exc:
+                    notes.append(f"resized task does not fit the exchange arena: {exc}")
+                    continue
+                arena.layout.reset()
+                try:
+                    outcome = RemoteCandidate(client, arena, spec, model_id=1).call(inputs)
+                except MemoryError as exc:
+                    notes.append(f"resized task does not fit the exchange arena: {exc}")
+                    continue
+                if not outcome.ok:
+                    return {"ran": True, "passed": False, **info, "reason": (outcome.error or outcome.kind or "failed")[:500]}
+                comparison = compare_outputs(outcome.outputs, reference, options.tolerance)
+                return {"ran": True, "passed": comparison.ok, **info, "reason": comparison.reason,
+                        "max_abs_error": comparison.max_abs_error}
+            finally:
+                unload(module)
     return {"ran": False, "passed": None, "reason": "; ".join(notes) or "no usable resized variant"}

@@ -1,24 +1,25 @@
-"""Evaluate ONE candidate in the CURRENT process: the seam between the evaluator and the execution service.
+"""The trusted side of ONE evaluation, in the CURRENT process: the seam between the judge and the service.
 
-``evaluate_request(request, work_dir=..., timing_slot=...)`` runs the whole pipeline (extract -> static checks
--> load -> build -> correctness and integrity -> resized-input check -> [GPU: timing -> re-check -> profile] ->
-reward -> feedback) and returns an ``EvalResult``. It never raises for anything the candidate does: every
-candidate fault becomes a status plus error text. (Faults that kill the process -- segfaults, ``os._exit``,
-hangs -- are the execution service's to catch: it owns the wall clock, ``options.timeout_s``.)
+``evaluate_request(request, work_dir=..., timing_slot=..., runner=...)`` screens the candidate (code extraction,
+static checks: no candidate code runs), then judges it (``judge``) against a warm sandboxed runner process
+(``runner_process``), the only process that ever holds the candidate's code, and returns an ``EvalResult``:
+status, reward and feedback are computed here, never taken from the runner. It never raises for anything the
+candidate does: its faults become a status plus error text. (Faults that kill the pair -- hangs, memory -- are the
+execution service's to catch: it owns the wall clock, ``options.timeout_s``.)
 
-``timing_slot`` is a context-manager factory supplied by the execution service; only the timing and re-check
-phase (and coverage by CUDA events, itself a timing) runs inside it, so at most one candidate is timed per GPU at
-a time while others compile and check.
+``timing_slot`` is a context-manager factory supplied by the execution service; only the timing phases (the
+reference's baseline, the candidate's interleaved batches, the re-check and the runner's coverage pass) run inside
+it, so at most one candidate is timed per GPU at a time while others compile and check.
 
 ``prepare_worker(device)`` pays everything that does not depend on a candidate (imports, CUDA context, the
-Triton known-answer check) so warm pool processes can call it before work arrives.
+Triton known-answer check); the judge and the runner each call it while warming up.
 
 CPU mode: the Triton interpreter needs ``TRITON_INTERPRET=1`` in the environment BEFORE triton is first
 imported. ``main`` (the one-shot CLI) sets it when the device is cpu or no CUDA exists; a pool that starts its
 own worker processes must set it in their environment too (``prepare_worker`` sets it when triton is not yet
 imported and raises a clear error when it is too late).
 
-One-shot CLI (also the "fresh process per evaluation" baseline):
+One-shot CLI (also the "fresh process per evaluation" baseline: this process judges, one fresh runner runs):
     python -m kernel_reward.worker --request REQ.json --out RESULT.json [--work-dir DIR]
 """
 
@@ -45,6 +46,8 @@ from kernel_reward.options import EvalOptions
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.reward import compute_reward
+from kernel_reward.runner_process import RunnerFault
+from kernel_reward.sandbox import SandboxPolicy
 from kernel_reward.static_checks import check_candidate
 
 log = logging.getLogger(__name__)
@@ -65,7 +68,9 @@ def preimport() -> None:
     forks, so children inherit the imports instead of each paying them during warm-up."""
     import torch.profiler  # noqa: F401  (kineto's Python side; CUPTI itself starts only with a session)
 
-    from kernel_reward import correctness, loading, profiling, shapes, tensors, timing  # noqa: F401
+    from kernel_reward import (  # noqa: F401
+        correctness, exchange, judge, judge_timing, loading, profiling, remote, runner, shapes, tensors, timing,
+    )
 
 
 _prepared: dict[str, WorkerInfo] = {}
@@ -147,13 +152,15 @@ def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
         phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
 
 
-def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: TimingSlot = nullcontext) -> EvalResult:
-    """Run the whole pipeline for one candidate in this process. Never raises for candidate faults."""
+def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: TimingSlot = nullcontext,
+                     runner: Any = None) -> EvalResult:
+    """Judge one candidate from this process against ``runner`` (a warm ``runner_process.RunnerProcess``; None:
+    start a fresh one for this evaluation). Never raises for candidate faults."""
     result = EvalResult()
     phases: dict[str, float] = {}
     start = time.perf_counter()
     try:
-        _run_pipeline(request, Path(work_dir), timing_slot, result, phases)
+        _run_pipeline(request, Path(work_dir), timing_slot, result, phases, runner)
     except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
         _set_failure(result, Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"])
     except Exception as exc:
@@ -242,207 +249,53 @@ def _screen(request: EvalRequest, result: EvalResult, phases: dict[str, float], 
     return code
 
 
-def _run_pipeline(
-    request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult, phases: dict[str, float]
-) -> None:
-    options = request.options
+def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult,
+                  phases: dict[str, float], runner: Any) -> None:
     code = _screen(request, result, phases)
     if code is None:
         return
-
-    with _phase(phases, "prepare"):
-        info = prepare_worker(request.device)
-    result.device = info.device_name
-    result.mode = info.mode
-    import torch
-
-    device = torch.device(info.device)
-    _apply_tf32_policy(options.allow_tf32)
-    seed_base = options.seed_base if options.seed_base is not None else secrets.randbits(30)
-
-    from kernel_reward import loading
-
-    work_dir.mkdir(parents=True, exist_ok=True)
-    with _phase(phases, "load"):
-        try:
-            reference_module = loading.load_reference(request.reference_code, work_dir, request.entry_point)
-        except Exception as exc:
-            _set_failure(result, Status.RUNTIME_ERROR, f"reference program failed to load (task problem): {type(exc).__name__}: {exc}")
-            result.flags.append("reference_error")
-            return
-        try:
-            candidate_module = loading.write_and_import(code, work_dir, "cand")
-        except SystemExit as exc:
-            _set_failure(result, Status.HACKED, f"candidate raised SystemExit({exc.code!r}) at import", ["early_exit"])
-            return
-        except Exception as exc:
-            _set_failure(result, Status.COMPILE_ERROR, f"candidate failed to import: {type(exc).__name__}: {exc}\n{_tail_traceback(exc)}")
-            return
+    own_runner = runner is None
+    if own_runner:  # the one-shot path: a fresh sandboxed runner of our own
+        with _phase(phases, "runner_start"):
+            runner = start_runner_process(request.device)
     try:
-        _evaluate_loaded(request, work_dir, timing_slot, result, phases, reference_module, candidate_module, device, seed_base)
+        with _phase(phases, "prepare"):
+            info = prepare_worker(request.device)
+        result.device = info.device_name
+        result.mode = info.mode
+        import torch
+
+        from kernel_reward import judge
+
+        device = torch.device(info.device)
+        _apply_tf32_policy(request.options.allow_tf32)
+        work_dir.mkdir(parents=True, exist_ok=True)
+        result.isolation = {**(result.isolation or {}), "runner": dict(runner.isolation)}
+
+        def phase(name: str) -> Any:
+            return _phase(phases, name)
+
+        try:
+            judge.judge(request, code, work_dir, timing_slot, runner, result, phase, device)
+        except judge.JudgeStop as stop:
+            _set_failure(result, stop.status, str(stop), stop.hack_reasons)
+            if stop.flag:
+                result.flags.append(stop.flag)
+        except RunnerFault as fault:
+            status = Status.CRASHED if fault.kind == "died" else Status.RUNTIME_ERROR
+            _set_failure(result, status, f"candidate process: {fault}")
     finally:
-        loading.unload(reference_module, candidate_module)
+        if own_runner:
+            runner.close()
 
 
-def _evaluate_loaded(
-    request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult, phases: dict[str, float],
-    reference_module: Any, candidate_module: Any, device: Any, seed_base: int,
-) -> None:
-    from kernel_reward import correctness, loading, shapes
+def start_runner_process(device: str | None) -> Any:
+    """A fresh sandboxed runner in a new process (exec'd: this process may already hold a CUDA context)."""
+    from kernel_reward import runner_process
 
-    options = request.options
-    with _phase(phases, "build"):
-        try:
-            task = loading.build_models(reference_module, candidate_module, request.entry_point, device, seed_base)
-        except loading.CandidateLoadError as exc:
-            status = Status.COMPILE_ERROR if exc.phase == "compile" else Status.RUNTIME_ERROR
-            _set_failure(result, status, str(exc))
-            return
-        except Exception as exc:
-            _set_failure(result, Status.RUNTIME_ERROR, f"reference model could not be built (task problem): {type(exc).__name__}: {exc}")
-            result.flags.append("reference_error")
-            return
-    result.compiled = True
-    result.state_transfer = task.state_transfer
-    seeds = correctness.trial_seeds(seed_base, options.num_trials + 2)
-    with _phase(phases, "correctness"):
-        report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
-    result.correctness = report.details
-    result.launched_kernels = report.launched_kernels
-    if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
-        # FACTS 7: the Triton interpreter's bf16 arithmetic is silently wrong; verdicts here are unreliable.
-        result.flags.append("bf16_under_interpreter_unreliable")
-    if not report.passed:
-        status = {
-            correctness.Verdict.INCORRECT: Status.INCORRECT,
-            correctness.Verdict.HACKED: Status.HACKED,
-        }.get(report.verdict, Status.RUNTIME_ERROR)
-        if status == Status.RUNTIME_ERROR and "CompilationError" in (report.error or ""):
-            status, result.compiled = Status.COMPILE_ERROR, False
-        _set_failure(result, status, report.error or "correctness check failed", report.hack_reasons)
-        return
-
-    with _phase(phases, "shape_check"):
-        result.shape_generalization = shapes.check_shape_generalization(
-            request.reference_code, candidate_module, request.entry_point, device, options, work_dir, seeds[-1]
-        )
-    if options.shape_check == "fail" and result.shape_generalization.get("passed") is False:
-        _set_failure(result, Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason")))
-        return
-
-    if device.type == "cuda":
-        pool = _timing_inputs(task, device, seeds[-2])
-        with timing_slot():  # exclusive: only what times the GPU needs it to itself
-            if not _time_and_recheck(task, device, options, result, phases, pool, seeds[-2]):
-                return
-            if options.coverage_in_timing_slot:
-                _profile(task, device, options, result, phases, pool)
-        if options.profile and not options.coverage_in_timing_slot:
-            # Outside the slot: CUPTI's per-kernel durations are not skewed by other processes the way event
-            # intervals are, and the profiler's one-off start-up (seconds) must not hold the GPU's slot.
-            _profile(task, device, options, result, phases, pool)
-    else:
-        result.timing_available = False
-        result.flags.append("timing_unavailable_interpreter")
-    result.status = Status.CORRECT
-
-
-def _timing_inputs(task: Any, device: Any, seed: int) -> list[Any]:
-    from kernel_reward.tensors import make_inputs
-
-    return [make_inputs(task.reference_module, seed + i, device) for i in range(2)]
-
-
-def _time_and_recheck(task: Any, device: Any, options: EvalOptions, result: EvalResult, phases: dict[str, float],
-                      pool: list[Any], seed: int) -> bool:
-    """Timing and the post-timing re-check. Returns False when the candidate failed."""
-    from kernel_reward import correctness, timing
-
-    with _phase(phases, "timing"):
-        try:
-            paired = _measure(task, pool, device, options)
-            if paired.speedup > options.implausible_speedup:
-                result.flags.append("implausible_speedup_remeasured")
-                paired = _measure(task, pool, device, options)
-                if paired.speedup > options.implausible_speedup:
-                    result.flags.append("implausible_speedup")
-        except timing.TimingValidationError as exc:
-            _set_failure(result, Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value])
-            return False
-        except Exception as exc:
-            _set_failure(result, Status.RUNTIME_ERROR, f"failed during timing: {type(exc).__name__}: {exc}")
-            return False
-    result.timing_available = True
-    if paired.method != "events":
-        # Work outlived the candidate's end event (side stream / background launch): both sides were timed by
-        # the device-wide host bracket instead, which counts that work (timing.select_samples).
-        result.flags.append(f"timed_by_{paired.method}: {paired.excess_ms[1] - paired.excess_ms[0]:.3f} ms after end event")
-    if options.baseline != "eager":
-        result.flags.append(f"baseline_{options.baseline}")
-    result.reference_timing, result.kernel_timing = paired.reference, paired.candidate
-    result.reference_time_ms, result.kernel_time_ms = paired.reference.median_ms, paired.candidate.median_ms
-    result.speedup, result.speedup_ci = paired.speedup, paired.speedup_ci
-    with _phase(phases, "recheck"):
-        report = correctness.recheck(task, device, options, seed + 7)
-    if not report.passed:
-        _set_failure(result, Status.HACKED if report.hack_reasons else Status.RUNTIME_ERROR, report.error or "re-check failed", report.hack_reasons)
-        return False
-    return True
-
-
-def _profile(task: Any, device: Any, options: EvalOptions, result: EvalResult, phases: dict[str, float],
-             pool: list[Any]) -> None:
-    """Coverage (PR) and the per-kernel table from one profiler pass; diagnostics, so a failure only flags."""
-    from kernel_reward import profiling
-
-    args = (task.candidate_model, task.candidate_module.__name__, pool, device, options.profile_calls)
-    with _phase(phases, "profile"):
-        try:
-            if options.coverage_method == "events":
-                try:
-                    profile = profiling.event_coverage(*args)
-                except profiling.LaunchGapError as exc:  # launches too slow to measure gap-free: ask CUPTI instead
-                    result.flags.append(f"coverage_from_profiler: {exc}"[:300])
-                    profile = profiling.profile_candidate(*args)
-            else:
-                profile = profiling.profile_candidate(*args)
-        except Exception as exc:  # the profiler is diagnostics; its failure must not fail the candidate
-            result.flags.append(f"profile_failed: {type(exc).__name__}: {exc}"[:300])
-        else:
-            result.coverage = profile.coverage
-            result.kernel_table = profile.table
-
-
-def _measure(task: Any, pool: list[Any], device: Any, options: EvalOptions) -> Any:
-    from kernel_reward import timing
-    from kernel_reward.tensors import OutputFormatError, compare_outputs, flatten_outputs
-
-    def validate(reference_output: Any, candidate_output: Any) -> str | None:
-        try:
-            comparison = compare_outputs(flatten_outputs(candidate_output), flatten_outputs(reference_output), options.tolerance)
-        except OutputFormatError as exc:
-            return str(exc)
-        return None if comparison.ok else comparison.reason
-
-    return timing.time_pair(
-        _timed_reference(task.reference_model, options), task.candidate_model, pool, device,
-        budget_ms=options.timing_budget_ms, warmup_calls=options.warmup_calls,
-        min_calls=options.min_timed_calls, max_calls=options.max_timed_calls, l2_flush_mb=options.l2_flush_mb,
-        validate=validate,
-    )
-
-
-def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
-    """The reference as timed: eager by default, or torch.compile'd for the stronger baseline (options.py)."""
-    if options.baseline == "eager":
-        return reference_model
-    import torch
-    import torch._inductor.config as inductor_config
-
-    # Compile in this process: the sandbox limits processes, and a compile-worker pool would be one more child.
-    inductor_config.compile_threads = 1
-    # The first (warm-up) call compiles; dynamo caches by the forward's code, so a re-measure does not recompile.
-    return torch.compile(reference_model)
+    process = runner_process.spawn_runner_exec("cpu" if wants_interpreter(device) else "cuda", SandboxPolicy())
+    runner_process.wait_ready(process)
+    return process
 
 
 def _apply_tf32_policy(allow_tf32: bool) -> None:

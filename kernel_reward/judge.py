@@ -1,0 +1,314 @@
+"""The trusted judge: the whole verdict of one candidate, computed in a process the candidate cannot reach.
+
+``judge(request, work_dir, timing_slot, runner, result, phases)`` drives one evaluation against a warm, sandboxed
+runner (``runner_process``): it loads the reference HERE (its source is never sent to the runner), draws every
+input from hidden seeds, hands the runner the init arguments and the reference's weights, asks it for forwards on
+inputs it places in the shared arena (``remote``), and decides correctness (``correctness``), timing
+(``judge_timing``), the speedup, the reward and the feedback from what it sees in its own memory and on its own
+clock. Nothing the runner sends is a verdict: a malformed or early reply, or its death, is the candidate's fault.
+
+What still rests on the runner's word, and is flagged in every result that used it:
+* ``launch_checks_self_reported``: which Triton kernels launched (no_kernel_launched) and the ablated call of the
+  decoy check. A runner that forges them gains at most what its outputs are worth: outputs are always judged.
+* ``coverage_self_reported``: PR (coverage). A forged coverage can raise the reward by at most
+  ``pr_weight * (1 - true coverage)`` and never makes a wrong answer right.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernel_reward import correctness, exchange, judge_timing, loading
+from kernel_reward.options import EvalOptions
+from kernel_reward.remote import OutputSpec, RemoteCandidate, args_nbytes, output_spec
+from kernel_reward.result import EvalResult, KernelTiming, Status
+from kernel_reward.runner_process import RunnerClient, RunnerFault, RunnerProcess
+from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
+
+ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
+ARENA_BYTES_CPU = 32 * 1024 * 1024
+MAX_CALLS_PER_BATCH = 64
+TARGET_BATCH_MS = 2.0  # long enough that the per-batch fixed costs are small next to it
+MIN_BATCHES, MAX_BATCHES = 10, 200
+BEFORE_SHARE = 0.3  # share of the reference's timing budget spent before the candidate is loaded
+
+
+class JudgeStop(Exception):
+    """Ends the evaluation early with a status (and optional hack reasons / flags) set on the result."""
+
+    def __init__(self, status: Status, error: str, hack_reasons: list[str] | None = None, flag: str | None = None) -> None:
+        super().__init__(error)
+        self.status = status
+        self.hack_reasons = hack_reasons or []
+        self.flag = flag
+
+
+def judge(request: Any, code: str, work_dir: Path, timing_slot: Any, runner: RunnerProcess, result: EvalResult,
+          phases: Any, device: torch.device) -> None:
+    """Fill ``result`` for one candidate (already screened; ``code`` extracted). Raises JudgeStop / RunnerFault."""
+    options: EvalOptions = request.options
+    client = RunnerClient(runner)
+    seed_base = options.seed_base if options.seed_base is not None else secrets.randbits(30)
+    seeds = correctness.trial_seeds(seed_base, options.num_trials + 3)
+    result.flags.append("launch_checks_self_reported")
+
+    with phases("load"):
+        try:
+            reference_module = loading.load_reference(request.reference_code, work_dir, request.entry_point)
+        except Exception as exc:
+            raise JudgeStop(Status.RUNTIME_ERROR, f"reference program failed to load (task problem): {type(exc).__name__}: {exc}",
+                            flag="reference_error") from exc
+    try:
+        _judge_loaded(request, code, reference_module, client, timing_slot, result, phases, device, seeds, options)
+    finally:
+        loading.unload(reference_module)
+
+
+def _judge_loaded(request: Any, code: str, reference_module: Any, client: RunnerClient, timing_slot: Any,
+                  result: EvalResult, phases: Any, device: torch.device, seeds: list[int], options: EvalOptions) -> None:
+    build_seed = secrets.randbits(30)
+    with phases("build"):
+        try:
+            init_inputs = list(reference_module.get_init_inputs())
+            torch.manual_seed(build_seed)
+            reference_model = getattr(reference_module, request.entry_point)(*init_inputs).to(device)
+            probe = make_inputs(reference_module, seeds[-1], device)
+            with torch.no_grad():
+                spec = output_spec(reference_model(*clone_args(probe)))
+        except Exception as exc:
+            raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
+                                                  f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
+        state = dict(reference_model.state_dict())
+        arena = exchange.Arena(_arena_bytes(device, state, probe, spec), device)
+    try:
+        _share_arena(client, arena)
+        clock = None
+        if device.type == "cuda":
+            with phases("timing"), timing_slot():
+                clock, overhead, before = _time_reference_before(reference_model, reference_module, arena, spec, device,
+                                                                 options, client, seeds)
+        with phases("load"):
+            reply = client.ask({"type": "load", "code": code}, ("loaded", "load_failed"))
+            if reply["type"] == "load_failed":
+                if reply.get("kind") == "exit":
+                    raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
+                raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
+        with phases("build"):
+            transfer = _build_remote(client, arena, 0, build_seed, init_inputs, state)
+        result.compiled = True
+        result.state_transfer = transfer
+        candidate = RemoteCandidate(client, arena, spec, model_id=0)
+        task = correctness.JudgeTask(reference_module, reference_model, candidate, init_inputs, transfer)
+        with phases("correctness"):
+            report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
+        result.correctness = report.details
+        result.launched_kernels = report.launched_kernels
+        if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
+            result.flags.append("bf16_under_interpreter_unreliable")  # FACTS 7: interpreter bf16 is silently wrong
+        if not report.passed:
+            status = {correctness.Verdict.INCORRECT: Status.INCORRECT,
+                      correctness.Verdict.HACKED: Status.HACKED}.get(report.verdict, Status.RUNTIME_ERROR)
+            if status == Status.RUNTIME_ERROR and "CompilationError" in (report.error or ""):
+                status, result.compiled = Status.COMPILE_ERROR, False
+            raise JudgeStop(status, report.error or "correctness check failed", report.hack_reasons)
+
+        with phases("shape_check"):
+            from kernel_reward import shapes
+
+            result.shape_generalization = shapes.check_shape_generalization(
+                request.reference_code, client, arena, request.entry_point, device, options, seeds[-2])
+        if options.shape_check == "fail" and result.shape_generalization.get("passed") is False:
+            raise JudgeStop(Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason")))
+
+        if clock is not None:
+            with timing_slot():
+                _time_candidate(clock, candidate, client, overhead, before, options, result, phases)
+                with phases("recheck"):
+                    recheck = correctness.recheck(task, device, options, seeds[-3])
+                if not recheck.passed:
+                    raise JudgeStop(Status.HACKED if recheck.hack_reasons else Status.RUNTIME_ERROR,
+                                    recheck.error or "re-check failed", recheck.hack_reasons)
+                if options.profile:
+                    _coverage(client, candidate, reference_module, device, options, result, phases, seeds)
+        else:
+            result.timing_available = False
+            result.flags.append("timing_unavailable_interpreter")
+        result.status = Status.CORRECT
+    finally:
+        arena.close()
+
+
+def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], probe: list[Any], spec: OutputSpec) -> int:
+    slot = args_nbytes(probe) + spec.nbytes + exchange.ALIGN * (len(spec.shapes) + 1)
+    state_bytes = sum(t.numel() * t.element_size() + exchange.ALIGN for t in state.values())
+    budget = ARENA_BYTES_GPU if device.type == "cuda" else ARENA_BYTES_CPU
+    slots = max(2, min(MAX_CALLS_PER_BATCH, budget // max(slot, 1)))
+    # Correctness calls place inputs and outputs one after another (fresh places each call, wrapping around); the
+    # resized check needs up to (1.5 ** dims) larger slots, so leave room for a few.
+    return max(state_bytes, slots * slot, 4 * slot)
+
+
+def _share_arena(client: RunnerClient, arena: exchange.Arena) -> None:
+    description, fds = arena.share()
+    client.ask({"type": "arena", **description}, ("arena_ok",), fds=fds)
+
+
+def _build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, seed: int, init_inputs: list[Any],
+                  state: dict[str, torch.Tensor]) -> dict[str, Any]:
+    arena.layout.reset()
+    place = _placer(arena)
+    init = exchange.encode_args(init_inputs, place)
+    refs = {name: place(value.detach()).to_json() for name, value in state.items()}
+    _sync(arena.device)
+    reply = client.ask({"type": "build", "model": model_id, "seed": seed, "init": init, "state": refs},
+                       ("built", "build_failed"))
+    if reply["type"] == "build_failed":
+        if reply.get("kind") == "exit":
+            raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
+        raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
+    transfer = reply.get("state_transfer")
+    return transfer if isinstance(transfer, dict) else {}
+
+
+def _placer(arena: exchange.Arena) -> Any:
+    def place(tensor: torch.Tensor) -> exchange.TensorRef:
+        ref = arena.layout.place(tuple(tensor.shape), tensor.dtype, exchange.placement_stride(tensor))
+        with torch.no_grad():
+            exchange.view(arena.tensor, ref).copy_(tensor)
+        return ref
+
+    return place
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# ------------------------------------------------------------------------------------------------ timing
+
+
+def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
+    """The reference as timed: eager, or torch.compile'd for the stronger baseline (options.py)."""
+    if options.baseline == "eager":
+        return reference_model
+    import torch._inductor.config as inductor_config
+
+    inductor_config.compile_threads = 1  # no compile-worker pool inside the judge
+    return torch.compile(reference_model)
+
+
+def _time_reference_before(reference_model: Any, reference_module: Any, arena: exchange.Arena, spec: OutputSpec,
+                           device: torch.device, options: EvalOptions, client: RunnerClient,
+                           seeds: list[int]) -> tuple[judge_timing.BatchClock, tuple[float, float], list[float]]:
+    """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
+    calibration of both sides' fixed costs, and the reference's own baseline."""
+    hidden = secrets.randbits(30)
+
+    def draw(index: int) -> list[Any]:
+        return make_inputs(reference_module, (hidden * 7919 + index) % (2**31 - 1), device)
+
+    reference = _timed_reference(reference_model, options)
+    clock = judge_timing.BatchClock(reference, reference_module, arena, spec, device, options.l2_flush_mb, draw)
+    clock.prepare(1)
+    with torch.no_grad():
+        for _ in range(max(options.warmup_calls, 1)):
+            clock.time_reference(clock.stage())
+    empty_one = float(torch.tensor([clock.time_reference(clock.stage(), empty=True)[0] for _ in range(5)]).median())
+    one_call = float(torch.tensor([clock.time_reference(clock.stage())[0] for _ in range(5)]).median()) - empty_one
+    slots = max(1, min(MAX_CALLS_PER_BATCH, arena.nbytes // max(_slot_bytes(clock), 1)))
+    clock.prepare(judge_timing.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
+    overhead = judge_timing.calibrate(clock, client)
+    batch_ms = max(one_call * clock.calls + overhead[0], 1e-3)
+    batches = _batches(options.timing_budget_ms * BEFORE_SHARE, batch_ms, minimum=5)
+    before = judge_timing.time_reference_alone(clock, overhead[0], batches)
+    return clock, overhead, before
+
+
+def _slot_bytes(clock: judge_timing.BatchClock) -> int:
+    return max(clock.arena.layout.used, 1)
+
+
+def _batches(budget_ms: float, batch_ms: float, *, minimum: int = MIN_BATCHES) -> int:
+    return int(min(max(minimum, budget_ms / max(batch_ms, 1e-3)), MAX_BATCHES))
+
+
+def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
+                    overhead: tuple[float, float], before: list[float], options: EvalOptions, result: EvalResult,
+                    phases: Any) -> None:
+    def validate(expected: list[torch.Tensor], got: list[torch.Tensor]) -> str | None:
+        comparison = compare_outputs(got, expected, options.tolerance)
+        return None if comparison.ok else comparison.reason
+
+    with phases("timing"):
+        try:
+            # Warm the candidate (first-call compiles, autotuning) on verified batches that do not count.
+            judge_timing.time_interleaved(clock, candidate, client, overhead, 2, validate)
+            batch_ms = max(float(torch.tensor(before).median()) * clock.calls + overhead[0], 1e-3)
+            timing = _measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+            if timing.speedup > options.implausible_speedup:
+                result.flags.append("implausible_speedup_remeasured")
+                timing = _measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+                if timing.speedup > options.implausible_speedup:
+                    result.flags.append("implausible_speedup")
+        except judge_timing.TimingValidationError as exc:
+            raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
+    result.timing_available = True
+    result.flags.extend(timing.flags)
+    if options.baseline != "eager":
+        result.flags.append(f"baseline_{options.baseline}")
+    result.timing_method = {"method": timing.method, "calls_per_batch": timing.calls_per_batch,
+                            "overhead_ms": list(timing.overhead_ms), "reference_phase": timing.reference_phase,
+                            "reference_before_ms": timing.reference_before_ms}
+    result.reference_timing, result.kernel_timing = timing.reference, timing.candidate
+    result.reference_time_ms, result.kernel_time_ms = timing.reference.median_ms, timing.candidate.median_ms
+    result.speedup, result.speedup_ci = timing.speedup, timing.speedup_ci
+
+
+def _measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
+             overhead: tuple[float, float], before: list[float], options: EvalOptions, validate: Any,
+             batch_ms: float) -> judge_timing.BatchTiming:
+    batches = _batches(options.timing_budget_ms, batch_ms)
+    during, candidate_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches, validate)
+    reference_ms, phase, slower = judge_timing.pick_reference(before, during)
+    flags = ["reference_slower_while_candidate_loaded"] if slower else []
+    return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
+                                    float(torch.tensor(before).median()), flags)
+
+
+def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,
+              options: EvalOptions, result: EvalResult, phases: Any, seeds: list[int]) -> None:
+    """PR from the runner's own measurement (the judge cannot see inside its process): flagged as self-reported,
+    clipped to [0, 1], and a failure only flags."""
+    with phases("profile"):
+        candidate.arena.layout.reset()
+        place = _placer(candidate.arena)
+        inputs = [exchange.encode_args(make_inputs(reference_module, seed, device), place) for seed in seeds[-2:]]
+        _sync(device)
+        try:
+            reply = client.ask({"type": "coverage", "model": candidate.model_id, "inputs": inputs,
+                                "calls": options.profile_calls, "method": options.coverage_method}, ("coverage", "error"))
+        except RunnerFault:
+            raise
+        if reply["type"] == "error":
+            result.flags.append(f"profile_failed: {str(reply.get('error'))[:300]}")
+            return
+        result.flags.append("coverage_self_reported")
+        if reply.get("flag"):
+            result.flags.append(str(reply["flag"])[:300])
+        coverage = reply.get("coverage")
+        if isinstance(coverage, int | float) and coverage == coverage:
+            result.coverage = min(max(float(coverage), 0.0), 1.0)
+        rows = reply.get("table") if isinstance(reply.get("table"), list) else []
+        table = []
+        for row in rows[:50]:
+            try:
+                table.append(KernelTiming(str(row["name"])[:200], float(row["device_time_ms"]), int(row["calls"]),
+                                          bool(row["from_candidate"])))
+            except (KeyError, TypeError, ValueError):
+                continue
+        result.kernel_table = table

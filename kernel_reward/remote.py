@@ -1,0 +1,168 @@
+"""The judge's proxy of the candidate: ``RemoteCandidate.call`` runs one forward in the runner process.
+
+For every call the judge writes the inputs into the arena, poisons the output slots (NaN, or a sentinel for
+integers: an unwritten slot is a wrong answer), asks the runner to run, then reads the slots back into its own
+memory and checks that the inputs in the arena are still what it wrote. The runner's reply only adds what the
+judge cannot see from outside (which Triton kernels launched, an exception's text); it can make the candidate's
+verdict worse (a raised error, a self-reported hack), never better than what the outputs show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernel_reward import exchange
+from kernel_reward.runner_process import RunnerClient, RunnerFault
+from kernel_reward.tensors import same_values
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What the reference returns: its container ("tensor", "tuple:N", "list:N") and each tensor's shape/dtype."""
+
+    structure: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[torch.dtype, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(_nbytes(shape, dtype) for shape, dtype in zip(self.shapes, self.dtypes, strict=True))
+
+
+def output_spec(raw: Any) -> OutputSpec:
+    """The spec of a reference output; ValueError when it is not a tensor or a tuple/list of tensors."""
+    from kernel_reward.runner import CallError, flatten_outputs
+
+    try:
+        structure, tensors = flatten_outputs(raw)
+    except CallError as exc:
+        raise ValueError(f"the reference's {exc}") from exc
+    return OutputSpec(structure, tuple(tuple(t.shape) for t in tensors), tuple(t.dtype for t in tensors))
+
+
+def args_nbytes(args: list[Any]) -> int:
+    return sum(_nbytes(tuple(a.shape), a.dtype) + exchange.ALIGN for a in args if isinstance(a, torch.Tensor))
+
+
+def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count * torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass
+class CallOutcome:
+    """One remote forward as the judge saw it: its outputs (the judge's copies) and the runner's claims."""
+
+    outputs: list[torch.Tensor]
+    ok: bool
+    kind: str | None = None  # how it failed: "raised" | "exit" | "format" | "structure"
+    error: str | None = None
+    inputs_mutated: bool = False
+    launched: list[str] = field(default_factory=list)  # every Triton kernel launched (runner-reported)
+    own_launches: list[str] = field(default_factory=list)  # the candidate's own among them (runner-reported)
+
+
+def poison(tensors: list[torch.Tensor]) -> None:
+    with torch.no_grad():
+        for tensor in tensors:
+            if tensor.is_floating_point() or tensor.is_complex():
+                tensor.fill_(float("nan"))
+            elif tensor.dtype == torch.bool:
+                tensor.fill_(True)
+            else:
+                tensor.fill_(-7777)
+
+
+class RemoteCandidate:
+    """Calls ``ModelNew`` (model ``model_id`` of the runner) on inputs the judge places in the arena."""
+
+    def __init__(self, client: RunnerClient, arena: exchange.Arena, spec: OutputSpec, model_id: int = 0) -> None:
+        self.client = client
+        self.arena = arena
+        self.spec = spec
+        self.model_id = model_id
+        self._last_inputs: list[Any] | None = None  # encoded placement of the previous call's inputs
+
+    def place(self, value: torch.Tensor) -> exchange.TensorRef:
+        """Copy ``value`` into fresh arena space (wrapping to the start when the arena is full)."""
+        layout = self.arena.layout
+        shape, dtype, stride = tuple(value.shape), value.dtype, exchange.placement_stride(value)
+        try:
+            ref = layout.place(shape, dtype, stride)
+        except MemoryError:
+            layout.reset()
+            ref = layout.place(shape, dtype, stride)
+        with torch.no_grad():
+            exchange.view(self.arena.tensor, ref).copy_(value)
+        return ref
+
+    def output_slots(self) -> tuple[list[exchange.TensorRef], list[torch.Tensor]]:
+        refs, views = [], []
+        for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True):
+            try:
+                ref = self.arena.layout.place(shape, dtype)
+            except MemoryError:
+                self.arena.layout.reset()
+                ref = self.arena.layout.place(shape, dtype)
+            refs.append(ref)
+            views.append(exchange.view(self.arena.tensor, ref))
+        poison(views)
+        return refs, views
+
+    def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False, reuse_buffers: bool = False,
+             monitor: bool = True) -> CallOutcome:
+        """One forward on (copies of) ``inputs``. ``reuse_buffers``: put them in the SAME arena places as the
+        previous call (the buffer-reuse check needs the candidate to see one storage twice)."""
+        if reuse_buffers and self._last_inputs is not None:
+            encoded = self._last_inputs
+            views = _tensor_views(encoded, self.arena.tensor)
+            with torch.no_grad():
+                for view, value in zip(views, [a for a in inputs if isinstance(a, torch.Tensor)], strict=True):
+                    view.copy_(value)
+        else:
+            encoded = exchange.encode_args(inputs, self.place)
+        self._last_inputs = encoded
+        out_refs, out_views = self.output_slots()
+        _sync(self.arena)
+        reply = self.client.ask({"type": "run", "model": self.model_id, "calls": [{
+            "args": encoded, "out": [ref.to_json() for ref in out_refs], "mode": mode, "ablate": ablate,
+            "monitor": monitor, "structure": self.spec.structure}]}, ("ran",))
+        report = _one_report(reply)
+        _sync(self.arena)
+        outcome = CallOutcome(outputs=[v.detach().clone() for v in out_views], ok=bool(report.get("ok")),
+                              kind=_text(report.get("kind")), error=_text(report.get("error")),
+                              launched=_names(report.get("launched")), own_launches=_names(report.get("own")))
+        placed = _tensor_views(encoded, self.arena.tensor)
+        outcome.inputs_mutated = not same_values(placed, [a for a in inputs if isinstance(a, torch.Tensor)])
+        return outcome
+
+
+def _sync(arena: exchange.Arena) -> None:
+    if arena.device.type == "cuda":
+        torch.cuda.synchronize(arena.device)
+
+
+def _tensor_views(encoded: list[Any], arena: torch.Tensor) -> list[torch.Tensor]:
+    return [a for a in exchange.decode_args(encoded, arena) if isinstance(a, torch.Tensor)]
+
+
+def _one_report(reply: dict[str, Any]) -> dict[str, Any]:
+    calls = reply.get("calls")
+    if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
+        raise RunnerFault("protocol", "the reply to a one-call run must report exactly one call")
+    return calls[0]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)[:4000]
+
+
+def _names(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [str(name)[:200] for name in value[:1000]]

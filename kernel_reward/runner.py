@@ -1,0 +1,251 @@
+"""The untrusted runner: the only process that ever holds the candidate's code.
+
+It imports the candidate, builds ``ModelNew`` from the init arguments and weights the judge hands it, and runs
+forwards on inputs the judge places in the shared arena (``exchange``), writing each output into the output
+slot the judge named. It sends DATA back (per-call errors, launch records, the structure it saw), never a verdict:
+everything here can be rewritten by the candidate, so the judge (``judge``) treats every reply as a claim about
+the candidate's own behaviour, and decides correctness, timing and reward from the arena and its own clock.
+
+Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, each answered by one reply):
+
+    {"type": "ping"}                                   -> {"type": "pong"}
+    {"type": "arena", ...exchange.Arena.share()}       -> {"type": "arena_ok"}      (a memfd follows by SCM_RIGHTS)
+    {"type": "load", "code": str}                      -> {"type": "loaded"} | {"type": "load_failed", ...}
+    {"type": "build", "model", "seed", "init", "state"} -> {"type": "built", ...} | {"type": "build_failed", ...}
+    {"type": "run", "model", "calls": [...]}           -> {"type": "ran", "calls": [...]}
+    {"type": "coverage", "model", "inputs", "calls", "method"} -> {"type": "coverage", ...}
+    {"type": "bye"}                                    -> (exit)
+
+``execute_call`` is also what the judge runs for the reference inside its own clock, so both sides of a timed
+batch do exactly the same work per call.
+"""
+
+from __future__ import annotations
+
+import socket
+import traceback
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernel_reward import exchange, wire
+
+MODES: dict[str, Callable[[], AbstractContextManager[Any]]] = {
+    "no_grad": torch.no_grad,
+    "inference_mode": torch.inference_mode,
+    "enable_grad": torch.enable_grad,
+}
+
+
+class CallError(Exception):
+    """A forward that could not produce outputs for the judge; ``kind`` says how (raised / exit / format)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def flatten_outputs(output: Any) -> tuple[str, list[torch.Tensor]]:
+    """(structure, tensors): "tensor" for one tensor, "tuple:N" / "list:N" for a sequence of N tensors."""
+    if isinstance(output, torch.Tensor):
+        return "tensor", [output]
+    if isinstance(output, tuple | list) and output and all(isinstance(o, torch.Tensor) for o in output):
+        return f"{type(output).__name__ if isinstance(output, list) else 'tuple'}:{len(output)}", list(output)
+    raise CallError("format", f"forward returned {type(output).__name__}, expected a tensor or a tuple of tensors")
+
+
+def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Tensor], expected_structure: str) -> str:
+    """One forward; its outputs copied into ``outs`` (the judge's slots). Returns the structure it returned.
+
+    Copying needs the exact shape and dtype; a mismatch is reported (the judge calls it incorrect), never coerced.
+    """
+    structure, tensors = flatten_outputs(model(*args))
+    if structure != expected_structure:
+        raise CallError("structure", f"forward returned {_describe(structure)}, the reference returns "
+                                     f"{_describe(expected_structure)}")
+    for index, (tensor, slot) in enumerate(zip(tensors, outs, strict=True)):
+        if tensor.shape != slot.shape or tensor.dtype != slot.dtype:
+            raise CallError("structure", f"output {index}: shape {tuple(tensor.shape)} {tensor.dtype}, expected "
+                                         f"{tuple(slot.shape)} {slot.dtype}")
+        if tensor.device.type != slot.device.type:
+            raise CallError("structure", f"output {index}: on {tensor.device}, expected {slot.device.type}")
+        slot.copy_(tensor.detach())
+    return structure
+
+
+def _describe(structure: str) -> str:
+    if structure == "tensor":
+        return "a tensor"
+    kind, _, count = structure.partition(":")
+    return f"a {kind} of {count} tensor(s)"
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class Runner:
+    """The runner's state: the candidate module, its built models, the mapped arena."""
+
+    def __init__(self, channel: socket.socket, device: torch.device, work_dir: Path) -> None:
+        self.channel = channel
+        self.device = device
+        self.work_dir = work_dir
+        self.module: Any = None
+        self.models: dict[int, torch.nn.Module] = {}
+        self.arena: exchange.MappedArena | None = None
+
+    # ------------------------------------------------------------------------------------------ serving
+    def serve(self) -> None:
+        while True:
+            message = wire.recv_message_blocking(self.channel)
+            if message is None or message.get("type") == "bye":
+                return
+            handler = getattr(self, f"_on_{message.get('type')}", None)
+            if handler is None:
+                reply = {"type": "error", "error": f"unknown message type {message.get('type')!r}"}
+            else:
+                try:
+                    reply = handler(message)
+                except SystemExit as exc:  # from candidate code outside a forward (e.g. a property)
+                    reply = {"type": "error", "kind": "exit", "error": f"candidate raised SystemExit({exc.code!r})"}
+                except Exception as exc:  # noqa: BLE001 - reported to the judge, which decides what it means
+                    reply = {"type": "error", "error": _format(exc)}
+            wire.send_message(self.channel, reply)
+
+    def _on_ping(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "pong"}
+
+    def _on_arena(self, message: dict[str, Any]) -> dict[str, Any]:
+        fds: list[int] = []
+        if message.get("kind") == "memfd":
+            _, fds, _, _ = socket.recv_fds(self.channel, 1, 1)
+        self.arena = exchange.MappedArena(message, fds, self.device)
+        return {"type": "arena_ok"}
+
+    def _on_load(self, message: dict[str, Any]) -> dict[str, Any]:
+        from kernel_reward.loading import write_and_import
+
+        try:
+            self.module = write_and_import(str(message["code"]), self.work_dir, "cand")
+        except SystemExit as exc:
+            return {"type": "load_failed", "kind": "exit", "error": f"candidate raised SystemExit({exc.code!r}) at import"}
+        except BaseException as exc:  # noqa: BLE001 - an import failure is the candidate's compile error
+            return {"type": "load_failed", "kind": "import", "error": f"candidate failed to import: {_format(exc)}"}
+        return {"type": "loaded", "module": self.module.__name__}
+
+    def _on_build(self, message: dict[str, Any]) -> dict[str, Any]:
+        arena = self._arena()
+        init = exchange.decode_args(message["init"], arena)
+        state = {str(name): exchange.view(arena, exchange.TensorRef.from_json(ref))
+                 for name, ref in dict(message["state"]).items()}
+        cls = getattr(self.module, "ModelNew", None)
+        if cls is None:
+            return {"type": "build_failed", "error": "candidate module defines no `ModelNew`"}
+        torch.manual_seed(int(message["seed"]))
+        try:
+            model = cls(*init)
+            if not isinstance(model, torch.nn.Module):
+                return {"type": "build_failed", "error": f"ModelNew(...) built a {type(model).__name__}, not an nn.Module"}
+            model = model.to(self.device)
+        except SystemExit as exc:
+            return {"type": "build_failed", "kind": "exit", "error": f"ModelNew raised SystemExit({exc.code!r})"}
+        except Exception as exc:  # noqa: BLE001
+            return {"type": "build_failed", "error": f"ModelNew(*get_init_inputs()) raised {_format(exc)}"}
+        self.models[int(message["model"])] = model
+        return {"type": "built", "state_transfer": _transfer_state(state, model)}
+
+    def _on_run(self, message: dict[str, Any]) -> dict[str, Any]:
+        from kernel_reward.launches import LaunchMonitor
+
+        arena = self._arena()
+        dry = bool(message.get("dry"))  # the judge's calibration of this harness's own cost, before any candidate
+        model = None if dry else self.models[int(message["model"])]
+        reports = []
+        for call in message["calls"]:
+            args = exchange.decode_args(call["args"], arena)
+            outs = [exchange.view(arena, exchange.TensorRef.from_json(ref)) for ref in call["out"]]
+            if model is None:
+                reports.append({"ok": True})
+                continue
+            context = MODES[str(call.get("mode", "no_grad"))]
+            monitor = LaunchMonitor(self.module.__name__, ablate=bool(call.get("ablate"))) if call.get("monitor", True) else None
+            if monitor is not None and monitor.ablate:
+                monitor.protect(args)
+                monitor.protect(list(model.parameters()) + list(model.buffers()))
+            report: dict[str, Any] = {"ok": True}
+            try:
+                if monitor is None:
+                    with context():
+                        execute_call(model, args, outs, str(call["structure"]))
+                else:
+                    with monitor.active(), context():
+                        execute_call(model, args, outs, str(call["structure"]))
+                    report.update(launched=sorted({launch.name for launch in monitor.launches}),
+                                  own=sorted({launch.name for launch in monitor.candidate_launches}))
+            except CallError as exc:
+                report.update(ok=False, kind=exc.kind, error=str(exc))
+            except SystemExit as exc:
+                report.update(ok=False, kind="exit", error=f"forward raised SystemExit({exc.code!r})")
+            except Exception as exc:  # noqa: BLE001
+                report.update(ok=False, kind="raised", error=f"candidate forward raised {_format(exc)}")
+            reports.append(report)
+            if not report["ok"]:
+                break
+        synchronize(self.device)
+        return {"type": "ran", "calls": reports}
+
+    def _on_coverage(self, message: dict[str, Any]) -> dict[str, Any]:
+        from kernel_reward import profiling
+
+        arena = self._arena()
+        model = self.models[int(message["model"])]
+        pool = [exchange.decode_args(args, arena) for args in message["inputs"]]
+        args = (model, self.module.__name__, pool, self.device, int(message["calls"]))
+        flag = None
+        if message.get("method") == "events":
+            try:
+                profile = profiling.event_coverage(*args)
+            except profiling.LaunchGapError as exc:
+                flag = f"coverage_from_profiler: {exc}"[:300]
+                profile = profiling.profile_candidate(*args)
+        else:
+            profile = profiling.profile_candidate(*args)
+        table = [{"name": row.name, "device_time_ms": row.device_time_ms, "calls": row.calls,
+                  "from_candidate": row.from_candidate} for row in profile.table]
+        return {"type": "coverage", "coverage": profile.coverage, "table": table, "flag": flag}
+
+    def _arena(self) -> torch.Tensor:
+        if self.arena is None:
+            raise exchange.ExchangeError("no arena mapped yet")
+        return self.arena.tensor
+
+
+def _transfer_state(state: dict[str, torch.Tensor], model: torch.nn.Module) -> dict[str, Any]:
+    """Copy the judge's reference weights into the candidate where names, shapes and dtypes match."""
+    own = model.state_dict()
+    copied, mismatch = [], []
+    with torch.no_grad():
+        for name, value in state.items():
+            target = own.get(name)
+            if target is None:
+                continue
+            if target.shape != value.shape or target.dtype != value.dtype:
+                mismatch.append(name)
+                continue
+            target.copy_(value)
+            copied.append(name)
+    return {"copied": copied, "reference_only": sorted(set(state) - set(own)),
+            "candidate_only": sorted(set(own) - set(state)), "shape_mismatch": mismatch,
+            "reference_tensors": len(state)}
+
+
+def _format(exc: BaseException, limit: int = 2500) -> str:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if len(text) > limit:
+        text = text[:600] + "\n...\n" + text[-(limit - 605):]
+    return f"{type(exc).__name__}: {exc}\n{text}"
