@@ -289,26 +289,28 @@ def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module
         place = _placer(candidate.arena)
         inputs = [exchange.encode_args(make_inputs(reference_module, seed, device), place) for seed in seeds[-2:]]
         _sync(device)
+        reply = client.ask({"type": "coverage", "model": candidate.model_id, "inputs": inputs,
+                            "calls": options.profile_calls, "method": options.coverage_method}, ("coverage", "error"))
+    _coverage_from_reply(reply, result)
+
+
+def _coverage_from_reply(reply: dict[str, Any], result: EvalResult) -> None:
+    """Take the runner's coverage as a claim: clipped to [0, 1], malformed rows dropped, flagged."""
+    if reply.get("type") != "coverage":
+        result.flags.append(f"profile_failed: {str(reply.get('error'))[:300]}")
+        return
+    result.flags.append("coverage_self_reported")
+    if reply.get("flag"):
+        result.flags.append(str(reply["flag"])[:300])
+    coverage = reply.get("coverage")
+    if isinstance(coverage, int | float) and not isinstance(coverage, bool) and coverage == coverage:
+        result.coverage = min(max(float(coverage), 0.0), 1.0)
+    rows = reply.get("table") if isinstance(reply.get("table"), list) else []
+    table = []
+    for row in rows[:50]:
         try:
-            reply = client.ask({"type": "coverage", "model": candidate.model_id, "inputs": inputs,
-                                "calls": options.profile_calls, "method": options.coverage_method}, ("coverage", "error"))
-        except RunnerFault:
-            raise
-        if reply["type"] == "error":
-            result.flags.append(f"profile_failed: {str(reply.get('error'))[:300]}")
-            return
-        result.flags.append("coverage_self_reported")
-        if reply.get("flag"):
-            result.flags.append(str(reply["flag"])[:300])
-        coverage = reply.get("coverage")
-        if isinstance(coverage, int | float) and coverage == coverage:
-            result.coverage = min(max(float(coverage), 0.0), 1.0)
-        rows = reply.get("table") if isinstance(reply.get("table"), list) else []
-        table = []
-        for row in rows[:50]:
-            try:
-                table.append(KernelTiming(str(row["name"])[:200], float(row["device_time_ms"]), int(row["calls"]),
-                                          bool(row["from_candidate"])))
-            except (KeyError, TypeError, ValueError):
-                continue
-        result.kernel_table = table
+            table.append(KernelTiming(str(row["name"])[:200], float(row["device_time_ms"]), int(row["calls"]),
+                                      bool(row["from_candidate"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    result.kernel_table = table

@@ -493,7 +493,9 @@ class DevicePool:
                 if now >= child.next_group_scan:
                     # Forked helpers (the group, and every process of the child's private uid) count too.
                     child.next_group_scan = now + GROUP_SCAN_INTERVAL_S
-                    group = sandbox.group_rss_bytes(child.pid, child.isolation.get("uid"))
+                    # The judge leads the group; its runner (the candidate) is in it or, if it left, under its own uid.
+                    runner_uid = (child.isolation.get("runner") or {}).get("uid")
+                    group = sandbox.group_rss_bytes(child.pid, runner_uid if runner_uid is not None else child.isolation.get("uid"))
                     if group is not None:
                         rss = max(rss or 0, group)
                 if rss is not None and rss > limits.memory_bytes:

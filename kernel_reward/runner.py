@@ -200,14 +200,28 @@ class Runner:
         return {"type": "ran", "calls": reports}
 
     def _on_coverage(self, message: dict[str, Any]) -> dict[str, Any]:
-        from kernel_reward import profiling
-
         arena = self._arena()
         model = self.models[int(message["model"])]
         pool = [exchange.decode_args(args, arena) for args in message["inputs"]]
-        args = (model, self.module.__name__, pool, self.device, int(message["calls"]))
-        flag = None
-        if message.get("method") == "events":
+        return measure_coverage(model, self.module.__name__, pool, self.device, int(message["calls"]),
+                                str(message.get("method")))
+
+    def _arena(self) -> torch.Tensor:
+        if self.arena is None:
+            raise exchange.ExchangeError("no arena mapped yet")
+        return self.arena.tensor
+
+
+def measure_coverage(model: Any, module_name: str, pool: list[list[Any]], device: torch.device, calls: int,
+                     method: str) -> dict[str, Any]:
+    """The coverage reply: events (falling back to the profiler when a forward cannot be measured gap-free, and
+    saying so) or the profiler; an error reply when neither could measure (the judge then only flags it)."""
+    from kernel_reward import profiling
+
+    args = (model, module_name, pool, device, calls)
+    flag = None
+    try:
+        if method == "events":
             try:
                 profile = profiling.event_coverage(*args)
             except profiling.LaunchGapError as exc:
@@ -215,14 +229,11 @@ class Runner:
                 profile = profiling.profile_candidate(*args)
         else:
             profile = profiling.profile_candidate(*args)
-        table = [{"name": row.name, "device_time_ms": row.device_time_ms, "calls": row.calls,
-                  "from_candidate": row.from_candidate} for row in profile.table]
-        return {"type": "coverage", "coverage": profile.coverage, "table": table, "flag": flag}
-
-    def _arena(self) -> torch.Tensor:
-        if self.arena is None:
-            raise exchange.ExchangeError("no arena mapped yet")
-        return self.arena.tensor
+    except Exception as exc:  # noqa: BLE001 - diagnostics: the judge flags it, the verdict stands
+        return {"type": "error", "error": f"{flag + '; ' if flag else ''}{type(exc).__name__}: {exc}"[:600]}
+    table = [{"name": row.name, "device_time_ms": row.device_time_ms, "calls": row.calls,
+              "from_candidate": row.from_candidate} for row in profile.table]
+    return {"type": "coverage", "coverage": profile.coverage, "table": table, "flag": flag}
 
 
 def _transfer_state(state: dict[str, torch.Tensor], model: torch.nn.Module) -> dict[str, Any]:

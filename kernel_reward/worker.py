@@ -53,6 +53,7 @@ from kernel_reward.static_checks import check_candidate
 log = logging.getLogger(__name__)
 
 TimingSlot = Callable[[], AbstractContextManager[Any]]
+JUDGES_A_RUNNER = True  # the zygote forks a sandboxed runner for each judge child (zygote._child_main)
 
 
 @dataclass(frozen=True)

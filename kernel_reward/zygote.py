@@ -61,6 +61,12 @@ class ZygoteConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def runner_uid_of(uid: int | None) -> int | None:
+    """The private uid of a judge's runner: a fixed distance from the judge's own, inside this zygote's range
+    (judges take the lower half), so one sweep per uid range finds both and they never collide."""
+    return None if uid is None else uid + UID_RANGE // 2
+
+
 def _seed_files(seed_dir: Path) -> dict[str, bytes]:
     """The trusted, pre-compiled Triton cache (C launcher stubs etc.) as bytes, copied into each private cache."""
     files = {}
@@ -111,7 +117,7 @@ class Zygote:
         self.seed: dict[str, bytes] = {}
         root = os.geteuid() == 0 and self.policy.drop_privileges
         base = config.uid_base if config.uid_base is not None else random.randrange(25, 500_000) * UID_RANGE
-        self.free_uids = list(range(base, base + UID_RANGE)) if root else []
+        self.free_uids = list(range(base, base + UID_RANGE // 2)) if root else []  # the upper half: runners
         self.children: dict[int, tuple[int | None, Path]] = {}  # pid -> (uid, fallback work root)
         self.kill_requested: set[int] = set()
         self.counter = 0
@@ -160,6 +166,7 @@ class Zygote:
         sandbox.kill_process_group(pid)
         if uid is not None:
             sandbox.kill_uid_processes(uid)
+            sandbox.kill_uid_processes(runner_uid_of(uid))
 
     def _reap(self) -> None:
         while self.children:
@@ -176,6 +183,7 @@ class Zygote:
             sandbox.kill_process_group(pid)
             if uid is not None:
                 sandbox.kill_uid_processes(uid)
+                sandbox.kill_uid_processes(runner_uid_of(uid))
                 self.free_uids.append(uid)
             shutil.rmtree(work_root, ignore_errors=True)
             returncode = os.waitstatus_to_exitcode(status)
@@ -250,6 +258,16 @@ class Zygote:
             _close_fds_except(keep)
             sandbox.set_parent_death_signal()
             isolation = sandbox.Isolation()
+            runner = None
+            if getattr(self.worker, "JUDGES_A_RUNNER", False):
+                # The judge forks its sandboxed runner now: before any CUDA context, and while still root (the
+                # runner takes its own namespaces, file system view and uid; the judge never runs candidate code).
+                from kernel_reward import runner_process
+
+                runner_uid = runner_uid_of(uid)
+                runner = runner_process.spawn_runner(
+                    self.config.device, self.policy, uid=runner_uid, expose=_interpreter_paths(self.worker),
+                    seed_files=self.seed, gpu_memory_fraction=_half(self.config.gpu_memory_fraction))
             sandbox.enter_namespaces(self.policy, isolation, expose=_interpreter_paths(self.worker))
             root = CHILD_ROOT_IN_NAMESPACE if isolation.private_tmp else work_root
             sandbox.make_private_dir(root, uid if os.geteuid() == 0 else None)
@@ -268,14 +286,22 @@ class Zygote:
             os.chdir(work_dir)
             stage = "warmup"
             info = self.worker.prepare_worker(self.config.device)
-            wire.send_message(channel, {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid(),
-                                        "warmup": getattr(info, "warmup_seconds", {})})
+            warmup = dict(getattr(info, "warmup_seconds", {}))
+            ready = {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid()}
+            if runner is not None:
+                from kernel_reward import runner_process
+
+                runner_process.wait_ready(runner)
+                ready["isolation"] = _candidate_isolation(isolation, runner)
+                warmup.update({f"runner_{k}": v for k, v in runner.warmup_seconds.items()})
+            ready["warmup"] = warmup
+            wire.send_message(channel, ready)
             stage = "waiting"
             message = wire.recv_message_blocking(channel)
             if message is None or message.get("type") != "request":
                 os._exit(0)  # the service no longer needs this warm child
             stage = "request"
-            result = self._evaluate(channel, message, isolation, work_dir, lock_fd)
+            result = self._evaluate(channel, message, isolation, work_dir, lock_fd, runner)
             wire.send_message(channel, {"type": "result", "result": result})
             code = 0
         except BaseException:  # noqa: BLE001 - whatever happens, report it and exit; never return into the zygote
@@ -290,29 +316,47 @@ class Zygote:
             os._exit(code)
 
     def _evaluate(self, channel: socket.socket, message: dict[str, Any], isolation: sandbox.Isolation,
-                  work_dir: Path, lock_fd: int) -> dict[str, Any]:
+                  work_dir: Path, lock_fd: int, runner: Any = None) -> dict[str, Any]:
         from kernel_reward.request import EvalRequest
         from kernel_reward.result import EvalResult, Status
 
         request = EvalRequest.from_dict(message["request"])
         request.device = self.config.device
         sandbox.apply_rlimits(self.policy.limits, isolation, address_space=self.config.device == "cpu")
-        if self.config.device != "cpu" and self.config.gpu_memory_fraction is not None:
+        fraction = _half(self.config.gpu_memory_fraction) if runner is not None else self.config.gpu_memory_fraction
+        if self.config.device != "cpu" and fraction is not None:
             import torch
 
-            torch.cuda.set_per_process_memory_fraction(self.config.gpu_memory_fraction)
-            isolation.gpu_memory_fraction = self.config.gpu_memory_fraction
+            torch.cuda.set_per_process_memory_fraction(fraction)
+            isolation.gpu_memory_fraction = fraction
         # From here on, whatever happens to this process is the candidate's doing.
-        wire.send_message(channel, {"type": "accepted", "isolation": isolation.to_dict()})
+        wire.send_message(channel, {"type": "accepted", "isolation": _candidate_isolation(isolation, runner)})
         try:
-            result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=_timing_slot_factory(lock_fd, channel))
+            slot = _timing_slot_factory(lock_fd, channel)
+            if runner is not None:
+                result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=slot, runner=runner)
+            else:
+                result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=slot)
         except BaseException as exc:  # noqa: BLE001 - the worker promises not to raise; report if it did anyway
             result = EvalResult.failure(
                 Status.CRASHED, f"evaluation raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
             )
         data = result.to_dict()
-        data["isolation"] = isolation.to_dict()
+        data["isolation"] = _candidate_isolation(isolation, runner)
         return data
+
+
+def _candidate_isolation(own: sandbox.Isolation, runner: Any) -> dict[str, Any]:
+    """The isolation record a result carries: that of the process the candidate's code ran in (the runner, when
+    this child judges one), with this process's own record under "judge"."""
+    if runner is None:
+        return own.to_dict()
+    return {**runner.isolation, "judge": own.to_dict()}
+
+
+def _half(fraction: float | None) -> float | None:
+    """The judge and its runner split one worker's share of the GPU's memory."""
+    return None if fraction is None else round(fraction / 2, 4)
 
 
 def _interpreter_paths(worker: Any) -> list[str]:

@@ -187,13 +187,12 @@ def test_out_of_memory_outside_the_candidate_is_runtime_error_naming_the_cap(mon
 
 
 def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
-    """When the events method cannot measure a forward gap-free, the worker asks the profiler and says so; when
-    the profiler fails too, the candidate keeps its verdict and only the coverage is missing (flagged)."""
-    from types import SimpleNamespace
-
-    from kernel_reward import profiling, worker
-    from kernel_reward.options import EvalOptions
+    """When the events method cannot measure a forward gap-free, the runner asks the profiler and says so; when
+    the profiler fails too, its reply is an error, which the judge only flags (the verdict stands)."""
+    from kernel_reward import profiling
+    from kernel_reward.judge import _coverage_from_reply
     from kernel_reward.result import EvalResult, KernelTiming
+    from kernel_reward.runner import measure_coverage
 
     def gappy(*_args):
         raise profiling.LaunchGapError("events coverage: a forward's launch (60.00 ms) outlasted its lead spin")
@@ -202,17 +201,30 @@ def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
     monkeypatch.setattr(profiling, "event_coverage", gappy)
     monkeypatch.setattr(profiling, "profile_candidate",
                         lambda *_args: profiling.ProfileResult(0.6, table, 0.5, ["add_kernel"]))
-    task = SimpleNamespace(candidate_model=None, candidate_module=SimpleNamespace(__name__="cand"))
-    result, phases = EvalResult(), {}
-    worker._profile(task, "cuda:0", EvalOptions(coverage_method="events"), result, phases, [])
-    assert result.coverage == 0.6 and result.kernel_table == table and "profile" in phases
-    assert [flag.split(":")[0] for flag in result.flags] == ["coverage_from_profiler"]
+    result = EvalResult()
+    _coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
+    assert result.coverage == 0.6 and result.kernel_table == table
+    assert [flag.split(":")[0] for flag in result.flags] == ["coverage_self_reported", "coverage_from_profiler"]
 
     def broken(*_args):
         raise RuntimeError("CUPTI unavailable")
 
     monkeypatch.setattr(profiling, "profile_candidate", broken)
     result = EvalResult()
-    worker._profile(task, "cuda:0", EvalOptions(coverage_method="events"), result, {}, [])
+    _coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
     assert result.coverage is None and result.kernel_table == []
-    assert result.flags[0].startswith("coverage_from_profiler") and "CUPTI unavailable" in result.flags[1]
+    assert result.flags[0].startswith("profile_failed") and "CUPTI unavailable" in result.flags[0]
+    assert "coverage_from_profiler" in result.flags[0]
+
+
+def test_forged_coverage_is_clipped_and_flagged():
+    """Coverage is the runner's word: the judge keeps it within [0, 1], drops malformed rows and says so."""
+    from kernel_reward.judge import _coverage_from_reply
+    from kernel_reward.result import EvalResult
+
+    result = EvalResult()
+    _coverage_from_reply({"type": "coverage", "coverage": 7.5, "table": [{"name": "x"}, "junk"], "flag": None}, result)
+    assert result.coverage == 1.0 and result.kernel_table == [] and "coverage_self_reported" in result.flags
+    result = EvalResult()
+    _coverage_from_reply({"type": "coverage", "coverage": float("nan"), "table": None}, result)
+    assert result.coverage is None
