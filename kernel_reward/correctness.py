@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import enum
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +64,12 @@ class HackReason(enum.StrEnum):
     INCORRECT_DURING_TIMING = "incorrect_during_timing"
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
     CACHED_REPLAY = "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)
+    FORGED_MESSAGE = "forged_message"  # the runner sent a frame its harness never sends (the candidate wrote it)
+
+
+# Runner-side checks (``runner._self_check``) whose report names a hack: a runner can only hurt itself by them.
+SELF_REPORTED_HACKS = {"hack:tensor_subclass": HackReason.TENSOR_SUBCLASS,
+                       "hack:output_aliases_input": HackReason.OUTPUT_ALIASES_INPUT}
 
 
 class Verdict(enum.StrEnum):
@@ -138,6 +143,8 @@ class CandidateRunner:
         if not outcome.ok:
             if outcome.kind == "exit":
                 raise _Stop(Verdict.HACKED, outcome.error or "forward raised SystemExit", HackReason.EARLY_EXIT)
+            if outcome.kind in SELF_REPORTED_HACKS:
+                raise _Stop(Verdict.HACKED, outcome.error or outcome.kind, SELF_REPORTED_HACKS[outcome.kind])
             if outcome.kind in ("format", "structure"):
                 raise _Stop(Verdict.INCORRECT, outcome.error or "wrong output structure")
             raise _Stop(Verdict.RUNTIME_ERROR, outcome.error or "candidate forward failed")

@@ -26,7 +26,7 @@ from kernel_reward import correctness, exchange, judge_timing, loading
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, args_nbytes, output_spec
 from kernel_reward.result import EvalResult, KernelTiming, Status
-from kernel_reward.runner_process import RunnerClient, RunnerFault, RunnerProcess
+from kernel_reward.runner_process import RunnerClient, RunnerProcess
 from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
@@ -85,11 +85,11 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
         state = dict(reference_model.state_dict())
         arena = exchange.Arena(_arena_bytes(device, state, probe, spec), device)
     try:
-        _share_arena(client, arena)
+        share_arena(client, arena)
         clock = None
         if device.type == "cuda":
             with phases("timing"), timing_slot():
-                clock, overhead, before = _time_reference_before(reference_model, reference_module, arena, spec, device,
+                clock, overhead, before = time_reference_before(reference_model, reference_module, arena, spec, device,
                                                                  options, client, seeds)
         with phases("load"):
             reply = client.ask({"type": "load", "code": code}, ("loaded", "load_failed"))
@@ -98,7 +98,7 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
                     raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
                 raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
         with phases("build"):
-            transfer = _build_remote(client, arena, 0, build_seed, init_inputs, state)
+            transfer = build_remote(client, arena, 0, build_seed, init_inputs, state)
         result.compiled = True
         result.state_transfer = transfer
         candidate = RemoteCandidate(client, arena, spec, model_id=0)
@@ -152,12 +152,12 @@ def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], probe: li
     return max(state_bytes, slots * slot, 4 * slot)
 
 
-def _share_arena(client: RunnerClient, arena: exchange.Arena) -> None:
+def share_arena(client: RunnerClient, arena: exchange.Arena) -> None:
     description, fds = arena.share()
     client.ask({"type": "arena", **description}, ("arena_ok",), fds=fds)
 
 
-def _build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, seed: int, init_inputs: list[Any],
+def build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, seed: int, init_inputs: list[Any],
                   state: dict[str, torch.Tensor]) -> dict[str, Any]:
     arena.layout.reset()
     place = _placer(arena)
@@ -202,7 +202,7 @@ def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
     return torch.compile(reference_model)
 
 
-def _time_reference_before(reference_model: Any, reference_module: Any, arena: exchange.Arena, spec: OutputSpec,
+def time_reference_before(reference_model: Any, reference_module: Any, arena: exchange.Arena, spec: OutputSpec,
                            device: torch.device, options: EvalOptions, client: RunnerClient,
                            seeds: list[int]) -> tuple[judge_timing.BatchClock, tuple[float, float], list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
@@ -249,10 +249,10 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
             # Warm the candidate (first-call compiles, autotuning) on verified batches that do not count.
             judge_timing.time_interleaved(clock, candidate, client, overhead, 2, validate)
             batch_ms = max(float(torch.tensor(before).median()) * clock.calls + overhead[0], 1e-3)
-            timing = _measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+            timing = measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
             if timing.speedup > options.implausible_speedup:
                 result.flags.append("implausible_speedup_remeasured")
-                timing = _measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+                timing = measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
                 if timing.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
         except judge_timing.TimingValidationError as exc:
@@ -269,7 +269,7 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
     result.speedup, result.speedup_ci = timing.speedup, timing.speedup_ci
 
 
-def _measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
+def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
              overhead: tuple[float, float], before: list[float], options: EvalOptions, validate: Any,
              batch_ms: float) -> judge_timing.BatchTiming:
     batches = _batches(options.timing_budget_ms, batch_ms)

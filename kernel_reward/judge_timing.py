@@ -37,9 +37,9 @@ import torch
 
 from kernel_reward import exchange
 from kernel_reward.remote import RemoteCandidate, poison
+from kernel_reward.result import TimingStats
 from kernel_reward.runner import execute_call
 from kernel_reward.runner_process import RunnerFault
-from kernel_reward.result import TimingStats
 from kernel_reward.timing import TimingValidationError, bootstrap_speedup_ci, summarize
 
 SLOWDOWN_FLAG_RATIO = 1.05  # reference slower while the candidate was loaded than before: flagged beyond this
@@ -234,7 +234,8 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
         cand_time, cand_outputs, reports = results["candidate"]
         failed = next((r for r in reports if not (isinstance(r, dict) and r.get("ok"))), None)
         if failed is not None or len(reports) != clock.calls:
-            raise RunnerFault("protocol", f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}")
+            kind = "error" if failed is not None else "protocol"  # a failing call, or a reply that skips calls
+            raise RunnerFault(kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}")
         if not clock.inputs_intact(staged):
             raise TimingValidationError(f"timed batch {index} modified its inputs")
         for call, (expected, got) in enumerate(zip(ref_outputs, cand_outputs, strict=True)):

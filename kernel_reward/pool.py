@@ -65,7 +65,7 @@ class PoolConfig:
     max_slot_wait_s: float = 600.0  # waiting for the GPU's timing slot pauses the wall clock, at most this long
     gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
     lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
-    env: dict[str, str] = field(default_factory=dict)  # extra environment of the zygote
+    env: dict[str, str] = field(default_factory=dict)  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
 
     def __post_init__(self) -> None:
         if self.device != "cpu" and not (self.device.startswith("cuda:") and self.device[5:].isdigit()):
@@ -134,7 +134,9 @@ class ZygoteClient:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control = ours
         cuda = config.device != "cpu"
-        env = dict(os.environ)
+        # An allow-list, not the service's environment: its tokens and keys never reach a judge or, through the
+        # judge's memory, the runner forked from it. ``PoolConfig.env`` adds what a deployment needs on purpose.
+        env = {name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ}
         env.update(config.env)
         env[POOL_ID_ENV] = pool_id
         # Children import lazily after chdir into their private dir: make our package (and the caller's working

@@ -63,6 +63,7 @@ def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Te
     Copying needs the exact shape and dtype; a mismatch is reported (the judge calls it incorrect), never coerced.
     """
     structure, tensors = flatten_outputs(model(*args))
+    _self_check(tensors, args)
     if structure != expected_structure:
         raise CallError("structure", f"forward returned {_describe(structure)}, the reference returns "
                                      f"{_describe(expected_structure)}")
@@ -74,6 +75,17 @@ def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Te
             raise CallError("structure", f"output {index}: on {tensor.device}, expected {slot.device.type}")
         slot.copy_(tensor.detach())
     return structure
+
+
+def _self_check(tensors: list[torch.Tensor], args: list[Any]) -> None:
+    """What only this process can see, reported as the candidate's own hack (a report can only hurt it): an output
+    that is a tensor subclass (a lazy or wrapping type) or that shares storage with an input."""
+    subclasses = [type(t).__name__ for t in tensors if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter]
+    if subclasses:
+        raise CallError("hack:tensor_subclass", f"output is a tensor subclass ({', '.join(subclasses)})")
+    inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel() > 0}
+    if any(t.numel() > 0 and t.untyped_storage().data_ptr() in inputs for t in tensors):
+        raise CallError("hack:output_aliases_input", "output shares storage with an input (returns an input or a view of one)")
 
 
 def _describe(structure: str) -> str:

@@ -36,7 +36,7 @@ class RunnerFault(Exception):
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
-        self.kind = kind  # "died" | "protocol"
+        self.kind = kind  # "died" | "protocol" (a frame an honest runner never sends) | "error" (its own failure)
 
 
 @dataclass
@@ -93,7 +93,7 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
     if uid is None and os.geteuid() == 0 and policy.drop_privileges:
         uid = random.randrange(2_000_000, 2_100_000_000)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    env = dict(os.environ)
+    env = {name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ}  # no tokens or keys
     package_root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     if device == "cpu":
@@ -138,20 +138,24 @@ def _runner_main(channel: socket.socket, device: str, policy: sandbox.SandboxPol
         keep = sorted({0, 1, 2, channel.fileno()})
         _close_fds_except(keep)
         sandbox.set_parent_death_signal()
-        isolation = sandbox.Isolation(process="runner: forked by the judge, sandboxed before the candidate arrives")
+        isolation = sandbox.Isolation.for_policy(policy)
+        isolation.process = "runner: forked by the judge, sandboxed before the candidate arrives"
         root = os.geteuid() == 0
         sandbox.enter_namespaces(policy, isolation, expose=expose)
         sandbox.enter_pid_namespace(policy, isolation)
-        if isolation.private_tmp:
-            sandbox.make_filesystem_read_only(isolation, writable=list(sandbox.PRIVATE_TMPFS_MOUNTS))
         home = _private_tree(uid if root else None, seed_files)
-        kept = sandbox.clean_environment(sandbox.ENV_ALLOW_LIST, {
+        if policy.read_only_filesystem:
+            sandbox.make_filesystem_read_only(isolation, writable=list(sandbox.PRIVATE_TMPFS_MOUNTS))
+        environment = {
             "HOME": str(home), "TMPDIR": str(home), "TRITON_CACHE_DIR": str(home / "triton-cache"),
             "TRITON_HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
             "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor"),
             **({"USER": f"sandbox{uid}", "LOGNAME": f"sandbox{uid}"} if uid is not None and root else {}),
-        })
-        isolation.env_kept = kept
+        }
+        if policy.clean_environment:
+            isolation.env_kept = sandbox.clean_environment(sandbox.ENV_ALLOW_LIST, environment)
+        else:
+            os.environ.update(environment)
         sandbox.drop_privileges(policy, isolation, uid)
         os.chdir(home / "work")
         stage = "warmup"
@@ -234,8 +238,8 @@ class RunnerClient:
             raise RunnerFault("died", f"the candidate's process exited while running {message['type']!r}")
         kind = reply.get("type")
         if kind == "error" and "error" not in expect:
-            raise RunnerFault("protocol", f"the candidate's process failed on {message['type']!r}: "
-                                          f"{str(reply.get('error'))[:2000]}")
+            raise RunnerFault("error", f"the candidate's process failed on {message['type']!r}: "
+                                       f"{str(reply.get('error'))[:2000]}")
         if kind not in expect:
             raise RunnerFault("protocol", f"unexpected reply {str(kind)[:50]!r} to {message['type']!r} "
                                           f"(expected {' / '.join(expect)})")

@@ -139,7 +139,7 @@ def check_shape_generalization(
     import secrets
     import tempfile
 
-    from kernel_reward.judge import JudgeStop, _build_remote
+    from kernel_reward.judge import JudgeStop, build_remote
     from kernel_reward.loading import unload, write_and_import
     from kernel_reward.remote import RemoteCandidate, output_spec
     from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
@@ -172,7 +172,7 @@ def check_shape_generalization(
                     notes.append(f"resized reference could not be built/run: {type(exc).__name__}: {exc}")
                     continue
                 try:
-                    _build_remote(client, arena, 1, build_seed, init, dict(reference_model.state_dict()))
+                    build_remote(client, arena, 1, build_seed, init, dict(reference_model.state_dict()))
                 except JudgeStop as stop:
                     return {"ran": True, "passed": False, **info, "reason": f"ModelNew cannot be built at resized sizes: {stop}"[:500]}
                 except MemoryError as exc:

@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import logging
 import os
-import secrets
 import sys
 import tempfile
 import time
@@ -70,7 +69,17 @@ def preimport() -> None:
     import torch.profiler  # noqa: F401  (kineto's Python side; CUPTI itself starts only with a session)
 
     from kernel_reward import (  # noqa: F401
-        correctness, exchange, judge, judge_timing, loading, profiling, remote, runner, shapes, tensors, timing,
+        correctness,
+        exchange,
+        judge,
+        judge_timing,
+        loading,
+        profiling,
+        remote,
+        runner,
+        shapes,
+        tensors,
+        timing,
     )
 
 
@@ -283,8 +292,11 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
             if stop.flag:
                 result.flags.append(stop.flag)
         except RunnerFault as fault:
-            status = Status.CRASHED if fault.kind == "died" else Status.RUNTIME_ERROR
-            _set_failure(result, status, f"candidate process: {fault}")
+            if fault.kind == "protocol":  # the harness never sends such a frame: the candidate wrote it
+                _set_failure(result, Status.HACKED, f"candidate process: {fault}", ["forged_message"])  # HackReason
+            else:
+                status = Status.CRASHED if fault.kind == "died" else Status.RUNTIME_ERROR
+                _set_failure(result, status, f"candidate process: {fault}")
     finally:
         if own_runner:
             runner.close()

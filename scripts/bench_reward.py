@@ -6,6 +6,10 @@ Sections (each a function, so other modes such as a throughput benchmark can be 
   fidelity       every selected shipped task (dataset_builder.tasks, "full" sizes) timed against ITSELF with
                  kernel_reward.timing.time_pair (two instances of the reference built under one seed). The ideal
                  speedup is 1; reports |log speedup| per task, its median and p95 (targets 0.02 / 0.05).
+  fidelity_judge the same tasks timed against themselves by the TRUSTED JUDGE's clock (kernel_reward.judge_timing:
+                 reference in the judge, the same program as the "candidate" in one sandboxed runner process,
+                 verified batches on the judge's host clock): the method every evaluation now uses, side by side
+                 with the in-process event timing above.
   honest         full evaluate_request runs of the honest GPU candidates of the test corpus (status, speedup,
                  coverage, per-phase seconds).
   repeatability  one honest candidate evaluated N times in this process: coefficient of variation of the speedup
@@ -93,6 +97,84 @@ def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dic
             finally:
                 unload(module)
                 torch.cuda.empty_cache()
+    measured = [r["abs_log"] for r in rows if "abs_log" in r]
+    summary = {
+        "tasks": len(rows), "measured": len(measured),
+        "median_abs_log_speedup": statistics.median(measured) if measured else None,
+        "p95_abs_log_speedup": _percentile(measured, 95) if measured else None,
+        "max_abs_log_speedup": max(measured) if measured else None,
+    }
+    return {"rows": rows, "summary": summary}
+
+
+def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) -> dict[str, Any]:
+    """Self-speedup through the judge / runner split: one runner serves every task (a fresh arena, module and
+    model each), the judge times the reference against the same program loaded in the runner as ``ModelNew``."""
+    import secrets
+
+    import torch
+
+    from kernel_reward import exchange, judge
+    from kernel_reward.loading import unload, write_and_import
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.remote import RemoteCandidate, output_spec
+    from kernel_reward.runner_process import RunnerClient
+    from kernel_reward.shapes import task_tools
+    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
+    from kernel_reward.worker import start_runner_process
+
+    tools = task_tools()
+    if tools is None:
+        raise RuntimeError("dataset_builder.tasks is not available: run from a drkernel-rl checkout")
+    torch_device = torch.device(device)
+    options = EvalOptions(timing_budget_ms=budget_ms)
+    runner = start_runner_process(device)
+    client = RunnerClient(runner)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for task in tools.load_tasks("full", task_names):
+                module = write_and_import(task.source, Path(tmp), "bench")
+                arena = None
+                try:
+                    init = list(module.get_init_inputs())
+                    seed = secrets.randbits(30)
+                    torch.manual_seed(seed)
+                    model = module.Model(*init).to(torch_device)
+                    probe = make_inputs(module, 1, torch_device)
+                    with torch.no_grad():
+                        spec = output_spec(model(*clone_args(probe)))
+                    state = dict(model.state_dict())
+                    arena = exchange.Arena(judge._arena_bytes(torch_device, state, probe, spec), torch_device)
+                    judge.share_arena(client, arena)
+                    clock, overhead, before = judge.time_reference_before(model, module, arena, spec, torch_device,
+                                                                          options, client, [1, 2, 3])
+                    client.ask({"type": "load", "code": task.source + "\n\nModelNew = Model\n"}, ("loaded",))
+                    judge.build_remote(client, arena, 0, seed, init, state)
+                    candidate = RemoteCandidate(client, arena, spec, 0)
+
+                    def validate(expected, got):
+                        comparison = compare_outputs(got, expected, options.tolerance)
+                        return None if comparison.ok else comparison.reason
+
+                    batch_ms = max(statistics.median(before) * clock.calls + overhead[0], 1e-3)
+                    judge.judge_timing.time_interleaved(clock, candidate, client, overhead, 2, validate)
+                    timing = judge.measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+                    rows.append({"task": task.name, "ref_ms": timing.reference.median_ms,
+                                 "cand_ms": timing.candidate.median_ms, "speedup": timing.speedup,
+                                 "abs_log": abs(math.log(timing.speedup)), "ci_low": timing.speedup_ci[0],
+                                 "ci_high": timing.speedup_ci[1], "calls_per_batch": timing.calls_per_batch,
+                                 "batches": timing.candidate.num_samples, "overhead_ms": list(timing.overhead_ms),
+                                 "reference_phase": timing.reference_phase, "flags": timing.flags})
+                except Exception as exc:  # report and keep going: one broken task must not hide the others
+                    rows.append({"task": task.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                finally:
+                    if arena is not None:
+                        arena.close()
+                    unload(module)
+                    torch.cuda.empty_cache()
+    finally:
+        runner.close()
     measured = [r["abs_log"] for r in rows if "abs_log" in r]
     summary = {
         "tasks": len(rows), "measured": len(measured),
@@ -196,8 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-ms", type=float, default=None,
                         help="timing budget per side, ms (default: EvalOptions.timing_budget_ms, what users get)")
     parser.add_argument("--repeats", type=int, default=10, help="evaluations of one candidate for repeatability")
-    parser.add_argument("--sections", default="fidelity,honest,repeatability",
-                        help="comma-separated subset of: fidelity, honest, repeatability, coverage")
+    parser.add_argument("--sections", default="fidelity,fidelity_judge,honest,repeatability",
+                        help="comma-separated subset of: fidelity, fidelity_judge, honest, repeatability, coverage")
     parser.add_argument("--throughput", action="store_true",
                         help="instead: execution-service throughput, warm pool vs fresh process per evaluation "
                         "(kernel_reward.bench_throughput; --workers, --baseline-count)")
@@ -236,6 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== timing fidelity: reference vs itself ==")
         print(_table(report["fidelity"]["rows"], ["task", "ref_ms", "cand_ms", "speedup", "abs_log", "samples", "error"]))
         print(json.dumps(report["fidelity"]["summary"], indent=2))
+    if "fidelity_judge" in sections:
+        report["fidelity_judge"] = fidelity_judge(names, args.device, args.budget_ms)
+        print("\n== timing fidelity through the judge's clock: reference vs itself in a runner ==")
+        print(_table(report["fidelity_judge"]["rows"], ["task", "ref_ms", "cand_ms", "speedup", "abs_log",
+                                                        "calls_per_batch", "batches", "reference_phase", "error"]))
+        print(json.dumps(report["fidelity_judge"]["summary"], indent=2))
     if "honest" in sections:
         report["honest"] = honest(args.device, args.budget_ms)
         evaluations += report["honest"]["rows"]

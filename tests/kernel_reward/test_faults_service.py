@@ -205,9 +205,9 @@ def test_cannot_read_protected_or_other_candidates_files(evaluator):
         assert shadow == "PermissionError"
 
 
-def test_infrastructure_failure_in_warmup_is_retried_then_reported(monkeypatch):
-    monkeypatch.setenv("FAKE_WORKER_FAIL_WARMUP", "1")
-    with Evaluator(device="cpu", workers=1, timeout=5, worker_module=FAKE, max_attempts=2) as ev:
+def test_infrastructure_failure_in_warmup_is_retried_then_reported():
+    with Evaluator(device="cpu", workers=1, timeout=5, worker_module=FAKE, max_attempts=2,
+                   pool_options={"env": {"FAKE_WORKER_FAIL_WARMUP": "1"}}) as ev:
         result = ev.evaluate("ref", "def main():\n    return 1\n")
     assert result.status == Status.CRASHED
     assert "infrastructure failure" in result.error and "warm-up" in result.error

@@ -67,10 +67,10 @@ def test_missing_reference_is_a_clear_error(reward):
         reward(completions=["x"], reward_model=[{"style": "rule"}])
 
 
-def test_unscorable_rows_return_none(monkeypatch):
-    monkeypatch.setenv("FAKE_WORKER_FAIL_WARMUP", "1")
+def test_unscorable_rows_return_none():
     fn = KernelReward(device="cpu", timeout=5, evaluator_kwargs={
-        "workers": 1, "max_attempts": 1, "worker_module": "tests.kernel_reward.service_fake_worker"})
+        "workers": 1, "max_attempts": 1, "worker_module": "tests.kernel_reward.service_fake_worker",
+        "pool_options": {"env": {"FAKE_WORKER_FAIL_WARMUP": "1"}}})
     metrics = {}
     try:
         rewards = fn(completions=["a"], reward_model=[{"ground_truth": "ref"}],
