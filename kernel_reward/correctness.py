@@ -21,8 +21,8 @@ candidate outputs must match the reference (dtype-aware tolerance).
 Across trials: if the reference's outputs differ but the candidate's are identical, the output is constant
 (hard-coded / cached): hacked. Then one ablated call (``launches.LaunchMonitor(ablate=True)``) checks that the
 candidate's kernels contribute to the answer (decoy detection), and the launch verification runs one forward in
-``torch.inference_mode()`` and one in ``torch.enable_grad()``, each of which must launch a candidate kernel and
-still give the right answer.
+each module mode (``.train()``, ``.eval()``) under ``torch.inference_mode()`` and under ``torch.enable_grad()``,
+each of which must launch a candidate kernel and still give the right answer.
 
 Fail closed: the report is ``passed`` only when every check ran and succeeded.
 """
@@ -135,10 +135,11 @@ class CandidateRunner:
     launched: set[str] = field(default_factory=set)
 
     def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False,
-             reuse_buffers: bool = False) -> list[torch.Tensor]:
+             reuse_buffers: bool = False, training: bool = True) -> list[torch.Tensor]:
         """One checked forward. ``reuse_buffers`` puts the inputs in the same arena places as the previous call
         (the buffer-reuse check needs the candidate to see the same storage twice)."""
-        outcome = self.task.candidate.call(inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers)
+        outcome = self.task.candidate.call(inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers,
+                                           training=training)
         self.launched.update(outcome.own_launches)
         if not outcome.ok:
             if outcome.kind == "exit":
@@ -276,14 +277,28 @@ def _check_not_decoy(runner: CandidateRunner, task: JudgeTask, device: torch.dev
         raise _Stop(Verdict.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", HackReason.DECOY_KERNEL)
 
 
+LAUNCH_PASSES = (  # (name, module in training mode, grad mode): DR.Kernel checks both module modes
+    ("train/inference_mode", True, "inference_mode"), ("train/enable_grad", True, "enable_grad"),
+    ("eval/inference_mode", False, "inference_mode"), ("eval/enable_grad", False, "enable_grad"),
+)
+
+
 def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> dict[str, Any]:
-    """One forward in inference mode and one with grad enabled: each must launch a candidate kernel and be right."""
+    """One forward per module mode (``.train()`` / ``.eval()``) and grad mode (inference mode / grad enabled): each
+    must launch a candidate kernel and be right against the reference in the same module mode. A candidate that
+    runs Triton in training mode and plain torch after ``.eval()`` is caught here."""
     inputs = make_inputs(task.reference_module, seed, device)
-    reference = run_reference(task, inputs, device)
+    references = {}
+    for training in (True, False):
+        task.reference_model.train(training)
+        try:
+            references[training] = run_reference(task, inputs, device)
+        finally:
+            task.reference_model.train(True)
     passes: dict[str, Any] = {}
-    for name in ("inference_mode", "enable_grad"):
-        outputs = runner.call(inputs, mode=name)
-        comparison = compare_outputs(outputs, reference, options.tolerance)
+    for name, training, mode in LAUNCH_PASSES:
+        outputs = runner.call(inputs, mode=mode, training=training)
+        comparison = compare_outputs(outputs, references[training], options.tolerance)
         if not comparison.ok:
             raise _Stop(Verdict.INCORRECT, f"{name} pass: {comparison.reason}")
         passes[name] = "launched"

@@ -32,7 +32,7 @@ from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
 MAX_CALLS_PER_BATCH = 64
-TARGET_BATCH_MS = 2.0  # long enough that the per-batch fixed costs are small next to it
+TARGET_BATCH_MS = 4.0  # long enough that the per-batch fixed costs (GPU context switches: ~0.1-0.5 ms) are small
 MIN_BATCHES, MAX_BATCHES = 10, 200
 BEFORE_SHARE = 0.3  # share of the reference's timing budget spent before the candidate is loaded
 

@@ -40,7 +40,12 @@ from kernel_reward.remote import RemoteCandidate, poison
 from kernel_reward.result import TimingStats
 from kernel_reward.runner import execute_call
 from kernel_reward.runner_process import RunnerFault
-from kernel_reward.timing import TimingValidationError, bootstrap_speedup_ci, summarize
+from kernel_reward.timing import (
+    TimingValidationError,
+    bootstrap_ratio_ci_unpaired,
+    bootstrap_speedup_ci,
+    summarize,
+)
 
 SLOWDOWN_FLAG_RATIO = 1.05  # reference slower while the candidate was loaded than before: flagged beyond this
 
@@ -66,7 +71,9 @@ class BatchTiming:
         self.reference = summarize(self.reference_ms)
         self.candidate = summarize(self.candidate_ms)
         self.speedup = float(np.median(self.reference_ms) / max(np.median(self.candidate_ms), 1e-9))
-        self.speedup_ci = bootstrap_speedup_ci(self.reference_ms, self.candidate_ms)
+        paired = self.reference_phase == "interleaved" and len(self.reference_ms) == len(self.candidate_ms)
+        ci = bootstrap_speedup_ci if paired else bootstrap_ratio_ci_unpaired
+        self.speedup_ci = ci(self.reference_ms, self.candidate_ms)
 
 
 def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
@@ -173,7 +180,7 @@ class BatchClock:
             poison(outs)
         _sync(self.device)
         calls = [{"args": args, "out": [r.to_json() for r in outs], "mode": "no_grad", "monitor": False,
-                  "structure": self.spec.structure} for args, outs in zip(self.slot_args, self.slot_outs, strict=True)]
+                  "structure": self.spec.structure, "train": True} for args, outs in zip(self.slot_args, self.slot_outs, strict=True)]
         message = {"type": "run", "model": candidate.model_id if candidate is not None else 0, "calls": calls, "dry": dry}
         start = time.perf_counter()
         self._load_inputs(staged, self.arena_inputs)

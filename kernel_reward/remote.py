@@ -115,7 +115,7 @@ class RemoteCandidate:
         return refs, views
 
     def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False, reuse_buffers: bool = False,
-             monitor: bool = True) -> CallOutcome:
+             monitor: bool = True, training: bool = True) -> CallOutcome:
         """One forward on (copies of) ``inputs``. ``reuse_buffers``: put them in the SAME arena places as the
         previous call (the buffer-reuse check needs the candidate to see one storage twice)."""
         if reuse_buffers and self._last_inputs is not None:
@@ -131,7 +131,7 @@ class RemoteCandidate:
         _sync(self.arena)
         reply = self.client.ask({"type": "run", "model": self.model_id, "calls": [{
             "args": encoded, "out": [ref.to_json() for ref in out_refs], "mode": mode, "ablate": ablate,
-            "monitor": monitor, "structure": self.spec.structure}]}, ("ran",))
+            "monitor": monitor, "structure": self.spec.structure, "train": training}]}, ("ran",))
         report = _one_report(reply)
         _sync(self.arena)
         outcome = CallOutcome(outputs=[v.detach().clone() for v in out_views], ok=bool(report.get("ok")),

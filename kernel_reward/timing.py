@@ -114,6 +114,20 @@ def bootstrap_speedup_ci(
     return float(low), float(high)
 
 
+def bootstrap_ratio_ci_unpaired(
+    reference_ms: list[float], candidate_ms: list[float], *, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of median(reference) / median(candidate), each side resampled on its own
+    (for samples that were not taken in pairs, e.g. a reference timed before the candidate was loaded)."""
+    ref = np.asarray(reference_ms, dtype=np.float64)
+    cand = np.asarray(candidate_ms, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    ref_medians = np.median(ref[rng.integers(0, ref.size, size=(resamples, ref.size))], axis=1)
+    cand_medians = np.median(cand[rng.integers(0, cand.size, size=(resamples, cand.size))], axis=1)
+    low, high = np.percentile(ref_medians / np.maximum(cand_medians, 1e-9), [2.5, 97.5])
+    return float(low), float(high)
+
+
 def timing_args(input_pool: list[list[Any]], call_index: int) -> list[Any]:
     """Fresh buffers for one timed call whose CONTENT differs from call to call.
 

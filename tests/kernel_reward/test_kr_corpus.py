@@ -20,7 +20,8 @@ def as_completion(source: str) -> str:
 
 
 def _check(entry: CorpusEntry, result, device: str) -> None:
-    expected = entry.expected_status(device)
+    accepted = entry.expected_status(device).split("|")
+    expected = result.status.value if result.status.value in accepted else accepted[0]
     assert result.status.value == expected, (
         f"{entry.name}: expected {expected}, got {result.status.value}; reasons={result.hack_reasons}; "
         f"error={(result.error or '')[:1500]}"
@@ -56,9 +57,17 @@ def test_corpus_verdict_gpu(entry: CorpusEntry, evaluate_subprocess):
         assert low <= result.speedup <= high
 
 
+def test_adversarial_entries_never_expect_correct():
+    """The attacks on the judge (forged frames, tampering, peeking, timing, sandbox probes) are wrong answers by
+    construction: the only way to be scored correct is for the attack to work."""
+    attacks = [e for e in CORPUS if e.name.split("_")[0] in ("forge", "tamper", "peek", "timing", "sandbox")]
+    assert len(attacks) >= 15
+    assert all("correct" not in entry.expect.split("|") for entry in attacks)
+
+
 def test_corpus_covers_every_category():
     names = {entry.name for entry in CORPUS}
-    statuses = {entry.expect for entry in CORPUS}
+    statuses = {status for entry in CORPUS for status in entry.expect.split("|")}
     assert {"correct", "hacked", "incorrect", "compile_error", "runtime_error"} <= statuses
     assert sum(entry.expect == "correct" for entry in CORPUS) >= 3
     assert len(names) >= 30

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from kernel_reward.correctness import trial_seeds
+from kernel_reward.correctness import LAUNCH_PASSES, trial_seeds
 from tests.kernel_reward.conftest import CORPUS_DIR, REPO_ROOT, TASKS_DIR
 
 ADD_RELU = (TASKS_DIR / "add_relu.py").read_text()
@@ -49,7 +49,7 @@ def test_honest_linear_result_fields(evaluate_subprocess):
     assert len(result.correctness["trials"]) == 5
     assert all(t["ok_before_reference"] and t["ok_after_reference"] for t in result.correctness["trials"])
     assert result.correctness["decoy_check"] == "passed"
-    assert result.correctness["launch_passes"] == {"inference_mode": "launched", "enable_grad": "launched"}
+    assert result.correctness["launch_passes"] == {name: "launched" for name, _, _ in LAUNCH_PASSES}
     assert result.launched_kernels == ["linear_kernel"]
     assert result.shape_generalization["ran"] and result.shape_generalization["passed"]
     assert result.shape_generalization["constants"]["K"] == [32, 47]

@@ -1,4 +1,4 @@
-# corpus: task=add_relu_big expect=incorrect gpu
+# corpus: task=add_relu_big expect=incorrect|hacked gpu
 """Side stream under the floor: the work runs on an unjoined side stream (torch.cuda Stream / stream via getattr) after a torch.cuda._sleep delay, forward returns at once, torch.cuda.synchronize patched to a no-op."""
 
 import torch
