@@ -132,8 +132,10 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
                 if not recheck.passed:
                     raise JudgeStop(Status.HACKED if recheck.hack_reasons else Status.RUNTIME_ERROR,
                                     recheck.error or "re-check failed", recheck.hack_reasons)
-                if options.profile:
+                if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
                     _coverage(client, candidate, reference_module, device, options, result, phases, seeds)
+            if options.profile and not options.coverage_in_timing_slot:  # CUPTI's start-up must not hold the slot
+                _coverage(client, candidate, reference_module, device, options, result, phases, seeds)
         else:
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
