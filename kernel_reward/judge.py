@@ -17,6 +17,7 @@ What still rests on the runner's word, and is flagged in every result that used 
 from __future__ import annotations
 
 import secrets
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from kernel_reward.result import EvalResult, KernelTiming, Status
 from kernel_reward.runner_process import RunnerClient, RunnerProcess
 from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
 
-ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
+ARENA_BYTES_GPU = 1024 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
 MAX_CALLS_PER_BATCH = 64
 TARGET_BATCH_MS = 4.0  # long enough that the per-batch fixed costs (GPU context switches: ~0.1-0.5 ms) are small
@@ -206,7 +207,7 @@ def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
 
 def time_reference_before(reference_model: Any, reference_module: Any, arena: exchange.Arena, spec: OutputSpec,
                            device: torch.device, options: EvalOptions, client: RunnerClient,
-                           seeds: list[int]) -> tuple[judge_timing.BatchClock, tuple[float, float], list[float]]:
+                           seeds: list[int]) -> tuple[judge_timing.BatchClock, float, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
     calibration of both sides' fixed costs, and the reference's own baseline."""
     hidden = secrets.randbits(30)
@@ -217,17 +218,16 @@ def time_reference_before(reference_model: Any, reference_module: Any, arena: ex
     reference = _timed_reference(reference_model, options)
     clock = judge_timing.BatchClock(reference, reference_module, arena, spec, device, options.l2_flush_mb, draw)
     clock.prepare(1)
-    with torch.no_grad():
-        for _ in range(max(options.warmup_calls, 1)):
-            clock.time_reference(clock.stage())
-    empty_one = float(torch.tensor([clock.time_reference(clock.stage(), empty=True)[0] for _ in range(5)]).median())
-    one_call = float(torch.tensor([clock.time_reference(clock.stage())[0] for _ in range(5)]).median()) - empty_one
+    for _ in range(max(options.warmup_calls, 1)):
+        clock.time_reference(clock.stage(), client)
+    empty_one = statistics.median(clock.time_reference(clock.stage(), client, empty=True)[0] for _ in range(5))
+    one_call = statistics.median(clock.time_reference(clock.stage(), client)[0] for _ in range(5)) - empty_one
     slots = max(1, min(MAX_CALLS_PER_BATCH, arena.nbytes // max(_slot_bytes(clock), 1)))
     clock.prepare(judge_timing.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
     overhead = judge_timing.calibrate(clock, client)
-    batch_ms = max(one_call * clock.calls + overhead[0], 1e-3)
+    batch_ms = max(one_call * clock.calls + overhead, 1e-3)
     batches = _batches(options.timing_budget_ms * BEFORE_SHARE, batch_ms, minimum=5)
-    before = judge_timing.time_reference_alone(clock, overhead[0], batches)
+    before = judge_timing.time_reference_alone(clock, client, overhead, batches)
     return clock, overhead, before
 
 
@@ -240,7 +240,7 @@ def _batches(budget_ms: float, batch_ms: float, *, minimum: int = MIN_BATCHES) -
 
 
 def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-                    overhead: tuple[float, float], before: list[float], options: EvalOptions, result: EvalResult,
+                    overhead: float, before: list[float], options: EvalOptions, result: EvalResult,
                     phases: Any) -> None:
     def validate(expected: list[torch.Tensor], got: list[torch.Tensor]) -> str | None:
         comparison = compare_outputs(got, expected, options.tolerance)
@@ -250,7 +250,7 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
         try:
             # Warm the candidate (first-call compiles, autotuning) on verified batches that do not count.
             judge_timing.time_interleaved(clock, candidate, client, overhead, 2, validate)
-            batch_ms = max(float(torch.tensor(before).median()) * clock.calls + overhead[0], 1e-3)
+            batch_ms = max(statistics.median(before) * clock.calls + overhead, 1e-3)
             timing = measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
             if timing.speedup > options.implausible_speedup:
                 result.flags.append("implausible_speedup_remeasured")
@@ -264,7 +264,7 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
     if options.baseline != "eager":
         result.flags.append(f"baseline_{options.baseline}")
     result.timing_method = {"method": timing.method, "calls_per_batch": timing.calls_per_batch,
-                            "overhead_ms": list(timing.overhead_ms), "reference_phase": timing.reference_phase,
+                            "overhead_ms": timing.overhead_ms, "reference_phase": timing.reference_phase,
                             "reference_before_ms": timing.reference_before_ms}
     result.reference_timing, result.kernel_timing = timing.reference, timing.candidate
     result.reference_time_ms, result.kernel_time_ms = timing.reference.median_ms, timing.candidate.median_ms
@@ -272,14 +272,14 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
 
 
 def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-             overhead: tuple[float, float], before: list[float], options: EvalOptions, validate: Any,
+             overhead: float, before: list[float], options: EvalOptions, validate: Any,
              batch_ms: float) -> judge_timing.BatchTiming:
     batches = _batches(options.timing_budget_ms, batch_ms)
     during, candidate_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches, validate)
     reference_ms, phase, slower = judge_timing.pick_reference(before, during)
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
     return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
-                                    float(torch.tensor(before).median()), flags)
+                                    statistics.median(before), flags)
 
 
 def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,

@@ -14,9 +14,10 @@ One timed batch of either side, on the judge's host clock (``time.perf_counter``
   stream, a skipped synchronise) either finishes before that copy, and is inside the clock, or does not, and the
   copy holds a wrong answer. A patched timer in the runner times nothing the judge uses.
 * Every timed call's output is verified; the runner cannot tell which calls matter.
-* Each side's fixed cost per batch (copies, flush, synchronisation; for the candidate also the message round trip
-  and the harness's own loop) is calibrated with empty batches BEFORE the candidate's code is loaded, while the
-  runner is still trusted, and subtracted: per-call time = (batch time - empty batch time) / K.
+* Both sides follow one pattern (``BatchClock``), so their fixed cost per batch (input copies, flush, the runner's
+  round trip and GPU context switch, capture, synchronisation) is the same; it is calibrated with empty batches
+  BEFORE the candidate's code is loaded, while the runner is still trusted, and subtracted: per-call time =
+  (batch time - empty batch time) / K.
 * The reference is also timed before the candidate is loaded. A candidate that keeps the GPU busy while the judge
   times the reference would make the reference look slow; the reference time used is the lower of the two
   medians (``reference_phase`` says which), so that can only make the candidate look slower.
@@ -57,7 +58,7 @@ class BatchTiming:
     reference_ms: list[float]
     candidate_ms: list[float]
     calls_per_batch: int
-    overhead_ms: tuple[float, float]  # (reference, candidate) empty-batch time subtracted from each batch
+    overhead_ms: float  # empty-batch time subtracted from each batch of either side
     reference_phase: str  # "interleaved" or "before_candidate": which reference samples were used
     reference_before_ms: float  # median per-call time of the reference before the candidate was loaded
     flags: list[str] = field(default_factory=list)
@@ -96,7 +97,13 @@ def calls_per_batch(reference_call_ms: float, target_batch_ms: float, max_slots:
 
 
 class BatchClock:
-    """Everything both sides of a timed batch need, laid out once per evaluation (``prepare``)."""
+    """Everything both sides of a timed batch need, laid out once per evaluation (``prepare``).
+
+    The two sides follow one pattern, so their fixed costs are the same and one calibration serves both: the
+    judge loads the inputs, the runner answers one message (the candidate's calls; for the reference, the same
+    message as a dry run that touches its GPU context), the reference's calls run here (reference side only), the
+    judge captures the outputs. Either way the GPU switches from the judge's context to the runner's and back once.
+    """
 
     def __init__(self, reference: Callable[..., Any], reference_module: Any, arena: exchange.Arena,
                  spec: Any, device: torch.device, l2_flush_mb: int, draw: Callable[[int], list[Any]]) -> None:
@@ -110,93 +117,106 @@ class BatchClock:
         self.calls = 0
 
     def prepare(self, calls: int) -> None:
-        """Place ``calls`` input and output slots in the arena (candidate side) and a private mirror of them
-        (reference side), and private staging and capture buffers."""
+        """Place ``calls`` input and output slots in the arena (candidate side), a private mirror of them
+        (reference side), and the capture stacks (one (calls, *shape) tensor per output, per side)."""
         self.calls = calls
         self.arena.layout.reset()
         sample = self.draw(self._next_seed())
-        self.slot_args, self.slot_outs = [], []
-        self.mirror_args, self.mirror_outs = [], []
-        self.mirror = torch.empty(self.arena.nbytes, dtype=torch.uint8, device=self.device)
+        slot_args, slot_outs = [], []
         for _ in range(calls):
-            args = exchange.encode_args(sample, lambda t: self.arena.layout.place(tuple(t.shape), t.dtype, exchange.placement_stride(t)))
-            outs = [self.arena.layout.place(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
-            self.slot_args.append(args)
-            self.slot_outs.append(outs)
-        # Views are re-created per call inside the clock (as the runner does), but the copies' targets are fixed.
-        self.arena_inputs = [_tensor_views(args, self.arena.tensor) for args in self.slot_args]
-        self.mirror_inputs = [_tensor_views(args, self.mirror) for args in self.slot_args]
-        self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in self.slot_outs]
-        self.mirror_outputs = [[exchange.view(self.mirror, r) for r in outs] for outs in self.slot_outs]
-        self.captures = [[torch.empty(s, dtype=d, device=self.device) for s, d in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
-                         for _ in range(calls)]
+            slot_args.append(exchange.encode_args(sample, lambda t: self.arena.layout.place(
+                tuple(t.shape), t.dtype, exchange.placement_stride(t))))
+            slot_outs.append([self.arena.layout.place(shape, dtype)
+                              for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)])
+        self.mirror = torch.empty(self.arena.nbytes, dtype=torch.uint8, device=self.device)
+        self.arena_inputs = [_tensor_views(args, self.arena.tensor) for args in slot_args]
+        self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
+        self.mirror_inputs = [[a for a in args if isinstance(a, torch.Tensor)] for args in self.mirror_args]
+        self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in slot_outs]
+        self.mirror_outputs = [[exchange.view(self.mirror, r) for r in outs] for outs in slot_outs]
+        self.captures = {side: [torch.empty((calls, *shape), dtype=dtype, device=self.device)
+                                for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+                         for side in ("reference", "candidate")}
+        calls_json = [{"args": args, "out": [r.to_json() for r in outs], "mode": "no_grad", "monitor": False,
+                       "structure": self.spec.structure, "train": True} for args, outs in zip(slot_args, slot_outs, strict=True)]
+        self.run_message = {"type": "run", "model": 0, "calls": calls_json, "dry": False}
+        self.dry_message = {**self.run_message, "dry": True}
 
     def _next_seed(self) -> int:
         self.seed_counter += 1
         return self.seed_counter
 
-    def stage(self) -> list[list[Any]]:
-        """K fresh input sets (private)."""
-        return [self.draw(self._next_seed()) for _ in range(self.calls)]
+    def stage(self) -> list[list[torch.Tensor]]:
+        """K fresh input sets (private; the tensors only, in argument order)."""
+        return [[v for v in self.draw(self._next_seed()) if isinstance(v, torch.Tensor)] for _ in range(self.calls)]
 
-    def _load_inputs(self, staged: list[list[Any]], targets: list[list[torch.Tensor]]) -> None:
+    def _load_inputs(self, staged: list[list[torch.Tensor]], targets: list[list[torch.Tensor]]) -> None:
         with torch.no_grad():
             for values, views in zip(staged, targets, strict=True):
-                for view, value in zip(views, [v for v in values if isinstance(v, torch.Tensor)], strict=True):
+                for view, value in zip(views, values, strict=True):
                     view.copy_(value)
             if self.flush is not None:
                 self.flush.zero_()
         _sync(self.device)
 
-    def _capture(self, outputs: list[list[torch.Tensor]]) -> None:
+    def _capture(self, outputs: list[list[torch.Tensor]], side: str) -> list[torch.Tensor]:
+        stacks = self.captures[side]
         with torch.no_grad():
-            for sources, targets in zip(outputs, self.captures, strict=True):
-                for source, target in zip(sources, targets, strict=True):
-                    target.copy_(source)
+            for index, sources in enumerate(outputs):
+                for stack, source in zip(stacks, sources, strict=True):
+                    stack[index].copy_(source)
         _sync(self.device)
+        return stacks
 
-    def time_reference(self, staged: list[list[Any]], *, empty: bool = False) -> tuple[float, list[list[torch.Tensor]]]:
-        """(ms, outputs) of one reference batch on ``staged`` in this process."""
+    def _ask(self, client: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
+        reply = client.ask(message, ("ran",))
+        reports = reply.get("calls")
+        if not isinstance(reports, list):
+            raise RunnerFault("protocol", "a run reply without its call reports")
+        return reports
+
+    def time_reference(self, staged: list[list[torch.Tensor]], client: Any, *,
+                       empty: bool = False) -> tuple[float, list[torch.Tensor]]:
+        """(ms, captured outputs) of one reference batch: its calls run in this process; the runner answers a
+        dry run of the same message meanwhile (the same round trip and context switch as a candidate batch)."""
         for outs in self.mirror_outputs:
             poison(outs)
         _sync(self.device)
         start = time.perf_counter()
         self._load_inputs(staged, self.mirror_inputs)
-        with torch.no_grad():
-            for args, outs in zip(self.slot_args, self.slot_outs, strict=True):
-                views = exchange.decode_args(args, self.mirror)
-                out_views = [exchange.view(self.mirror, r) for r in outs]
-                if not empty:
-                    execute_call(self.reference, views, out_views, self.spec.structure)
+        self._ask(client, self.dry_message)
+        if not empty:
+            with torch.no_grad():
+                for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
+                    execute_call(self.reference, args, outs, self.spec.structure)
         _sync(self.device)
-        self._capture(self.mirror_outputs)
-        elapsed = (time.perf_counter() - start) * 1e3
-        return elapsed, [[c.clone() for c in row] for row in self.captures]
+        captured = self._capture(self.mirror_outputs, "reference")
+        return (time.perf_counter() - start) * 1e3, captured
 
-    def time_candidate(self, candidate: RemoteCandidate | None, client: Any, staged: list[list[Any]], *,
-                       dry: bool = False) -> tuple[float, list[list[torch.Tensor]], list[dict[str, Any]]]:
-        """(ms, outputs, per-call reports) of one candidate batch: one message to the runner, K calls."""
+    def time_candidate(self, staged: list[list[torch.Tensor]], client: Any,
+                       model_id: int) -> tuple[float, list[torch.Tensor], list[dict[str, Any]]]:
+        """(ms, captured outputs, per-call reports) of one candidate batch: one message to the runner, K calls."""
         for outs in self.arena_outputs:
             poison(outs)
         _sync(self.device)
-        calls = [{"args": args, "out": [r.to_json() for r in outs], "mode": "no_grad", "monitor": False,
-                  "structure": self.spec.structure, "train": True} for args, outs in zip(self.slot_args, self.slot_outs, strict=True)]
-        message = {"type": "run", "model": candidate.model_id if candidate is not None else 0, "calls": calls, "dry": dry}
+        message = self.run_message if model_id == 0 else {**self.run_message, "model": model_id}
         start = time.perf_counter()
         self._load_inputs(staged, self.arena_inputs)
-        reply = client.ask(message, ("ran",))
-        self._capture(self.arena_outputs)
-        elapsed = (time.perf_counter() - start) * 1e3
-        reports = reply.get("calls")
-        if not isinstance(reports, list):
-            raise RunnerFault("protocol", "a run reply without its call reports")
-        return elapsed, [[c.clone() for c in row] for row in self.captures], reports
+        reports = self._ask(client, message)
+        captured = self._capture(self.arena_outputs, "candidate")
+        return (time.perf_counter() - start) * 1e3, captured, reports
 
-    def inputs_intact(self, staged: list[list[Any]]) -> bool:
-        from kernel_reward.tensors import same_values
+    def inputs_intact(self, staged: list[list[torch.Tensor]]) -> bool:
+        """Whether the arena still holds exactly the inputs the judge wrote (one synchronisation for all)."""
+        changed = torch.zeros((), dtype=torch.bool, device=self.device)
+        for views, values in zip(self.arena_inputs, staged, strict=True):
+            for view, value in zip(views, values, strict=True):
+                changed |= torch.ne(_nan_free(view), _nan_free(value)).any()
+        return not bool(changed)
 
-        return all(same_values(views, [v for v in values if isinstance(v, torch.Tensor)])
-                   for views, values in zip(self.arena_inputs, staged, strict=True))
+
+def _nan_free(tensor: torch.Tensor) -> torch.Tensor:
+    return torch.nan_to_num(tensor, nan=1.2345e-7) if tensor.is_floating_point() else tensor
 
 
 def _tensor_views(encoded: list[Any], arena: torch.Tensor) -> list[torch.Tensor]:
@@ -208,22 +228,18 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def calibrate(clock: BatchClock, client: Any, repeats: int = 7) -> tuple[float, float]:
-    """Median empty-batch ms of (reference, candidate). Run BEFORE the candidate's code is loaded."""
-    ref, cand = [], []
-    for _ in range(repeats):
-        staged = clock.stage()
-        ref.append(clock.time_reference(staged, empty=True)[0])
-        cand.append(clock.time_candidate(None, client, staged, dry=True)[0])
-    return float(np.median(ref)), float(np.median(cand))
+def calibrate(clock: BatchClock, client: Any, repeats: int = 7) -> float:
+    """Median ms of an empty batch (the fixed cost both sides share). Run BEFORE the candidate's code is loaded,
+    while the runner is still trusted."""
+    return float(np.median([clock.time_reference(clock.stage(), client, empty=True)[0] for _ in range(repeats)]))
 
 
-def time_reference_alone(clock: BatchClock, overhead_ms: float, batches: int) -> list[float]:
+def time_reference_alone(clock: BatchClock, client: Any, overhead_ms: float, batches: int) -> list[float]:
     """Per-call ms of ``batches`` reference batches (the before-candidate baseline)."""
-    return [per_call_ms(clock.time_reference(clock.stage())[0], overhead_ms, clock.calls) for _ in range(batches)]
+    return [per_call_ms(clock.time_reference(clock.stage(), client)[0], overhead_ms, clock.calls) for _ in range(batches)]
 
 
-def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, overhead: tuple[float, float],
+def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, overhead_ms: float,
                      batches: int, validate: Callable[[list[torch.Tensor], list[torch.Tensor]], str | None],
                      ) -> tuple[list[float], list[float]]:
     """Alternating reference / candidate batches on the same fresh inputs; every candidate output verified."""
@@ -231,24 +247,22 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
     for index in range(batches):
         staged = clock.stage()
         order = ("reference", "candidate") if index % 2 == 0 else ("candidate", "reference")
-        results: dict[str, Any] = {}
         for side in order:
             if side == "reference":
-                results[side] = clock.time_reference(staged)
+                ref_time, ref_outputs = clock.time_reference(staged, client)
+                ref_outputs = [t.clone() for t in ref_outputs]
             else:
-                results[side] = clock.time_candidate(candidate, client, staged)
-        ref_time, ref_outputs = results["reference"]
-        cand_time, cand_outputs, reports = results["candidate"]
+                cand_time, cand_outputs, reports = clock.time_candidate(staged, client, candidate.model_id)
+                cand_outputs = [t.clone() for t in cand_outputs]
         failed = next((r for r in reports if not (isinstance(r, dict) and r.get("ok"))), None)
         if failed is not None or len(reports) != clock.calls:
             kind = "error" if failed is not None else "protocol"  # a failing call, or a reply that skips calls
             raise RunnerFault(kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}")
         if not clock.inputs_intact(staged):
             raise TimingValidationError(f"timed batch {index} modified its inputs")
-        for call, (expected, got) in enumerate(zip(ref_outputs, cand_outputs, strict=True)):
-            reason = validate(expected, got)
-            if reason is not None:
-                raise TimingValidationError(f"timed batch {index}, call {call}: wrong answer: {reason}")
-        reference_ms.append(per_call_ms(ref_time, overhead[0], clock.calls))
-        candidate_ms.append(per_call_ms(cand_time, overhead[1], clock.calls))
+        reason = validate(ref_outputs, cand_outputs)
+        if reason is not None:
+            raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {reason}")
+        reference_ms.append(per_call_ms(ref_time, overhead_ms, clock.calls))
+        candidate_ms.append(per_call_ms(cand_time, overhead_ms, clock.calls))
     return reference_ms, candidate_ms

@@ -157,14 +157,14 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                         comparison = compare_outputs(got, expected, options.tolerance)
                         return None if comparison.ok else comparison.reason
 
-                    batch_ms = max(statistics.median(before) * clock.calls + overhead[0], 1e-3)
+                    batch_ms = max(statistics.median(before) * clock.calls + overhead, 1e-3)
                     judge.judge_timing.time_interleaved(clock, candidate, client, overhead, 2, validate)
                     timing = judge.measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
                     rows.append({"task": task.name, "ref_ms": timing.reference.median_ms,
                                  "cand_ms": timing.candidate.median_ms, "speedup": timing.speedup,
                                  "abs_log": abs(math.log(timing.speedup)), "ci_low": timing.speedup_ci[0],
                                  "ci_high": timing.speedup_ci[1], "calls_per_batch": timing.calls_per_batch,
-                                 "batches": timing.candidate.num_samples, "overhead_ms": list(timing.overhead_ms),
+                                 "batches": timing.candidate.num_samples, "overhead_ms": timing.overhead_ms,
                                  "reference_phase": timing.reference_phase, "flags": timing.flags})
                 except Exception as exc:  # report and keep going: one broken task must not hide the others
                     rows.append({"task": task.name, "error": f"{type(exc).__name__}: {exc}"[:300]})

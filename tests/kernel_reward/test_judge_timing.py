@@ -1,0 +1,134 @@
+"""The judge's clock (kernel_reward.judge_timing): pure rules, and one CPU run through a real sandboxed runner.
+
+On CPU nothing is timed for a reward, but the batch machinery is the same code as on the GPU: a reference timed
+against itself in a runner, every timed output verified, and a candidate that answers wrongly while timed caught.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+
+from kernel_reward.judge_timing import calls_per_batch, per_call_ms, pick_reference
+from kernel_reward.timing import bootstrap_ratio_ci_unpaired
+from tests.kernel_reward.conftest import REPO_ROOT
+
+
+def test_per_call_time_takes_out_the_fixed_cost():
+    assert per_call_ms(10.0, 2.0, 4) == 2.0
+    assert per_call_ms(1.0, 2.0, 4) > 0  # noise below the calibration never gives a negative time
+
+
+def test_the_reference_time_is_the_faster_of_before_and_during():
+    """A candidate that keeps the GPU busy while the reference is timed cannot make the reference look slower."""
+    before, during = [1.0, 1.01, 0.99], [1.5, 1.6, 1.4]
+    samples, phase, slower = pick_reference(before, during)
+    assert samples == before and phase == "before_candidate" and slower
+    samples, phase, slower = pick_reference([1.0, 1.02], [0.99, 1.0])
+    assert phase == "interleaved" and not slower
+
+
+def test_calls_per_batch_fill_the_target_within_the_slots():
+    assert calls_per_batch(0.5, 4.0, 64) == 8
+    assert calls_per_batch(0.001, 4.0, 64) == 64
+    assert calls_per_batch(10.0, 4.0, 64) == 1
+
+
+def test_unpaired_interval_holds_the_ratio_of_medians():
+    ref = [1.0 + 0.01 * (i % 7) for i in range(30)]
+    cand = [0.5 + 0.01 * (i % 5) for i in range(20)]
+    low, high = bootstrap_ratio_ci_unpaired(ref, cand)
+    assert low <= statistics.median(ref) / statistics.median(cand) <= high
+
+
+SCRIPT_TEMPLATE = textwrap.dedent('''
+    import json, statistics, torch
+    from kernel_reward import exchange, judge, judge_timing
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.remote import RemoteCandidate, output_spec
+    from kernel_reward.runner_process import RunnerClient
+    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
+    from kernel_reward.loading import write_and_import
+    import pathlib, tempfile
+    SOURCE = open(%r).read()
+    device = torch.device("cpu")
+    tmp = pathlib.Path(tempfile.mkdtemp())
+    module = write_and_import(SOURCE, tmp, "ref")
+    model = module.Model()
+    probe = make_inputs(module, 1, device)
+    spec = output_spec(model(*clone_args(probe)))
+    arena = exchange.Arena(judge._arena_bytes(device, {}, probe, spec), device)
+    # No address-space rlimit here: under RLIMIT_AS glibc's allocator maps and faults in every large CPU tensor
+    # afresh (6x slower on this box), which would time the limit, not the method. GPU runners never set it.
+    from kernel_reward import runner_process, sandbox
+    runner = runner_process.spawn_runner_exec("cpu", sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(address_space_bytes=None)))
+    runner_process.wait_ready(runner)
+    client = RunnerClient(runner)
+    out = {}
+    try:
+        judge.share_arena(client, arena)
+        options = EvalOptions(timing_budget_ms=60.0, l2_flush_mb=0)  # no 256 MB CPU memset per batch
+        clock, overhead, before = judge.time_reference_before(model, module, arena, spec, device, options, client, [1])
+        def validate(expected, got):
+            c = compare_outputs(got, expected, options.tolerance)
+            return None if c.ok else c.reason
+        for name, code in (("self", SOURCE + "\\nModelNew = Model\\n"),
+                           ("wrong_when_batched", SOURCE + "\\nclass ModelNew(Model):\\n    calls = 0\\n"
+                            "    def forward(self, x, y):\\n        ModelNew.calls += 1\\n"
+                            "        return torch.relu(x + y) if ModelNew.calls < 4 else x + y\\n")):
+            client.ask({"type": "load", "code": code}, ("loaded",))
+            judge.build_remote(client, arena, 0, 0, [], {})
+            candidate = RemoteCandidate(client, arena, spec, 0)
+            try:
+                timing = judge.measure(clock, candidate, client, overhead, before, options, validate, 1.0)
+                out[name] = {"speedup": timing.speedup, "ci": timing.speedup_ci, "calls": timing.calls_per_batch,
+                             "batches": timing.candidate.num_samples}
+            except judge_timing.TimingValidationError as exc:
+                out[name] = {"caught": str(exc)[:300]}
+    finally:
+        runner.close()
+        arena.close()
+    print(json.dumps(out))
+''')
+SOURCE = '''
+import torch
+import torch.nn as nn
+
+N = 1 << 20
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x + y)
+
+
+def get_inputs():
+    return [torch.randn(N), torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_judge_clock_times_a_runner_and_verifies_every_call(tmp_path):
+    source = tmp_path / "reference.py"
+    source.write_text(SOURCE)
+    env = dict(os.environ, TRITON_INTERPRET="1", OMP_NUM_THREADS="1")  # both sides with the same CPU threads
+    proc = subprocess.run([sys.executable, "-c", SCRIPT_TEMPLATE % str(source)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import json
+
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    self_timing = data["self"]
+    assert self_timing["calls"] > 1 and self_timing["batches"] >= 10
+    # Only the machinery is checked here: on this CPU the two processes' allocators differ (a fresh process maps
+    # and faults in large tensors anew), so a CPU self-speedup says nothing; the GPU figure is in the benchmarks.
+    assert 0 < self_timing["speedup"] < float("inf"), self_timing
+    low, high = self_timing["ci"]
+    assert low <= self_timing["speedup"] <= high
+    assert "wrong answer" in data["wrong_when_batched"]["caught"]
