@@ -128,7 +128,7 @@ class BatchClock:
                 tuple(t.shape), t.dtype, exchange.placement_stride(t))))
             slot_outs.append([self.arena.layout.place(shape, dtype)
                               for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)])
-        self.mirror = torch.empty(self.arena.nbytes, dtype=torch.uint8, device=self.device)
+        self.mirror = torch.empty(self.arena.layout.used, dtype=torch.uint8, device=self.device)  # the used slots only
         self.arena_inputs = [_tensor_views(args, self.arena.tensor) for args in slot_args]
         self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
         self.mirror_inputs = [[a for a in args if isinstance(a, torch.Tensor)] for args in self.mirror_args]
