@@ -10,8 +10,7 @@ second answer that is right for the old values and wrong for the new ones is a r
 
 Per trial (inputs from a hidden seed):
   1. candidate on fresh clones of the inputs  (before this trial's reference has run)
-  2. reference on fresh clones; its output is copied, then overwritten with NaN in place and freed, and a
-     large NaN scratch block is allocated and freed (stale-memory hack: ``torch.empty`` must not find the answer)
+  2. reference on fresh clones, in the judge (its outputs never enter memory the runner can reach)
   3. candidate again on fresh clones  (after the reference: deferred work and reuse of freed memory show up)
 After each candidate call: the inputs in the arena must be bitwise what the judge wrote, the outputs (read from
 the judge's slots, so subclasses and aliases cannot reach the comparison) must have the reference's exact
@@ -44,10 +43,7 @@ from kernel_reward.tensors import (
     compare_outputs,
     flatten_outputs,
     make_inputs,
-    poison_free_memory,
-    poison_tensors,
     same_values,
-    storage_ptrs,
     synchronize,
 )
 
@@ -160,19 +156,14 @@ class CandidateRunner:
         return outcome.outputs
 
 
-def run_reference(task: JudgeTask, inputs: list[Any], device: torch.device, *, poison: bool = True) -> list[torch.Tensor]:
-    """Reference output (a private copy); the original output is poisoned and freed so no stale copy remains."""
-    args = clone_args(inputs)
+def run_reference(task: JudgeTask, inputs: list[Any], device: torch.device) -> list[torch.Tensor]:
+    """The reference's output for ``inputs`` (the judge's private copy). No poisoning of freed memory is needed any
+    more: the reference runs in the judge's process, whose memory the runner cannot reach (stale-memory hacks can
+    only find the candidate's own earlier outputs, which are wrong for new inputs)."""
     with torch.no_grad():
-        raw = task.reference_model(*args)
-    outputs = flatten_outputs(raw)
-    kept = [o.detach().clone() for o in outputs]
-    if poison:
-        param_ptrs = storage_ptrs(list(task.reference_model.parameters()) + list(task.reference_model.buffers()))
-        poison_tensors([o for o in outputs if o.untyped_storage().data_ptr() not in param_ptrs | storage_ptrs(args)])
-        nbytes = sum(o.numel() * o.element_size() for o in outputs)
-        del raw, outputs, args
-        poison_free_memory(device, 4 * nbytes)
+        raw = task.reference_model(*clone_args(inputs))
+    kept = [o.detach().clone() for o in flatten_outputs(raw)]
+    del raw
     synchronize(device)
     return kept
 
