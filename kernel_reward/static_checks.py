@@ -8,9 +8,11 @@ What is looked for, and why:
 
 * ModelNew derives from, or refers to, the reference class (``class ModelNew(Model)``, ``Model.forward(...)``):
   the answer would come from PyTorch.
-* ``try`` with an ``except`` anywhere: the classic "kernel, else fall back to torch" shape.
+* ``try`` whose ``except`` handler computes something: the classic "kernel, else fall back to torch" shape (a
+  handler that only answers with a constant, logs or re-raises is an environment probe, as production Triton
+  libraries write them, and is allowed).
 * Process / thread / file / network / introspection APIs (threading, multiprocessing, subprocess, ctypes,
-  socket, signal, gc, inspect, importlib, ``open``, ``exec``, ``os.system``, ``sys.exit``, ``__globals__``...):
+  socket, signal, gc, inspect, ``open``, ``exec``, ``os.system``, ``sys.exit``, ``__globals__``...):
   background work, escaping the evaluator, reading the harness' state, exiting early.
 * Assignments to attributes of torch / triton / time / os / sys / builtins (also through ``setattr``, and
   writes to ``os.environ``): monkey-patched timers, synchronize, allclose, TF32 switches...
@@ -45,7 +47,7 @@ COMPILE_REASONS = frozenset({StaticReason.SYNTAX_ERROR, StaticReason.MISSING_MOD
 FORBIDDEN_MODULES = frozenset(
     {
         "threading", "_thread", "multiprocessing", "subprocess", "ctypes", "cffi", "socket", "ssl", "signal",
-        "concurrent", "asyncio", "shutil", "importlib", "gc", "inspect", "builtins", "pty", "select", "selectors",
+        "concurrent", "asyncio", "shutil", "gc", "inspect", "builtins", "pty", "select", "selectors",
         "mmap", "resource", "urllib", "http", "requests", "pathlib", "glob", "tempfile", "pickle", "marshal",
         "shelve", "sqlite3", "kernel_reward", "pytest", "runpy", "code", "codeop", "atexit", "faulthandler",
     }
@@ -201,10 +203,11 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Try(self, node: ast.Try) -> None:
-        # `try: from triton.language.extra import libdevice / except ImportError: ...` picks an import path; it
-        # cannot hide a failing kernel, so a try whose body only imports is allowed.
-        if node.handlers and not all(isinstance(stmt, ast.Import | ast.ImportFrom) for stmt in node.body):
-            self._add(StaticReason.TRY_EXCEPT, node, "try/except (fallback paths hide failing kernels)")
+        # A fallback is a handler that computes something ("kernel, else torch"). A handler that only answers a
+        # question about the environment (an import path, a version compare, a device lookup: `return False`,
+        # `flag = None`, `pass`, re-raise) cannot hide a failing kernel, so production Triton code keeps its probes.
+        if node.handlers and not all(_is_probe_answer(stmt) for handler in node.handlers for stmt in handler.body):
+            self._add(StaticReason.TRY_EXCEPT, node, "try/except whose handler computes (fallback paths hide failing kernels)")
         self.generic_visit(node)
 
     visit_TryStar = visit_Try
@@ -284,6 +287,23 @@ class _Visitor(ast.NodeVisitor):
         if node.id in ("__builtins__", "__import__", "__loader__", "__spec__"):
             self._add(StaticReason.INTROSPECTION, node, f"access to {node.id}")
         self.generic_visit(node)
+
+
+def _is_probe_answer(statement: ast.stmt) -> bool:
+    """Pure: does this handler statement only answer with a constant, log, or re-raise (no computation)?"""
+    if isinstance(statement, ast.Pass | ast.Raise | ast.Import | ast.ImportFrom | ast.Continue | ast.Break):
+        return True
+    if isinstance(statement, ast.Return):
+        return statement.value is None or isinstance(statement.value, ast.Constant)
+    if isinstance(statement, ast.Assign | ast.AnnAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return all(isinstance(t, ast.Name) for t in targets) and isinstance(statement.value, ast.Constant)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        root = statement.value.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in ("warnings", "logging", "log", "logger", "print")
+    return False
 
 
 def _is_main_guard(test: ast.expr) -> bool:

@@ -38,6 +38,22 @@ def test_honest_code_has_no_findings():
     assert check_candidate(HONEST).findings == []
 
 
+@pytest.mark.parametrize("handler", [
+    "return False", "return None", "pass", "raise", "flag = None", "warnings.warn('no libdevice')",
+])
+def test_environment_probes_are_not_fallbacks(handler):
+    """A try whose handler only answers a question about the environment (a version compare, a device lookup, as
+    production Triton libraries write them) cannot hide a failing kernel."""
+    probe = f"import importlib, warnings\ndef probe(name):\n    try:\n        return importlib.import_module(name)\n    except ImportError:\n        {handler}\n"
+    assert "try_except" not in reasons(HONEST + probe) and "forbidden_import" not in reasons(HONEST + probe)
+
+
+@pytest.mark.parametrize("handler", ["return torch.relu(x + y)", "return x + y", "out = x.relu()", "return F.gelu(x)"])
+def test_handlers_that_compute_are_fallbacks(handler):
+    source = f"def f(x, y):\n    try:\n        return add(x, y)\n    except Exception:\n        {handler}\n"
+    assert "try_except" in reasons(HONEST + source)
+
+
 def test_autotuned_kernel_counts_as_triton():
     source = HONEST.replace("@triton.jit", "@triton.autotune(configs=[], key=['n'])\n@triton.jit")
     assert "no_triton_kernel" not in reasons(source)
@@ -105,7 +121,7 @@ def test_main_guard_self_test_is_not_checked():
         "    try:\n"
         "        print(time.perf_counter())\n"
         "    except Exception:\n"
-        "        pass\n"
+        "        value = time.perf_counter() * 2\n"
     )
     assert check_candidate(HONEST + harness).findings == []
     # ...but only that guard: the same code at module level is checked.
