@@ -189,6 +189,8 @@ def test_cannot_read_protected_or_other_candidates_files(evaluator):
     reader = ("import os\ndef main():\n    found = []\n"
               "    for top in ['/tmp', '/var/tmp', '/dev/shm']:\n"
               "        for root, _, files in os.walk(top):\n"
+              # its own bytecode cache holds the secret (the compiler folds the two halves): skip caches
+              "            if '__pycache__' in root:\n                continue\n"
               "            for name in files:\n"
               "                try:\n                    text = open(os.path.join(root, name), errors='ignore').read(4096)\n"
               "                except OSError:\n                    continue\n"
