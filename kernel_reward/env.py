@@ -49,6 +49,7 @@ class KernelStep:
     hacked: bool
     speedup: float | None
     coverage: float | None
+    speedup_low: float | None = None  # lower end of the speedup's 95 % interval
     done: bool = False
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -68,6 +69,7 @@ def step_from_result(result: EvalResult) -> KernelStep:
         correct=result.correct and not result.hacked,
         hacked=result.hacked,
         speedup=result.speedup,
+        speedup_low=result.speedup_ci[0] if result.speedup is not None and result.speedup_ci else None,
         coverage=result.coverage,
         details={"eval_result": result.to_dict()},
     )

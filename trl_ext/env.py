@@ -34,6 +34,7 @@ class StepResult:
     correct: bool | None = None
     hacked: bool | None = None
     speedup: float | None = None
+    speedup_low: float | None = None  # lower end of the speedup's 95 % interval (noise-aware Fast@p)
     coverage: float | None = None  # PR: share of device time in the candidate's own kernels
     details: dict[str, Any] = field(default_factory=dict)  # JSON-able extras (e.g. the full EvalResult)
 
@@ -47,7 +48,7 @@ class Environment(Protocol):
     def step(self, states: Sequence[Any], completions: Sequence[str]) -> list[Any]: ...
 
 
-_STEP_FIELDS = ("done", "status", "formatted", "compiled", "correct", "hacked", "speedup", "coverage")
+_STEP_FIELDS = ("done", "status", "formatted", "compiled", "correct", "hacked", "speedup", "speedup_low", "coverage")
 
 
 def as_step_result(obj: Any) -> StepResult:

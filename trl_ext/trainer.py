@@ -56,7 +56,8 @@ _GENERATION_BATCH_NORMALISED = frozenset({"dapo", "cispo", "vespo"})
 # Counts summed per accumulation window (in-loss MRS) or generation batch, then over processes, for the MRS metrics.
 _MRS_TALLY = ("abs_log_ratio_sum", "abs_log_ratio_count", "rejected", "judged", "loss_tokens", "model_tokens")
 
-_TURN_STATS = ("reward", "formatted", "compiled", "correct", "hacked", "fast_1", "fast_1.2", "speedup", "coverage", "tokens")
+_TURN_STATS = ("reward", "formatted", "compiled", "correct", "hacked", "fast_1", "fast_1.2", "fast_1_lower",
+               "fast_1.2_lower", "speedup", "coverage", "tokens")
 
 
 class TrajectoryReturn:
@@ -97,6 +98,7 @@ def _turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
         r = turn.result
         good = bool(r.correct) and not bool(r.hacked)
         timed = r.speedup is not None
+        low = r.speedup_low if r.speedup_low is not None else r.speedup  # no interval: the point estimate
         values = {
             "reward": r.reward,
             "formatted": r.formatted,
@@ -106,6 +108,9 @@ def _turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
             # Fast@p counts over all samples; unknown when a correct sample has no timing (CPU interpreter).
             "fast_1": (good and r.speedup >= 1.0) if timed else (False if not good else None),
             "fast_1.2": (good and r.speedup >= 1.2) if timed else (False if not good else None),
+            # ...and by the lower end of the speedup's 95 % interval: a claim that is not noise.
+            "fast_1_lower": (good and low >= 1.0) if timed else (False if not good else None),
+            "fast_1.2_lower": (good and low >= 1.2) if timed else (False if not good else None),
             "speedup": r.speedup if good else None,
             "coverage": r.coverage if good else None,
             "tokens": tokens_per_turn[k],

@@ -116,3 +116,25 @@ def test_gpu_run_without_any_correct_sample_has_fast_p_zero_not_unknown():
     failed_on_cpu = Outcome.from_result(EvalResult(status=Status.FORMAT_ERROR, mode="interpreter"))
     assert run_metrics([[failed_on_gpu]]).final.fast_p["1.2"] == 0.0
     assert run_metrics([[failed_on_cpu]]).final.fast_p["1.2"] is None
+
+
+def test_fast_p_by_the_interval_lower_bound():
+    """KernelBench #166: an unchanged kernel passes fast_1 about half the time by its median. By the lower end of
+    the 95 % interval it does not; a clear win passes both ways; no interval means the point estimate."""
+    noise = Outcome(True, True, True, False, speedup=1.02, speedup_low=0.97, timed=True)
+    win = Outcome(True, True, True, False, speedup=1.6, speedup_low=1.3, timed=True)
+    no_interval = Outcome(True, True, True, False, speedup=1.25, timed=True)
+    metrics = turn_metrics([noise, win, no_interval, FORMAT_ERROR], timing_available=True)
+    assert metrics.fast_p["1"] == 0.75 and metrics.fast_p_lower["1"] == 0.5
+    assert metrics.fast_p["1.2"] == 0.5 and metrics.fast_p_lower["1.2"] == 0.5
+    assert turn_metrics([noise], timing_available=False).fast_p_lower["1"] is None
+    with pytest.raises(ValueError, match="speedup_low"):
+        Outcome(True, True, True, False, speedup=1.0, speedup_low=float("nan"), timed=True)
+
+
+def test_outcome_takes_the_lower_bound_from_the_result():
+    from kernel_reward.result import EvalResult, Status
+
+    result = EvalResult(status=Status.CORRECT, compiled=True, correct=True, speedup=1.1, speedup_ci=(0.95, 1.3),
+                        timing_available=True, mode="gpu")
+    assert Outcome.from_result(result).speedup_low == 0.95

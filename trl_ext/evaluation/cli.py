@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = run_evaluation(config)
     fast = ", ".join(f"Fast@{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in summary["fast_p"].items())
+    fast += " (by the interval's lower end: " + ", ".join(
+        f"{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in summary["fast_p_lower"].items()) + ")"
     sys.stdout.write(
         f"{summary['num_samples']} samples x {summary['num_turns']} turn(s): format {summary['format_rate']:.3f}, "
         f"compile {summary['compile_rate']:.3f}, correct {summary['correct_rate']:.3f}, "

@@ -4,7 +4,9 @@ Definitions follow KernelBench / DR.Kernel (FACTS 5):
 
 - Every rate is a share of ALL samples (trajectories), never of the ones that compiled or were timed.
 - ``correct`` means the evaluator said "correct": a hacked sample is never correct, whatever its outputs.
-- Fast@p = share of all samples that are correct AND have a measured speedup >= p over the baseline. When the
+- Fast@p = share of all samples that are correct AND have a measured speedup >= p over the baseline;
+  ``fast_p_lower`` asks the same of the lower end of the speedup's 95 % interval (a speedup that is not noise:
+  an unchanged kernel passes fast_1 about half the time by its median, almost never by its lower bound). When the
   run had no timing at all (every turn evaluated on CPU / Triton interpreter), Fast@p is ``None`` ("unknown"),
   not 0. A correct sample
   whose timing is missing in a timed run counts as not fast (fail closed) and is counted in
@@ -41,6 +43,7 @@ class Outcome:
     correct: bool  # evaluator verdict "correct" (never true for a hacked sample)
     hacked: bool
     speedup: float | None = None
+    speedup_low: float | None = None  # lower end of the speedup's 95 % interval (None: no interval)
     coverage: float | None = None
     reward: float = 0.0
     timed: bool = False  # evaluated where timing is measured (GPU), even if this turn never got that far
@@ -52,6 +55,8 @@ class Outcome:
             raise ValueError("Outcome: a correct sample must have compiled")
         if self.speedup is not None and not (self.speedup > 0 and math.isfinite(self.speedup)):
             raise ValueError(f"Outcome: speedup must be a finite positive number, got {self.speedup!r}")
+        if self.speedup_low is not None and not (0 <= self.speedup_low and math.isfinite(self.speedup_low)):
+            raise ValueError(f"Outcome: speedup_low must be a finite number >= 0, got {self.speedup_low!r}")
 
     @classmethod
     def from_result(cls, result: EvalResult) -> Outcome:
@@ -64,6 +69,7 @@ class Outcome:
             correct=correct,
             hacked=hacked,
             speedup=result.speedup if result.timing_available else None,
+            speedup_low=result.speedup_ci[0] if result.timing_available and result.speedup_ci else None,
             coverage=result.coverage,
             reward=float(result.reward),
             # A GPU run that produced only format errors still had timing: its Fast@p is 0, not unknown.
@@ -81,6 +87,7 @@ class TurnMetrics:
     correct_rate: float
     hacked_rate: float
     fast_p: dict[str, float | None]
+    fast_p_lower: dict[str, float | None]  # Fast@p by the lower end of each speedup's 95 % interval
     mean_speedup: float | None  # arithmetic mean over correct samples with a speedup
     geomean_speedup: float | None  # geometric mean over the same samples
     mean_coverage: float | None  # mean PR coverage over correct samples that report one
@@ -98,6 +105,7 @@ class BestOfHistoryMetrics:
     num_samples: int
     correct_rate: float
     fast_p: dict[str, float | None]
+    fast_p_lower: dict[str, float | None]
     mean_speedup: float | None
     geomean_speedup: float | None
     best_turn_histogram: dict[str, int] = field(default_factory=dict)  # turn (1-based, as str) -> count
@@ -118,12 +126,19 @@ def _geomean(values: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def fast_p(outcomes: Sequence[Outcome], p: float, *, timing_available: bool) -> float | None:
-    """Share of ALL ``outcomes`` that are correct with speedup >= ``p``; None when the run had no timing."""
+def fast_p(outcomes: Sequence[Outcome], p: float, *, timing_available: bool, lower: bool = False) -> float | None:
+    """Share of ALL ``outcomes`` that are correct with speedup >= ``p`` (``lower``: the lower end of its 95 %
+    interval >= ``p``; a speedup without an interval is its own lower end); None when the run had no timing."""
     if not timing_available:
         return None
-    fast = sum(1 for o in outcomes if o.correct and o.speedup is not None and o.speedup >= p)
+    fast = sum(1 for o in outcomes if o.correct and o.speedup is not None and _speed(o, lower) >= p)
     return _share(fast, len(outcomes))
+
+
+def _speed(outcome: Outcome, lower: bool) -> float:
+    if lower and outcome.speedup_low is not None:
+        return outcome.speedup_low
+    return outcome.speedup if outcome.speedup is not None else 0.0
 
 
 def _speedups_of_correct(outcomes: Sequence[Outcome]) -> list[float]:
@@ -147,6 +162,7 @@ def turn_metrics(
         correct_rate=_share(sum(o.correct for o in outcomes), n),
         hacked_rate=_share(sum(o.hacked for o in outcomes), n),
         fast_p={p_key(p): fast_p(outcomes, p, timing_available=timing_available) for p in thresholds},
+        fast_p_lower={p_key(p): fast_p(outcomes, p, timing_available=timing_available, lower=True) for p in thresholds},
         mean_speedup=_mean(speedups),
         geomean_speedup=_geomean(speedups),
         mean_coverage=_mean(coverages),
@@ -197,6 +213,7 @@ def best_of_history_metrics(
         num_samples=len(best),
         correct_rate=_share(sum(o.correct for o in best), len(best)),
         fast_p={p_key(p): fast_p(best, p, timing_available=timing_available) for p in thresholds},
+        fast_p_lower={p_key(p): fast_p(best, p, timing_available=timing_available, lower=True) for p in thresholds},
         mean_speedup=_mean(speedups),
         geomean_speedup=_geomean(speedups),
         best_turn_histogram=dict(sorted(histogram.items(), key=lambda kv: int(kv[0]))),

@@ -122,13 +122,15 @@ def _metric_rows(entries: Sequence[dict[str, Any]]) -> list[list[str]]:
         row = [_fmt(entry.get("turn", "")), _fmt(entry["num_samples"])]
         row += [_fmt(entry[k]) for k in RATE_KEYS]
         row += [_fmt(entry["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
+        row += [_fmt(entry["fast_p_lower"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
         row += [_fmt(entry["mean_speedup"]), _fmt(entry["geomean_speedup"]), _fmt(entry["mean_reward"])]
         rows.append(row)
     return rows
 
 
 METRIC_HEADER = ["turn", "samples", "format", "compile", "correct", "hacked",
-                 *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup", "geomean speedup", "mean reward"]
+                 *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS],
+                 *[f"Fast@{p_key(p)} (low)" for p in FAST_P_THRESHOLDS], "mean speedup", "geomean speedup", "mean reward"]
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -140,7 +142,8 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
     """report.md: final metrics, per-turn table, best-of-history, per level, status counts, plots."""
     timing_note = (
-        "Timing was measured: Fast@p is the share of ALL samples that are correct with speedup >= p."
+        "Timing was measured: Fast@p is the share of ALL samples that are correct with speedup >= p; "
+        "Fast@p (low) asks it of the lower end of each speedup's 95 % interval (a speedup that is not noise)."
         if summary["timing_available"]
         else "No timing in this run (CPU / Triton interpreter): Fast@p and speedups are n/a; rates are exact."
     )
@@ -336,6 +339,10 @@ def compare_summaries(a: dict[str, Any], b: dict[str, Any], names: tuple[str, st
         out = [[k, _fmt(x.get(k)), _fmt(y.get(k)), _delta(x.get(k), y.get(k))] for k in keys]
         out += [[f"Fast@{p_key(p)}", _fmt(x["fast_p"].get(p_key(p))), _fmt(y["fast_p"].get(p_key(p))),
                  _delta(x["fast_p"].get(p_key(p)), y["fast_p"].get(p_key(p)))] for p in FAST_P_THRESHOLDS]
+        # summaries written before the lower-bound metric lack it: shown as n/a
+        low_x, low_y = x.get("fast_p_lower") or {}, y.get("fast_p_lower") or {}
+        out += [[f"Fast@{p_key(p)} (low)", _fmt(low_x.get(p_key(p))), _fmt(low_y.get(p_key(p))),
+                 _delta(low_x.get(p_key(p)), low_y.get(p_key(p)))] for p in FAST_P_THRESHOLDS]
         return out
 
     header = ["metric", names[0], names[1], f"{names[1]} - {names[0]}"]
