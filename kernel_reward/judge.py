@@ -279,6 +279,8 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
     during, candidate_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches, validate)
     reference_ms, phase, slower = judge_timing.pick_reference(before, during)
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
+    if judge_timing.overhead_dominated(overhead, statistics.median(reference_ms), clock.calls):
+        flags.append("timing_overhead_dominated")
     return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
                                     statistics.median(before), flags)
 

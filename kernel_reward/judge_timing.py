@@ -91,6 +91,12 @@ def pick_reference(before: list[float], during: list[float]) -> tuple[list[float
     return during, "interleaved", slower
 
 
+def overhead_dominated(overhead_ms: float, per_call: float, calls: int) -> bool:
+    """Pure: is a batch's fixed cost larger than the work it times? Then the per-call times are mostly the noise of
+    that cost (H200: self-speedup errors of 10-60 %), and the result says so."""
+    return overhead_ms > per_call * calls
+
+
 def calls_per_batch(reference_call_ms: float, target_batch_ms: float, max_slots: int) -> int:
     """Pure: calls per batch so a batch lasts about ``target_batch_ms``, within the slots the arena holds."""
     return int(min(max(1, math.ceil(target_batch_ms / max(reference_call_ms, 1e-4))), max_slots))

@@ -256,7 +256,7 @@ def measure_coverage(model: Any, module_name: str, pool: list[list[Any]], device
 
 
 def _transfer_state(state: dict[str, torch.Tensor], model: torch.nn.Module) -> dict[str, Any]:
-    """Copy the judge's reference weights into the candidate where names, shapes and dtypes match."""
+    """Copy the judge's reference weights into the candidate where names, shapes and dtypes match; say which."""
     own = model.state_dict()
     copied, mismatch = [], []
     with torch.no_grad():

@@ -136,7 +136,7 @@ def _runner_main(channel: socket.socket, device: str, policy: sandbox.SandboxPol
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         keep = sorted({0, 1, 2, channel.fileno()})
-        _close_fds_except(keep)
+        sandbox.close_fds_except(keep)
         sandbox.set_parent_death_signal()
         isolation = sandbox.Isolation.for_policy(policy)
         isolation.process = "runner: forked by the judge, sandboxed before the candidate arrives"
@@ -200,15 +200,6 @@ def _private_tree(uid: int | None, seed_files: dict[str, bytes]) -> Path:
         for path in cache.rglob("*"):
             os.chown(path, uid, uid)
     return home
-
-
-def _close_fds_except(keep: list[int]) -> None:
-    previous = -1
-    for fd in keep:
-        if fd > previous + 1:
-            os.closerange(previous + 1, fd)
-        previous = fd
-    os.closerange(previous + 1, 65536)
 
 
 class RunnerClient:

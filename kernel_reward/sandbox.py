@@ -200,6 +200,17 @@ def _check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
+def close_fds_except(keep: list[int]) -> None:
+    """Close every descriptor of this process but ``keep`` (sorted): a sandboxed child inherits nothing by
+    accident (a lock, another child's channel, the service's sockets)."""
+    previous = -1
+    for fd in sorted(keep):
+        if fd > previous + 1:
+            os.closerange(previous + 1, fd)
+        previous = fd
+    os.closerange(previous + 1, 65536)
+
+
 def set_parent_death_signal(sig: int = signal.SIGKILL) -> None:
     """Ask the kernel to kill this process when its parent dies (cleared by setuid, so call again after)."""
     _check(_libc().prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")

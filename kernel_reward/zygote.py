@@ -255,7 +255,7 @@ class Zygote:
             os.dup2(out_w, 2)
             lock_fd = os.open(self.config.lock_path, os.O_RDONLY)  # created by the service (pool.timing_lock_file)
             keep = sorted({0, 1, 2, channel.fileno(), lock_fd})
-            _close_fds_except(keep)
+            sandbox.close_fds_except(keep)
             sandbox.set_parent_death_signal()
             isolation = sandbox.Isolation()
             runner = None
@@ -366,15 +366,6 @@ def _interpreter_paths(worker: Any) -> list[str]:
         if getattr(module, "__file__", None):
             paths.add(str(Path(module.__file__).parent))
     return sorted(paths)
-
-
-def _close_fds_except(keep: list[int]) -> None:
-    previous = -1
-    for fd in keep:
-        if fd > previous + 1:
-            os.closerange(previous + 1, fd)
-        previous = fd
-    os.closerange(previous + 1, 65536)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 
-from kernel_reward.judge_timing import calls_per_batch, per_call_ms, pick_reference
+from kernel_reward.judge_timing import calls_per_batch, overhead_dominated, per_call_ms, pick_reference
 from kernel_reward.timing import bootstrap_ratio_ci_unpaired
 from tests.kernel_reward.conftest import REPO_ROOT
 
@@ -35,6 +35,10 @@ def test_calls_per_batch_fill_the_target_within_the_slots():
     assert calls_per_batch(0.5, 4.0, 64) == 8
     assert calls_per_batch(0.001, 4.0, 64) == 64
     assert calls_per_batch(10.0, 4.0, 64) == 1
+
+
+def test_a_batch_shorter_than_its_fixed_cost_is_flagged():
+    assert overhead_dominated(2.0, 0.1, 4) and not overhead_dominated(2.0, 1.0, 4)
 
 
 def test_unpaired_interval_holds_the_ratio_of_medians():
