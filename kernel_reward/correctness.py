@@ -60,6 +60,7 @@ class HackReason(enum.StrEnum):
     INCORRECT_DURING_TIMING = "incorrect_during_timing"
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
     CACHED_REPLAY = "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)
+    LOW_COVERAGE = "low_coverage"  # strict mode (EvalOptions.min_coverage): coverage under the floor
     FORGED_MESSAGE = "forged_message"  # the runner sent a frame its harness never sends (the candidate wrote it)
 
 

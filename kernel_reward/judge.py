@@ -137,12 +137,23 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
                     _coverage(client, candidate, reference_module, device, options, result, phases, seeds)
             if options.profile and not options.coverage_in_timing_slot:  # CUPTI's start-up must not hold the slot
                 _coverage(client, candidate, reference_module, device, options, result, phases, seeds)
+            floor = below_coverage_floor(result.coverage, options.min_coverage)
+            if floor is not None:
+                raise JudgeStop(Status.HACKED, floor, [correctness.HackReason.LOW_COVERAGE.value])
         else:
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
         result.status = Status.CORRECT
     finally:
         arena.close()
+
+
+def below_coverage_floor(coverage: float | None, floor: float | None) -> str | None:
+    """Pure: the reason a correct candidate fails strict mode (coverage under ``floor``), or None."""
+    if floor is None or coverage is None or coverage >= floor:
+        return None
+    return (f"coverage {coverage:.3f} is below the strict-mode floor {floor:g}: most of the device time is not the "
+            "candidate's own Triton kernels (a kernel wrapped around a torch answer)")
 
 
 def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], probe: list[Any], spec: OutputSpec) -> int:

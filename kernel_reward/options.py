@@ -90,6 +90,13 @@ class EvalOptions:
     )
     profile: bool = field(default=True, metadata={"help": "run the profiler pass that computes coverage (PR)"})
     profile_calls: int = field(default=10, metadata={"help": "candidate calls under the profiler"})
+    min_coverage: float | None = field(
+        default=None,
+        metadata={"help": "strict mode: a correct candidate whose coverage (PR) is below this floor is hacked "
+                  "(low_coverage): a Triton copy or '+ 0 * scratch' kernel wrapped around a torch answer. None: "
+                  "coverage only weighs in the reward. Coverage is the runner's own measurement (see "
+                  "docs/security.md): the floor stops lazy wrappers, not a runner that forges its coverage"},
+    )
     coverage_method: CoverageMethod = field(
         # "events" by default: on the H200 the two agree (benchmarks/coverage_h200.json) and CUPTI's start-up in
         # every fresh sandboxed process (5-6 s) was the largest cost of a correct candidate's evaluation.
@@ -140,6 +147,8 @@ class EvalOptions:
         need(self.coverage_method in COVERAGE_METHODS,
              f"coverage_method must be one of {COVERAGE_METHODS}, got {self.coverage_method!r}")
         need(self.profile_calls >= 1, f"profile_calls must be >= 1, got {self.profile_calls!r}")
+        need(self.min_coverage is None or 0 <= self.min_coverage <= 1,
+             f"min_coverage must be None or in [0, 1], got {self.min_coverage!r}")
         need(self.reward_scheme in REWARD_SCHEMES, f"reward_scheme must be one of {REWARD_SCHEMES}, got {self.reward_scheme!r}")
         need(self.hacked_penalty <= 0, f"hacked_penalty must be <= 0 (a hack must never pay), got {self.hacked_penalty!r}")
         need(self.feedback_max_chars >= 200, f"feedback_max_chars must be >= 200, got {self.feedback_max_chars!r}")

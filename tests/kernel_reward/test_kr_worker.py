@@ -228,3 +228,18 @@ def test_forged_coverage_is_clipped_and_flagged():
     result = EvalResult()
     _coverage_from_reply({"type": "coverage", "coverage": float("nan"), "table": None}, result)
     assert result.coverage is None
+
+
+def test_strict_mode_floor_on_coverage():
+    """min_coverage: a correct candidate whose own kernels are a small share of the device time is hacked
+    (low_coverage); no floor, or no coverage measured (CPU), leaves the verdict alone."""
+    import pytest
+
+    from kernel_reward.judge import below_coverage_floor
+    from kernel_reward.options import EvalOptions
+
+    assert "0.120" in below_coverage_floor(0.12, 0.3)
+    assert below_coverage_floor(0.31, 0.3) is None
+    assert below_coverage_floor(0.12, None) is None and below_coverage_floor(None, 0.3) is None
+    with pytest.raises(ValueError, match="min_coverage"):
+        EvalOptions(min_coverage=1.5)
