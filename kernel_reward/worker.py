@@ -280,7 +280,8 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
         device = torch.device(info.device)
         _apply_tf32_policy(request.options.allow_tf32)
         work_dir.mkdir(parents=True, exist_ok=True)
-        result.isolation = {**(result.isolation or {}), "runner": dict(runner.isolation)}
+        # The candidate's code runs in the runner: its record is the result's (the service adds the judge's own).
+        result.isolation = {**dict(runner.isolation), "judge": {"process": "the calling process (not sandboxed)"}}
 
         def phase(name: str) -> Any:
             return _phase(phases, name)
