@@ -285,7 +285,10 @@ class Zygote:
             sandbox.drop_privileges(self.policy, isolation, uid)
             os.chdir(work_dir)
             stage = "warmup"
-            info = self.worker.prepare_worker(self.config.device)
+            if runner is not None:  # a judge: its runner checks Triton in its own warm-up
+                info = self.worker.prepare_worker(self.config.device, triton_check=False)
+            else:
+                info = self.worker.prepare_worker(self.config.device)
             warmup = dict(getattr(info, "warmup_seconds", {}))
             ready = {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid()}
             if runner is not None:

@@ -140,3 +140,22 @@ def test_evaluate_api_reuses_a_shared_pool_and_closes_cleanly():
     close_shared()
     for pool_id in ids:
         assert wait_no_pool_processes(pool_id) == []
+
+
+def test_each_evaluation_is_a_judge_and_a_sandboxed_runner(monkeypatch):
+    """The pool's children judge; each forks a runner that holds the candidate. The result's isolation record is
+    the runner's (pid namespace, read-only root, an environment allow-list that drops the service's secrets), the
+    judge's own is under "judge", and only the runner pays the Triton known-answer check in its warm-up."""
+    monkeypatch.setenv("KERNEL_REWARD_TEST_SERVICE_TOKEN", "hunter2")
+    with Evaluator(device="cpu", workers=1, timeout=120) as ev:
+        result = ev.evaluate(programs.REFERENCE_ADD, programs.CANDIDATE_ADD)
+    assert result.status == Status.CORRECT, result.error
+    isolation = result.isolation
+    assert isolation["process"].startswith("runner") and "judge" in isolation
+    if os.geteuid() == 0:
+        assert isolation["level"] == "full", isolation["missing"]
+        assert isolation["pid_namespace"] and isolation["proc_private"] and isolation["read_only_root"]
+        assert isolation["uid"] is not None and isolation["uid"] != isolation["judge"]["uid"]
+    assert "KERNEL_REWARD_TEST_SERVICE_TOKEN" not in (isolation["env_kept"] or [])
+    assert "warmup_runner_known_answer" in result.phase_seconds
+    assert "warmup_known_answer" not in result.phase_seconds
