@@ -1,8 +1,9 @@
 """Typed results of one candidate evaluation: the seam between the evaluator and everything around it.
 
-The worker (``kernel_reward.worker``) fills an ``EvalResult`` for ONE candidate in the current process; the
-execution service (pool, sandbox, Ray backend) only moves these results around as ``to_dict()`` JSON, and may
-itself produce results for failures that kill the worker (``timeout``, ``crashed``).
+The judge (``kernel_reward.worker`` / ``judge``) fills an ``EvalResult`` for ONE candidate from what it observed of
+the candidate's runner process (nothing the runner sends is taken as a verdict); the execution service (pool,
+sandbox, Ray backend) only moves these results around as ``to_dict()`` JSON, and may itself produce results for
+failures that kill the pair (``timeout``, ``crashed``).
 
 Fail closed: a result starts as ``crashed`` with ``correct=False`` and only becomes ``correct`` when every
 sub-check reported success.

@@ -1,4 +1,4 @@
-"""Length-prefixed JSON messages over a stream socket (service <-> sandboxed child).
+"""Length-prefixed JSON messages over a stream socket (service <-> child, judge <-> runner).
 
 The child is untrusted, so the reader bounds the size of what it accepts and only ever parses JSON (never
 pickle). Each frame is a 4-byte big-endian length followed by UTF-8 JSON.

@@ -1,9 +1,12 @@
-"""Per-device zygote: a trusted process that imported torch/Triton once and forks one sandboxed child per candidate.
+"""Per-device zygote: a trusted process that imported torch/Triton once and forks one child per candidate.
 
 Started by the pool with ``python -m kernel_reward.zygote --control-fd N --config JSON`` (an exec'd process, so
-it never inherits the service's threads or CUDA state). It never creates a CUDA context itself; each forked child
-does, while idle, together with the worker's ``prepare_worker`` check, so a warm child is ready when a candidate
-arrives. Each child serves exactly ONE request and exits.
+it never inherits the service's threads or CUDA state). It never creates a CUDA context itself. With the real
+worker each child is a JUDGE: right after the fork, before any CUDA context and while still root, it forks its
+sandboxed RUNNER (``runner_process.spawn_runner``: the only process that will hold the candidate's code), then
+takes its own namespaces and uid; both warm up while idle, so a warm pair is ready when a candidate arrives. A
+worker module without ``JUDGES_A_RUNNER`` (the tests' fake worker) runs the request in the child itself. Each
+child serves exactly ONE request and exits; the kill takes its process group and both private uids.
 
 Control protocol (SOCK_SEQPACKET, one JSON object per packet, the service's side of each child's channel and
 output pipe travel back as SCM_RIGHTS file descriptors):
