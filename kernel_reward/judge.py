@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,83 +70,120 @@ def judge(request: Any, code: str, work_dir: Path, timing_slot: Any, runner: Run
         loading.unload(reference_module)
 
 
+@dataclass
+class Reference:
+    """The reference as the judge built it: its model, init arguments and weights, and what it returns."""
+
+    module: Any
+    model: torch.nn.Module
+    init_inputs: list[Any]
+    state: dict[str, torch.Tensor]
+    spec: OutputSpec
+    probe: list[Any]  # one input set: sizes the exchange arena
+    build_seed: int
+
+
 def _judge_loaded(request: Any, code: str, reference_module: Any, client: RunnerClient, timing_slot: Any,
                   result: EvalResult, phases: Any, device: torch.device, seeds: list[int], options: EvalOptions) -> None:
-    build_seed = secrets.randbits(30)
     with phases("build"):
-        try:
-            init_inputs = list(reference_module.get_init_inputs())
-            torch.manual_seed(build_seed)
-            reference_model = getattr(reference_module, request.entry_point)(*init_inputs).to(device)
-            probe = make_inputs(reference_module, seeds[-1], device)
-            with torch.no_grad():
-                spec = output_spec(reference_model(*clone_args(probe)))
-        except Exception as exc:
-            raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
-                                                  f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
-        state = dict(reference_model.state_dict())
-        arena = exchange.Arena(_arena_bytes(device, state, probe, spec), device)
+        reference = _build_reference(reference_module, request.entry_point, device, seeds[-1])
+        arena = exchange.Arena(_arena_bytes(device, reference.state, reference.probe, reference.spec), device)
     try:
         share_arena(client, arena)
         clock = None
-        if device.type == "cuda":
+        if device.type == "cuda":  # calibration and the reference's baseline: before the candidate's code exists
             with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
-                clock, overhead, before = time_reference_before(reference_model, reference_module, arena, spec, device,
-                                                                 options, client, seeds)
+                clock, overhead, before = time_reference_before(reference.model, reference.module, arena,
+                                                                reference.spec, device, options, client, seeds)
         with phases("load"):
-            reply = client.ask({"type": "load", "code": code}, ("loaded", "load_failed"))
-            if reply["type"] == "load_failed":
-                if reply.get("kind") == "exit":
-                    raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
-                raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
+            _load_candidate(client, code)
         with phases("build"):
-            transfer = build_remote(client, arena, 0, build_seed, init_inputs, state)
+            result.state_transfer = build_remote(client, arena, 0, reference.build_seed, reference.init_inputs,
+                                                 reference.state)
         result.compiled = True
-        result.state_transfer = transfer
-        candidate = RemoteCandidate(client, arena, spec, model_id=0)
-        task = correctness.JudgeTask(reference_module, reference_model, candidate, init_inputs, transfer)
+        candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
+        task = correctness.JudgeTask(reference.module, reference.model, candidate, reference.init_inputs,
+                                     result.state_transfer)
         with phases("correctness"):
-            report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
-        result.correctness = report.details
-        result.launched_kernels = report.launched_kernels
-        if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
-            result.flags.append("bf16_under_interpreter_unreliable")  # FACTS 7: interpreter bf16 is silently wrong
-        if not report.passed:
-            status = {correctness.Verdict.INCORRECT: Status.INCORRECT,
-                      correctness.Verdict.HACKED: Status.HACKED}.get(report.verdict, Status.RUNTIME_ERROR)
-            if status == Status.RUNTIME_ERROR and "CompilationError" in (report.error or ""):
-                status, result.compiled = Status.COMPILE_ERROR, False
-            raise JudgeStop(status, report.error or "correctness check failed", report.hack_reasons)
-
+            _check_correctness(task, device, options, seeds, result)
         with phases("shape_check"):
-            from kernel_reward import shapes
-
-            result.shape_generalization = shapes.check_shape_generalization(
-                request.reference_code, client, arena, request.entry_point, device, options, seeds[-2])
-        if options.shape_check == "fail" and result.shape_generalization.get("passed") is False:
-            raise JudgeStop(Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason")))
-
-        if clock is not None:
+            _check_resized(request, client, arena, device, options, seeds, result)
+        if clock is None:
+            result.timing_available = False
+            result.flags.append("timing_unavailable_interpreter")
+        else:
             with timing_slot():
                 _time_candidate(clock, candidate, client, overhead, before, options, result, phases)
                 with phases("recheck"):
-                    recheck = correctness.recheck(task, device, options, seeds[-3])
-                if not recheck.passed:
-                    raise JudgeStop(Status.HACKED if recheck.hack_reasons else Status.RUNTIME_ERROR,
-                                    recheck.error or "re-check failed", recheck.hack_reasons)
+                    _recheck(task, device, options, seeds)
                 if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
-                    _coverage(client, candidate, reference_module, device, options, result, phases, seeds)
+                    _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
             if options.profile and not options.coverage_in_timing_slot:  # CUPTI's start-up must not hold the slot
-                _coverage(client, candidate, reference_module, device, options, result, phases, seeds)
+                _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
             floor = below_coverage_floor(result.coverage, options.min_coverage)
             if floor is not None:
                 raise JudgeStop(Status.HACKED, floor, [correctness.HackReason.LOW_COVERAGE.value])
-        else:
-            result.timing_available = False
-            result.flags.append("timing_unavailable_interpreter")
         result.status = Status.CORRECT
     finally:
         arena.close()
+
+
+def _build_reference(module: Any, entry_point: str, device: torch.device, probe_seed: int) -> Reference:
+    """Build the reference under a fresh build seed and learn its output structure; a failure is the task's."""
+    build_seed = secrets.randbits(30)
+    try:
+        init_inputs = list(module.get_init_inputs())
+        torch.manual_seed(build_seed)
+        model = getattr(module, entry_point)(*init_inputs).to(device)
+        probe = make_inputs(module, probe_seed, device)
+        with torch.no_grad():
+            spec = output_spec(model(*clone_args(probe)))
+    except Exception as exc:
+        raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
+                                              f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
+    return Reference(module, model, init_inputs, dict(model.state_dict()), spec, probe, build_seed)
+
+
+def _load_candidate(client: RunnerClient, code: str) -> None:
+    reply = client.ask({"type": "load", "code": code}, ("loaded", "load_failed"))
+    if reply["type"] == "load_failed":
+        if reply.get("kind") == "exit":
+            raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
+        raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
+
+
+def _check_correctness(task: correctness.JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int],
+                       result: EvalResult) -> None:
+    report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
+    result.correctness = report.details
+    result.launched_kernels = report.launched_kernels
+    if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
+        result.flags.append("bf16_under_interpreter_unreliable")  # FACTS 7: interpreter bf16 is silently wrong
+    if report.passed:
+        return
+    status = {correctness.Verdict.INCORRECT: Status.INCORRECT,
+              correctness.Verdict.HACKED: Status.HACKED}.get(report.verdict, Status.RUNTIME_ERROR)
+    if status == Status.RUNTIME_ERROR and "CompilationError" in (report.error or ""):
+        status, result.compiled = Status.COMPILE_ERROR, False
+    raise JudgeStop(status, report.error or "correctness check failed", report.hack_reasons)
+
+
+def _check_resized(request: Any, client: RunnerClient, arena: exchange.Arena, device: torch.device,
+                   options: EvalOptions, seeds: list[int], result: EvalResult) -> None:
+    from kernel_reward import shapes
+
+    result.shape_generalization = shapes.check_shape_generalization(
+        request.reference_code, client, arena, request.entry_point, device, options, seeds[-2])
+    if options.shape_check == "fail" and result.shape_generalization.get("passed") is False:
+        raise JudgeStop(Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason")))
+
+
+def _recheck(task: correctness.JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> None:
+    """One more trial after timing: the answer must still be right."""
+    report = correctness.recheck(task, device, options, seeds[-3])
+    if not report.passed:
+        raise JudgeStop(Status.HACKED if report.hack_reasons else Status.RUNTIME_ERROR,
+                        report.error or "re-check failed", report.hack_reasons)
 
 
 def below_coverage_floor(coverage: float | None, floor: float | None) -> str | None:
