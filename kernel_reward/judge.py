@@ -50,10 +50,11 @@ class JudgeStop(Exception):
 
 
 def judge(request: Any, code: str, work_dir: Path, timing_slot: Any, runner: RunnerProcess, result: EvalResult,
-          phases: Any, device: torch.device) -> None:
-    """Fill ``result`` for one candidate (already screened; ``code`` extracted). Raises JudgeStop / RunnerFault."""
+          phases: Any, device: torch.device, deadline: float | None = None) -> None:
+    """Fill ``result`` for one candidate (already screened; ``code`` extracted). Raises JudgeStop / RunnerFault.
+    ``deadline``: time.monotonic() by which the runner must have answered (None: the service's wall clock)."""
     options: EvalOptions = request.options
-    client = RunnerClient(runner)
+    client = RunnerClient(runner, deadline)
     seed_base = options.seed_base if options.seed_base is not None else secrets.randbits(30)
     seeds = correctness.trial_seeds(seed_base, options.num_trials + 3)
     result.flags.append("launch_checks_self_reported")

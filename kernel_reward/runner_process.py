@@ -20,6 +20,7 @@ import os
 import signal
 import socket
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,8 @@ class RunnerFault(Exception):
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
-        self.kind = kind  # "died" | "protocol" (a frame an honest runner never sends) | "error" (its own failure)
+        # "died" | "protocol" (a frame an honest runner never sends) | "error" (its own failure) | "timeout"
+        self.kind = kind
 
 
 @dataclass
@@ -205,9 +207,12 @@ def _private_tree(uid: int | None, seed_files: dict[str, bytes]) -> Path:
 class RunnerClient:
     """The judge's end of the channel: ``ask`` sends one request and returns its validated reply."""
 
-    def __init__(self, process: RunnerProcess) -> None:
+    def __init__(self, process: RunnerProcess, deadline: float | None = None) -> None:
         self.process = process
         self.channel = process.channel
+        # time.monotonic() by which the runner must have answered everything: the one-shot path's own wall clock
+        # (the execution service enforces its own on the whole pair and leaves this None).
+        self.deadline = deadline
 
     def send_fds(self, fds: list[int]) -> None:
         socket.send_fds(self.channel, [b"F"], fds)
@@ -219,8 +224,13 @@ class RunnerClient:
                 self.send_fds(fds)
         except OSError as exc:
             raise RunnerFault("died", f"the candidate's process is gone (sending {message['type']!r}: {exc})") from exc
+        if self.deadline is not None:
+            self.channel.settimeout(max(self.deadline - time.monotonic(), 0.001))
         try:
             reply = _recv_bounded(self.channel)
+        except TimeoutError as exc:
+            raise RunnerFault("timeout", f"the candidate's process did not answer {message['type']!r} within the "
+                                         "wall-clock limit") from exc
         except wire.WireError as exc:
             raise RunnerFault("protocol", f"the candidate's process sent a malformed reply: {exc}") from exc
         except OSError as exc:

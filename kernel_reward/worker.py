@@ -290,8 +290,10 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
         def phase(name: str) -> Any:
             return _phase(phases, name)
 
+        # Our own runner has no service watching its wall clock: the judge enforces timeout_s on it.
+        deadline = time.monotonic() + request.options.timeout_s if own_runner else None
         try:
-            judge.judge(request, code, work_dir, timing_slot, runner, result, phase, device)
+            judge.judge(request, code, work_dir, timing_slot, runner, result, phase, device, deadline)
         except judge.JudgeStop as stop:
             _set_failure(result, stop.status, str(stop), stop.hack_reasons)
             if stop.flag:
@@ -300,7 +302,7 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
             if fault.kind == "protocol":  # the harness never sends such a frame: the candidate wrote it
                 _set_failure(result, Status.HACKED, f"candidate process: {fault}", ["forged_message"])  # HackReason
             else:
-                status = Status.CRASHED if fault.kind == "died" else Status.RUNTIME_ERROR
+                status = {"died": Status.CRASHED, "timeout": Status.TIMEOUT}.get(fault.kind, Status.RUNTIME_ERROR)
                 _set_failure(result, status, f"candidate process: {fault}")
     finally:
         if own_runner:

@@ -9,6 +9,9 @@ import sys
 import textwrap
 
 from kernel_reward.correctness import LAUNCH_PASSES, trial_seeds
+from kernel_reward.options import EvalOptions
+from kernel_reward.request import EvalRequest
+from kernel_reward.result import EvalResult
 from tests.kernel_reward.conftest import CORPUS_DIR, REPO_ROOT, TASKS_DIR
 
 ADD_RELU = (TASKS_DIR / "add_relu.py").read_text()
@@ -243,3 +246,19 @@ def test_strict_mode_floor_on_coverage():
     assert below_coverage_floor(0.12, None) is None and below_coverage_floor(None, 0.3) is None
     with pytest.raises(ValueError, match="min_coverage"):
         EvalOptions(min_coverage=1.5)
+
+
+def test_one_shot_path_enforces_the_wall_clock_on_its_own_runner(tmp_path):
+    """Without an execution service around it, the judge holds its runner to timeout_s: a forward that never
+    returns is a timeout (and the runner is killed), not a hung evaluation."""
+    hang = fenced("honest_add_relu.py").replace("    def forward(self, x, y):\n", "    def forward(self, x, y):\n        while True:\n            pass\n", 1)
+    assert "while True" in hang
+    request = EvalRequest(ADD_RELU, hang, device="cpu", options=EvalOptions(timeout_s=6.0, seed_base=1))
+    (tmp_path / "request.json").write_text(request.to_json())
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--request", str(tmp_path / "request.json"),
+                           "--out", str(tmp_path / "result.json")], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = EvalResult.from_dict(json.loads((tmp_path / "result.json").read_text()))
+    assert result.status.value == "timeout" and "wall-clock" in result.error
