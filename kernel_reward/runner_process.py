@@ -261,8 +261,8 @@ def _recv_bounded(channel: socket.socket) -> dict[str, Any] | None:
 
     try:
         message = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise wire.WireError(f"not JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # not JSON, or nested deep enough to exhaust the parser's stack
+        raise wire.WireError(f"not JSON: {type(exc).__name__}: {str(exc)[:200]}") from exc
     if not isinstance(message, dict):
         raise wire.WireError(f"a {type(message).__name__}, expected an object")
     return message

@@ -1,0 +1,67 @@
+"""The judge's end of the runner channel takes nothing on trust: every way a reply can be wrong is a named fault.
+
+"protocol" (a frame the honest harness never sends: the candidate wrote it) becomes ``hacked`` /
+``forged_message``; "died" becomes ``crashed``; "error" (the harness's own failure report) ``runtime_error``;
+"timeout" (the one-shot path's wall clock) ``timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from kernel_reward.runner_process import MAX_REPLY_BYTES, RunnerClient, RunnerFault, RunnerProcess
+
+
+def _frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def _ask_with_reply(raw: bytes | None, *, deadline: float | None = None) -> RunnerFault | dict:
+    ours, theirs = socket.socketpair()
+
+    def runner() -> None:
+        theirs.recv(1 << 16)  # the request
+        if raw is None:
+            theirs.close()
+        elif raw:
+            theirs.sendall(raw)
+
+    thread = threading.Thread(target=runner, daemon=True)
+    thread.start()
+    try:
+        return RunnerClient(RunnerProcess(0, ours), deadline).ask({"type": "ping"}, ("pong",))
+    except RunnerFault as fault:
+        return fault
+    finally:
+        thread.join(timeout=5)
+        ours.close()
+
+
+@pytest.mark.parametrize(("raw", "kind"), [
+    (_frame(json.dumps({"type": "result", "result": {"status": "correct", "reward": 9.9}}).encode()), "protocol"),
+    (_frame(b"not json"), "protocol"),
+    (_frame(b"[1, 2]"), "protocol"),
+    (_frame(("[" * 100_000 + "]" * 100_000).encode()), "protocol"),
+    ((MAX_REPLY_BYTES + 1).to_bytes(4, "big"), "protocol"),
+    (_frame(json.dumps({"type": "error", "error": "boom"}).encode()), "error"),
+    (None, "died"),
+])
+def test_every_wrong_reply_is_a_named_fault(raw, kind):
+    outcome = _ask_with_reply(raw)
+    assert isinstance(outcome, RunnerFault) and outcome.kind == kind, outcome
+
+
+def test_a_valid_reply_passes():
+    assert _ask_with_reply(_frame(b'{"type": "pong"}')) == {"type": "pong"}
+
+
+def test_silence_past_the_deadline_is_a_timeout():
+    start = time.monotonic()
+    outcome = _ask_with_reply(b"", deadline=time.monotonic() + 0.3)
+    assert isinstance(outcome, RunnerFault) and outcome.kind == "timeout"
+    assert time.monotonic() - start < 3
