@@ -102,7 +102,7 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
         env["TRITON_INTERPRET"] = "1"
     else:
         env.pop("TRITON_INTERPRET", None)
-    config = {"device": device, "policy": policy.to_dict(), "uid": uid, "expose": _interpreter_paths()}
+    config = {"device": device, "policy": policy.to_dict(), "uid": uid, "expose": interpreter_paths()}
     popen = subprocess.Popen([sys.executable, "-m", "kernel_reward.runner_process", "--fd", str(theirs.fileno()),
                               "--config", json.dumps(config)], pass_fds=[theirs.fileno()], env=env,
                              stdin=subprocess.DEVNULL, start_new_session=True)
@@ -112,10 +112,12 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
     return process
 
 
-def _interpreter_paths() -> list[str]:
-    """What an unprivileged runner must still reach: the interpreter, its stdlib and site-packages, our code."""
+def interpreter_paths(*modules: Any) -> list[str]:
+    """What an unprivileged child must still reach: the interpreter, its stdlib and site-packages, our package,
+    and the folders of ``modules`` (a worker module outside it)."""
     paths = {sys.executable, sys.prefix, sys.base_prefix, *[p for p in sys.path if p],
              str(Path(__file__).resolve().parent)}
+    paths.update(str(Path(m.__file__).parent) for m in modules if getattr(m, "__file__", None))
     return sorted(paths)
 
 
@@ -227,7 +229,7 @@ class RunnerClient:
         if self.deadline is not None:
             self.channel.settimeout(max(self.deadline - time.monotonic(), 0.001))
         try:
-            reply = _recv_bounded(self.channel)
+            reply = wire.recv_message_blocking(self.channel, MAX_REPLY_BYTES)
         except TimeoutError as exc:
             raise RunnerFault("timeout", f"the candidate's process did not answer {message['type']!r} within the "
                                          "wall-clock limit") from exc
@@ -245,37 +247,6 @@ class RunnerClient:
             raise RunnerFault("protocol", f"unexpected reply {str(kind)[:50]!r} to {message['type']!r} "
                                           f"(expected {' / '.join(expect)})")
         return reply
-
-
-def _recv_bounded(channel: socket.socket) -> dict[str, Any] | None:
-    header = _recv_exact(channel, 4)
-    if header is None:
-        return None
-    size = int.from_bytes(header, "big")
-    if size > MAX_REPLY_BYTES:
-        raise wire.WireError(f"reply of {size} bytes announced (limit {MAX_REPLY_BYTES})")
-    payload = _recv_exact(channel, size)
-    if payload is None:
-        return None
-    import json
-
-    try:
-        message = json.loads(payload)
-    except (ValueError, RecursionError) as exc:  # not JSON, or nested deep enough to exhaust the parser's stack
-        raise wire.WireError(f"not JSON: {type(exc).__name__}: {str(exc)[:200]}") from exc
-    if not isinstance(message, dict):
-        raise wire.WireError(f"a {type(message).__name__}, expected an object")
-    return message
-
-
-def _recv_exact(channel: socket.socket, size: int) -> bytes | None:
-    chunks = bytearray()
-    while len(chunks) < size:
-        data = channel.recv(size - len(chunks))
-        if not data:
-            return None
-        chunks += data
-    return bytes(chunks)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -64,18 +64,25 @@ class MessageReader:
         return message
 
 
-def recv_message_blocking(sock: socket.socket) -> dict[str, Any] | None:
-    """Blocking read of one message (used by the trusted side's child code); None at end of file."""
+def recv_message_blocking(sock: socket.socket, max_bytes: int = MAX_MESSAGE_BYTES) -> dict[str, Any] | None:
+    """Blocking read of one message; None at end of file. Anything but a JSON object of at most ``max_bytes``
+    (deep nesting that exhausts the parser included) raises WireError."""
     header = _recv_exact(sock, _HEADER.size)
     if header is None:
         return None
     (size,) = _HEADER.unpack(header)
-    if size > MAX_MESSAGE_BYTES:
-        raise WireError(f"peer announced a {size}-byte message (limit {MAX_MESSAGE_BYTES})")
+    if size > max_bytes:
+        raise WireError(f"peer announced a {size}-byte message (limit {max_bytes})")
     payload = _recv_exact(sock, size)
     if payload is None:
         return None
-    return json.loads(payload)
+    try:
+        message = json.loads(payload)
+    except (ValueError, RecursionError) as exc:  # not JSON (UnicodeDecodeError is a ValueError), or too deep
+        raise WireError(f"not JSON: {type(exc).__name__}: {str(exc)[:200]}") from exc
+    if not isinstance(message, dict):
+        raise WireError(f"message from peer is a {type(message).__name__}, expected an object")
+    return message
 
 
 def _recv_exact(sock: socket.socket, size: int) -> bytes | None:

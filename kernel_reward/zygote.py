@@ -366,12 +366,9 @@ def _half(fraction: float | None) -> float | None:
 
 
 def _interpreter_paths(worker: Any) -> list[str]:
-    """What an unprivileged child must still reach: the interpreter, its stdlib and site-packages, our code."""
-    paths = {sys.executable, sys.prefix, sys.base_prefix, *[p for p in sys.path if p]}
-    for module in (worker, sandbox):
-        if getattr(module, "__file__", None):
-            paths.add(str(Path(module.__file__).parent))
-    return sorted(paths)
+    from kernel_reward.runner_process import interpreter_paths
+
+    return interpreter_paths(worker)
 
 
 def main(argv: list[str] | None = None) -> None:

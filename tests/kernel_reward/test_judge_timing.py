@@ -101,7 +101,7 @@ SOURCE = '''
 import torch
 import torch.nn as nn
 
-N = 1 << 20
+N = 1 << 16
 
 
 class Model(nn.Module):
