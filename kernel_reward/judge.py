@@ -97,7 +97,7 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
                 clock, overhead, before = time_reference_before(reference.model, reference.module, arena,
                                                                 reference.spec, device, options, client, seeds)
         with phases("load"):
-            _load_candidate(client, code)
+            _load_candidate(client, code, options.allow_tf32)
         with phases("build"):
             result.state_transfer = build_remote(client, arena, 0, reference.build_seed, reference.init_inputs,
                                                  reference.state)
@@ -145,8 +145,8 @@ def _build_reference(module: Any, entry_point: str, device: torch.device, probe_
     return Reference(module, model, init_inputs, dict(model.state_dict()), spec, probe, build_seed)
 
 
-def _load_candidate(client: RunnerClient, code: str) -> None:
-    reply = client.ask({"type": "load", "code": code}, ("loaded", "load_failed"))
+def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
+    reply = client.ask({"type": "load", "code": code, "allow_tf32": allow_tf32}, ("loaded", "load_failed"))
     if reply["type"] == "load_failed":
         if reply.get("kind") == "exit":
             raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])

@@ -10,7 +10,7 @@ Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, each answered 
 
     {"type": "ping"}                                   -> {"type": "pong"}
     {"type": "arena", ...exchange.Arena.share()}       -> {"type": "arena_ok"}      (a memfd follows by SCM_RIGHTS)
-    {"type": "load", "code": str}                      -> {"type": "loaded"} | {"type": "load_failed", ...}
+    {"type": "load", "code": str, "allow_tf32": bool}  -> {"type": "loaded"} | {"type": "load_failed", ...}
     {"type": "build", "model", "seed", "init", "state"} -> {"type": "built", ...} | {"type": "build_failed", ...}
     {"type": "run", "model", "calls": [...]}           -> {"type": "ran", "calls": [...]}
     {"type": "coverage", "model", "inputs", "calls", "method"} -> {"type": "coverage", ...}
@@ -95,6 +95,14 @@ def _describe(structure: str) -> str:
     return f"a {kind} of {count} tensor(s)"
 
 
+def apply_tf32_policy(allow_tf32: bool) -> None:
+    """See options.py: by default fp32 runs in full fp32 (no TF32 in matmul / conv), the reference in the judge
+    and the candidate's own torch calls here alike (cuDNN's default would otherwise be TF32 convolutions)."""
+    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow_tf32
+    torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+
+
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -142,6 +150,7 @@ class Runner:
     def _on_load(self, message: dict[str, Any]) -> dict[str, Any]:
         from kernel_reward.loading import write_and_import
 
+        apply_tf32_policy(bool(message.get("allow_tf32", False)))
         try:
             self.module = write_and_import(str(message["code"]), self.work_dir, "cand")
         except SystemExit as exc:

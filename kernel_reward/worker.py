@@ -282,7 +282,9 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
         from kernel_reward import judge
 
         device = torch.device(info.device)
-        _apply_tf32_policy(request.options.allow_tf32)
+        from kernel_reward.runner import apply_tf32_policy
+
+        apply_tf32_policy(request.options.allow_tf32)  # the runner gets the same policy with the candidate
         work_dir.mkdir(parents=True, exist_ok=True)
         # The candidate's code runs in the runner: its record is the result's (the service adds the judge's own).
         result.isolation = {**dict(runner.isolation), "judge": {"process": "the calling process (not sandboxed)"}}
@@ -316,15 +318,6 @@ def start_runner_process(device: str | None) -> Any:
     process = runner_process.spawn_runner_exec("cpu" if wants_interpreter(device) else "cuda", SandboxPolicy())
     runner_process.wait_ready(process)
     return process
-
-
-def _apply_tf32_policy(allow_tf32: bool) -> None:
-    """See options.py: by default the fp32 reference runs in full fp32 (no TF32 in matmul / conv)."""
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-    torch.backends.cudnn.allow_tf32 = allow_tf32
-    torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
 
 
 def _tail_traceback(exc: BaseException, limit: int = 1500) -> str:
