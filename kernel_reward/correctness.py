@@ -29,7 +29,6 @@ Fail closed: the report is ``passed`` only when every check ran and succeeded.
 from __future__ import annotations
 
 import enum
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +36,7 @@ import torch
 
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import RemoteCandidate
+from kernel_reward.runner import format_exception
 from kernel_reward.runner_process import RunnerFault
 from kernel_reward.tensors import (
     clone_args,
@@ -186,7 +186,7 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
             try:
                 reference = run_reference(task, inputs, device)
             except Exception as exc:
-                raise _Stop(Verdict.RUNTIME_ERROR, _format_exception("the REFERENCE raised (task problem)", exc)) from exc
+                raise _Stop(Verdict.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)) from exc
             after = runner.call(inputs)
             report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
             first = compare_outputs(before, reference, options.tolerance)
@@ -214,7 +214,7 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
         raise  # the candidate's process died or broke the protocol: the pipeline reports it
     except Exception as exc:  # a harness-side failure caused by odd candidate behaviour: fail closed
         report.verdict = Verdict.RUNTIME_ERROR
-        report.error = _format_exception("evaluation failed", exc)
+        report.error = format_exception("evaluation failed", exc)
     report.launched_kernels = sorted(runner.launched)
     return report
 
@@ -319,8 +319,3 @@ def _max(a: float | None, b: float | None) -> float | None:
     return max(values) if values else None
 
 
-def _format_exception(prefix: str, exc: BaseException, limit_chars: int = 3000) -> str:
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    if len(text) > limit_chars:
-        text = text[:800] + "\n...\n" + text[-(limit_chars - 805):]
-    return f"{prefix}: {type(exc).__name__}: {exc}\n{text}"

@@ -169,6 +169,11 @@ def decode_args(items: Any, arena: torch.Tensor) -> list[Any]:
     return [_decode(item, arena) for item in items]
 
 
+def tensor_views(items: Any, arena: torch.Tensor) -> list[torch.Tensor]:
+    """The tensor arguments of an encoded argument list, as views of ``arena`` (argument order)."""
+    return [a for a in decode_args(items, arena) if isinstance(a, torch.Tensor)]
+
+
 def _decode(item: Any, arena: torch.Tensor) -> Any:
     if not isinstance(item, dict) or len(item) not in (1, 2):
         raise ExchangeError(f"malformed argument {item!r:.200}")
@@ -209,6 +214,25 @@ class Arena:
             self._cuda_ptr = _driver().alloc(self.nbytes)
             self.tensor = _wrap_device_pointer(self._cuda_ptr, self.nbytes, device)
         self.layout = Layout(self.nbytes)
+
+    def reserve(self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None, *,
+                wrap: bool = False) -> TensorRef:
+        """The next free place for such a tensor; ``wrap``: start again at the beginning when the arena is full
+        (fresh places call after call, without growing), else MemoryError."""
+        try:
+            return self.layout.place(shape, dtype, stride)
+        except MemoryError:
+            if not wrap:
+                raise
+            self.layout.reset()
+            return self.layout.place(shape, dtype, stride)
+
+    def put(self, tensor: torch.Tensor, *, wrap: bool = False) -> TensorRef:
+        """Copy ``tensor`` into the next free place (its own layout where dense, see ``placement_stride``)."""
+        ref = self.reserve(tuple(tensor.shape), tensor.dtype, placement_stride(tensor), wrap=wrap)
+        with torch.no_grad():
+            view(self.tensor, ref).copy_(tensor)
+        return ref
 
     def share(self) -> tuple[dict[str, Any], list[int]]:
         """(message fields, descriptors to send with them)."""

@@ -26,10 +26,10 @@ import torch
 
 from kernel_reward import correctness, exchange, judge_timing, loading
 from kernel_reward.options import EvalOptions
-from kernel_reward.remote import OutputSpec, RemoteCandidate, args_nbytes, output_spec
+from kernel_reward.remote import OutputSpec, RemoteCandidate, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
 from kernel_reward.runner_process import RunnerClient, RunnerProcess
-from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
+from kernel_reward.tensors import clone_args, compare_outputs, make_inputs, synchronize
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
@@ -199,7 +199,7 @@ def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], probe: li
     """Room for the reference's weights, or for as many call slots (inputs + outputs) as the budget holds: at least
     one, so a task larger than the budget still runs (one call per timed batch). Everything the judge keeps beside
     it for timing (a private mirror of the used slots, staged inputs, two capture stacks) scales with it too."""
-    slot = args_nbytes(probe) + spec.nbytes + exchange.ALIGN * (len(spec.shapes) + 1)
+    slot = slot_bytes(probe, spec)
     state_bytes = sum(t.numel() * t.element_size() + exchange.ALIGN for t in state.values())
     budget = ARENA_BYTES_GPU if device.type == "cuda" else ARENA_BYTES_CPU
     slots = max(1, min(MAX_CALLS_PER_BATCH, budget // max(slot, 1)))
@@ -214,10 +214,10 @@ def share_arena(client: RunnerClient, arena: exchange.Arena) -> None:
 def build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, seed: int, init_inputs: list[Any],
                   state: dict[str, torch.Tensor]) -> dict[str, Any]:
     arena.layout.reset()
-    place = _placer(arena)
+    place = arena.put
     init = exchange.encode_args(init_inputs, place)
     refs = {name: place(value.detach()).to_json() for name, value in state.items()}
-    _sync(arena.device)
+    synchronize(arena.device)
     reply = client.ask({"type": "build", "model": model_id, "seed": seed, "init": init, "state": refs},
                        ("built", "build_failed"))
     if reply["type"] == "build_failed":
@@ -226,21 +226,6 @@ def build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, see
         raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
     transfer = reply.get("state_transfer")
     return transfer if isinstance(transfer, dict) else {}
-
-
-def _placer(arena: exchange.Arena) -> Any:
-    def place(tensor: torch.Tensor) -> exchange.TensorRef:
-        ref = arena.layout.place(tuple(tensor.shape), tensor.dtype, exchange.placement_stride(tensor))
-        with torch.no_grad():
-            exchange.view(arena.tensor, ref).copy_(tensor)
-        return ref
-
-    return place
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 # ------------------------------------------------------------------------------------------------ timing
@@ -341,9 +326,9 @@ def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module
     clipped to [0, 1], and a failure only flags."""
     with phases("profile"):
         candidate.arena.layout.reset()
-        place = _placer(candidate.arena)
+        place = candidate.arena.put
         inputs = [exchange.encode_args(make_inputs(reference_module, seed, device), place) for seed in seeds[-2:]]
-        _sync(device)
+        synchronize(device)
         reply = client.ask({"type": "coverage", "model": candidate.model_id, "inputs": inputs,
                             "calls": options.profile_calls, "method": options.coverage_method}, ("coverage", "error"))
     _coverage_from_reply(reply, result)

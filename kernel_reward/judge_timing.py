@@ -41,6 +41,7 @@ from kernel_reward.remote import RemoteCandidate, poison
 from kernel_reward.result import TimingStats
 from kernel_reward.runner import execute_call
 from kernel_reward.runner_process import RunnerFault
+from kernel_reward.tensors import nan_to_sentinel, synchronize
 from kernel_reward.timing import (
     TimingValidationError,
     bootstrap_ratio_ci_unpaired,
@@ -130,12 +131,12 @@ class BatchClock:
         sample = self.draw(self._next_seed())
         slot_args, slot_outs = [], []
         for _ in range(calls):
-            slot_args.append(exchange.encode_args(sample, lambda t: self.arena.layout.place(
+            slot_args.append(exchange.encode_args(sample, lambda t: self.arena.reserve(
                 tuple(t.shape), t.dtype, exchange.placement_stride(t))))
-            slot_outs.append([self.arena.layout.place(shape, dtype)
+            slot_outs.append([self.arena.reserve(shape, dtype)
                               for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)])
         self.mirror = torch.empty(self.arena.layout.used, dtype=torch.uint8, device=self.device)  # the used slots only
-        self.arena_inputs = [_tensor_views(args, self.arena.tensor) for args in slot_args]
+        self.arena_inputs = [exchange.tensor_views(args, self.arena.tensor) for args in slot_args]
         self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
         self.mirror_inputs = [[a for a in args if isinstance(a, torch.Tensor)] for args in self.mirror_args]
         self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in slot_outs]
@@ -163,7 +164,7 @@ class BatchClock:
                     view.copy_(value)
             if self.flush is not None:
                 self.flush.zero_()
-        _sync(self.device)
+        synchronize(self.device)
 
     def _capture(self, outputs: list[list[torch.Tensor]], side: str) -> list[torch.Tensor]:
         stacks = self.captures[side]
@@ -171,7 +172,7 @@ class BatchClock:
             for index, sources in enumerate(outputs):
                 for stack, source in zip(stacks, sources, strict=True):
                     stack[index].copy_(source)
-        _sync(self.device)
+        synchronize(self.device)
         return stacks
 
     def _ask(self, client: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -187,7 +188,7 @@ class BatchClock:
         dry run of the same message meanwhile (the same round trip and context switch as a candidate batch)."""
         for outs in self.mirror_outputs:
             poison(outs)
-        _sync(self.device)
+        synchronize(self.device)
         start = time.perf_counter()
         self._load_inputs(staged, self.mirror_inputs)
         self._ask(client, self.dry_message)
@@ -195,7 +196,7 @@ class BatchClock:
             with torch.no_grad():
                 for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
                     execute_call(self.reference, args, outs, self.spec.structure)
-        _sync(self.device)
+        synchronize(self.device)
         captured = self._capture(self.mirror_outputs, "reference")
         return (time.perf_counter() - start) * 1e3, captured
 
@@ -204,7 +205,7 @@ class BatchClock:
         """(ms, captured outputs, per-call reports) of one candidate batch: one message to the runner, K calls."""
         for outs in self.arena_outputs:
             poison(outs)
-        _sync(self.device)
+        synchronize(self.device)
         message = self.run_message if model_id == 0 else {**self.run_message, "model": model_id}
         start = time.perf_counter()
         self._load_inputs(staged, self.arena_inputs)
@@ -217,21 +218,8 @@ class BatchClock:
         changed = torch.zeros((), dtype=torch.bool, device=self.device)
         for views, values in zip(self.arena_inputs, staged, strict=True):
             for view, value in zip(views, values, strict=True):
-                changed |= torch.ne(_nan_free(view), _nan_free(value)).any()
+                changed |= torch.ne(nan_to_sentinel(view), nan_to_sentinel(value)).any()
         return not bool(changed)
-
-
-def _nan_free(tensor: torch.Tensor) -> torch.Tensor:
-    return torch.nan_to_num(tensor, nan=1.2345e-7) if tensor.is_floating_point() else tensor
-
-
-def _tensor_views(encoded: list[Any], arena: torch.Tensor) -> list[torch.Tensor]:
-    return [a for a in exchange.decode_args(encoded, arena) if isinstance(a, torch.Tensor)]
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def calibrate(clock: BatchClock, client: Any, repeats: int = 7) -> float:

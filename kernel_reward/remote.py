@@ -9,6 +9,7 @@ verdict worse (a raised error, a self-reported hack), never better than what the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ import torch
 
 from kernel_reward import exchange
 from kernel_reward.runner_process import RunnerClient, RunnerFault
-from kernel_reward.tensors import same_values
+from kernel_reward.tensors import same_values, synchronize
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ def output_spec(raw: Any) -> OutputSpec:
     except CallError as exc:
         raise ValueError(f"the reference's {exc}") from exc
     return OutputSpec(structure, tuple(tuple(t.shape) for t in tensors), tuple(t.dtype for t in tensors))
+
+
+def slot_bytes(args: list[Any], spec: OutputSpec) -> int:
+    """Arena bytes one call needs: its inputs and outputs, each aligned."""
+    return args_nbytes(args) + spec.nbytes + exchange.ALIGN * (len(spec.shapes) + 1)
 
 
 def args_nbytes(args: list[Any]) -> int:
@@ -88,29 +94,9 @@ class RemoteCandidate:
         self.model_id = model_id
         self._last_inputs: list[Any] | None = None  # encoded placement of the previous call's inputs
 
-    def place(self, value: torch.Tensor) -> exchange.TensorRef:
-        """Copy ``value`` into fresh arena space (wrapping to the start when the arena is full)."""
-        layout = self.arena.layout
-        shape, dtype, stride = tuple(value.shape), value.dtype, exchange.placement_stride(value)
-        try:
-            ref = layout.place(shape, dtype, stride)
-        except MemoryError:
-            layout.reset()
-            ref = layout.place(shape, dtype, stride)
-        with torch.no_grad():
-            exchange.view(self.arena.tensor, ref).copy_(value)
-        return ref
-
     def output_slots(self) -> tuple[list[exchange.TensorRef], list[torch.Tensor]]:
-        refs, views = [], []
-        for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True):
-            try:
-                ref = self.arena.layout.place(shape, dtype)
-            except MemoryError:
-                self.arena.layout.reset()
-                ref = self.arena.layout.place(shape, dtype)
-            refs.append(ref)
-            views.append(exchange.view(self.arena.tensor, ref))
+        refs = [self.arena.reserve(shape, dtype, wrap=True) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+        views = [exchange.view(self.arena.tensor, ref) for ref in refs]
         poison(views)
         return refs, views
 
@@ -120,35 +106,26 @@ class RemoteCandidate:
         previous call (the buffer-reuse check needs the candidate to see one storage twice)."""
         if reuse_buffers and self._last_inputs is not None:
             encoded = self._last_inputs
-            views = _tensor_views(encoded, self.arena.tensor)
+            views = exchange.tensor_views(encoded, self.arena.tensor)
             with torch.no_grad():
                 for view, value in zip(views, [a for a in inputs if isinstance(a, torch.Tensor)], strict=True):
                     view.copy_(value)
         else:
-            encoded = exchange.encode_args(inputs, self.place)
+            encoded = exchange.encode_args(inputs, functools.partial(self.arena.put, wrap=True))  # fresh places
         self._last_inputs = encoded
         out_refs, out_views = self.output_slots()
-        _sync(self.arena)
+        synchronize(self.arena.device)
         reply = self.client.ask({"type": "run", "model": self.model_id, "calls": [{
             "args": encoded, "out": [ref.to_json() for ref in out_refs], "mode": mode, "ablate": ablate,
             "monitor": monitor, "structure": self.spec.structure, "train": training}]}, ("ran",))
         report = _one_report(reply)
-        _sync(self.arena)
+        synchronize(self.arena.device)
         outcome = CallOutcome(outputs=[v.detach().clone() for v in out_views], ok=bool(report.get("ok")),
                               kind=_text(report.get("kind")), error=_text(report.get("error")),
                               launched=_names(report.get("launched")), own_launches=_names(report.get("own")))
-        placed = _tensor_views(encoded, self.arena.tensor)
+        placed = exchange.tensor_views(encoded, self.arena.tensor)
         outcome.inputs_mutated = not same_values(placed, [a for a in inputs if isinstance(a, torch.Tensor)])
         return outcome
-
-
-def _sync(arena: exchange.Arena) -> None:
-    if arena.device.type == "cuda":
-        torch.cuda.synchronize(arena.device)
-
-
-def _tensor_views(encoded: list[Any], arena: torch.Tensor) -> list[torch.Tensor]:
-    return [a for a in exchange.decode_args(encoded, arena) if isinstance(a, torch.Tensor)]
 
 
 def _one_report(reply: dict[str, Any]) -> dict[str, Any]:

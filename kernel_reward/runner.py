@@ -31,7 +31,8 @@ from typing import Any
 
 import torch
 
-from kernel_reward import exchange, wire
+from kernel_reward import exchange, tensors, wire
+from kernel_reward.tensors import synchronize
 
 MODES: dict[str, Callable[[], AbstractContextManager[Any]]] = {
     "no_grad": torch.no_grad,
@@ -50,11 +51,13 @@ class CallError(Exception):
 
 def flatten_outputs(output: Any) -> tuple[str, list[torch.Tensor]]:
     """(structure, tensors): "tensor" for one tensor, "tuple:N" / "list:N" for a sequence of N tensors."""
+    try:
+        outputs = tensors.flatten_outputs(output)
+    except tensors.OutputFormatError as exc:
+        raise CallError("format", str(exc)) from exc
     if isinstance(output, torch.Tensor):
-        return "tensor", [output]
-    if isinstance(output, tuple | list) and output and all(isinstance(o, torch.Tensor) for o in output):
-        return f"{type(output).__name__ if isinstance(output, list) else 'tuple'}:{len(output)}", list(output)
-    raise CallError("format", f"forward returned {type(output).__name__}, expected a tensor or a tuple of tensors")
+        return "tensor", outputs
+    return f"{'list' if isinstance(output, list) else 'tuple'}:{len(outputs)}", outputs
 
 
 def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Tensor], expected_structure: str) -> str:
@@ -62,12 +65,12 @@ def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Te
 
     Copying needs the exact shape and dtype; a mismatch is reported (the judge calls it incorrect), never coerced.
     """
-    structure, tensors = flatten_outputs(model(*args))
-    _self_check(tensors, args)
+    structure, outputs = flatten_outputs(model(*args))
+    _self_check(outputs, args)
     if structure != expected_structure:
         raise CallError("structure", f"forward returned {_describe(structure)}, the reference returns "
                                      f"{_describe(expected_structure)}")
-    for index, (tensor, slot) in enumerate(zip(tensors, outs, strict=True)):
+    for index, (tensor, slot) in enumerate(zip(outputs, outs, strict=True)):
         if tensor.shape != slot.shape or tensor.dtype != slot.dtype:
             raise CallError("structure", f"output {index}: shape {tuple(tensor.shape)} {tensor.dtype}, expected "
                                          f"{tuple(slot.shape)} {slot.dtype}")
@@ -77,14 +80,13 @@ def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Te
     return structure
 
 
-def _self_check(tensors: list[torch.Tensor], args: list[Any]) -> None:
+def _self_check(outputs: list[torch.Tensor], args: list[Any]) -> None:
     """What only this process can see, reported as the candidate's own hack (a report can only hurt it): an output
     that is a tensor subclass (a lazy or wrapping type) or that shares storage with an input."""
-    subclasses = [type(t).__name__ for t in tensors if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter]
+    subclasses = tensors.non_plain_tensors(outputs)
     if subclasses:
         raise CallError("hack:tensor_subclass", f"output is a tensor subclass ({', '.join(subclasses)})")
-    inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor) and a.numel() > 0}
-    if any(t.numel() > 0 and t.untyped_storage().data_ptr() in inputs for t in tensors):
+    if tensors.aliases(outputs, args):
         raise CallError("hack:output_aliases_input", "output shares storage with an input (returns an input or a view of one)")
 
 
@@ -101,11 +103,6 @@ def apply_tf32_policy(allow_tf32: bool) -> None:
     torch.backends.cuda.matmul.allow_tf32 = allow_tf32
     torch.backends.cudnn.allow_tf32 = allow_tf32
     torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class Runner:
@@ -134,7 +131,7 @@ class Runner:
                 except SystemExit as exc:  # from candidate code outside a forward (e.g. a property)
                     reply = {"type": "error", "kind": "exit", "error": f"candidate raised SystemExit({exc.code!r})"}
                 except Exception as exc:  # noqa: BLE001 - reported to the judge, which decides what it means
-                    reply = {"type": "error", "error": _format(exc)}
+                    reply = {"type": "error", "error": format_exception("runner failed", exc)}
             wire.send_message(self.channel, reply)
 
     def _on_ping(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +153,7 @@ class Runner:
         except SystemExit as exc:
             return {"type": "load_failed", "kind": "exit", "error": f"candidate raised SystemExit({exc.code!r}) at import"}
         except BaseException as exc:  # noqa: BLE001 - an import failure is the candidate's compile error
-            return {"type": "load_failed", "kind": "import", "error": f"candidate failed to import: {_format(exc)}"}
+            return {"type": "load_failed", "kind": "import", "error": format_exception("candidate failed to import", exc)}
         return {"type": "loaded", "module": self.module.__name__}
 
     def _on_build(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -176,7 +173,7 @@ class Runner:
         except SystemExit as exc:
             return {"type": "build_failed", "kind": "exit", "error": f"ModelNew raised SystemExit({exc.code!r})"}
         except Exception as exc:  # noqa: BLE001
-            return {"type": "build_failed", "error": f"ModelNew(*get_init_inputs()) raised {_format(exc)}"}
+            return {"type": "build_failed", "error": format_exception("ModelNew(*get_init_inputs()) raised", exc)}
         self.models[int(message["model"])] = model
         return {"type": "built", "state_transfer": _transfer_state(state, model)}
 
@@ -216,7 +213,7 @@ class Runner:
             except SystemExit as exc:
                 report.update(ok=False, kind="exit", error=f"forward raised SystemExit({exc.code!r})")
             except Exception as exc:  # noqa: BLE001
-                report.update(ok=False, kind="raised", error=f"candidate forward raised {_format(exc)}")
+                report.update(ok=False, kind="raised", error=format_exception("candidate forward raised", exc))
             reports.append(report)
             if not report["ok"]:
                 break
@@ -283,8 +280,9 @@ def _transfer_state(state: dict[str, torch.Tensor], model: torch.nn.Module) -> d
             "reference_tensors": len(state)}
 
 
-def _format(exc: BaseException, limit: int = 2500) -> str:
+def format_exception(prefix: str, exc: BaseException, limit_chars: int = 3000) -> str:
+    """``prefix: Type: message`` and the traceback, its middle cut to keep about ``limit_chars`` (judge and runner)."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    if len(text) > limit:
-        text = text[:600] + "\n...\n" + text[-(limit - 605):]
-    return f"{type(exc).__name__}: {exc}\n{text}"
+    if len(text) > limit_chars:
+        text = text[:800] + "\n...\n" + text[-(limit_chars - 805):]
+    return f"{prefix}: {type(exc).__name__}: {exc}\n{text}"

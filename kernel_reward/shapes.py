@@ -139,10 +139,9 @@ def check_shape_generalization(
     import secrets
     import tempfile
 
-    from kernel_reward import exchange
     from kernel_reward.judge import JudgeStop, build_remote
     from kernel_reward.loading import unload, write_and_import
-    from kernel_reward.remote import RemoteCandidate, args_nbytes, output_spec
+    from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
     from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
 
     if options.shape_check == "off":
@@ -172,7 +171,7 @@ def check_shape_generalization(
                 except Exception as exc:
                     notes.append(f"resized reference could not be built/run: {type(exc).__name__}: {exc}")
                     continue
-                needed = args_nbytes(inputs) + spec.nbytes + exchange.ALIGN * (len(spec.shapes) + 1)
+                needed = slot_bytes(inputs, spec)
                 if needed > arena.nbytes:
                     notes.append(f"resized task ({needed} bytes a call) does not fit the {arena.nbytes}-byte exchange arena")
                     continue

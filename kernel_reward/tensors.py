@@ -74,14 +74,15 @@ def same_values(a: list[Any], b: list[Any]) -> bool:
                 return False
             # torch.equal first (no full-size temporaries: large inputs are compared after every call); only a
             # mismatch pays the NaN-aware comparison (NaN == NaN here).
-            if not torch.equal(x, y) and not torch.equal(_nan_to_sentinel(x), _nan_to_sentinel(y)):
+            if not torch.equal(x, y) and not torch.equal(nan_to_sentinel(x), nan_to_sentinel(y)):
                 return False
         elif x != y:
             return False
     return True
 
 
-def _nan_to_sentinel(x: torch.Tensor) -> torch.Tensor:
+def nan_to_sentinel(x: torch.Tensor) -> torch.Tensor:
+    """The tensor with NaN replaced by a fixed value, so bitwise comparisons treat NaN == NaN."""
     if x.is_floating_point() or x.is_complex():
         return torch.nan_to_num(x.detach(), nan=1.2345e-7)
     return x.detach()

@@ -320,10 +320,6 @@ def start_runner_process(device: str | None) -> Any:
     return process
 
 
-def _tail_traceback(exc: BaseException, limit: int = 1500) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-limit:]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kernel_reward.worker",
