@@ -199,7 +199,9 @@ class Arena:
     (``share()``: a JSON description plus, on CPU, the descriptor to pass)."""
 
     def __init__(self, nbytes: int, device: torch.device) -> None:
-        self.nbytes = max(int(nbytes), ALIGN)
+        # The last ALIGN bytes hold the words the two processes' streams meet at (stream_gate), never a view.
+        self.nbytes = max(int(nbytes), ALIGN) + ALIGN
+        self.signal_offset = self.nbytes - ALIGN
         self.device = device
         self.fd: int | None = None
         self._mapping: mmap.mmap | None = None
@@ -213,7 +215,18 @@ class Arena:
         else:
             self._cuda_ptr = _driver().alloc(self.nbytes)
             self.tensor = _wrap_device_pointer(self._cuda_ptr, self.nbytes, device)
-        self.layout = Layout(self.nbytes)
+        self.layout = Layout(self.signal_offset)
+
+    def signal_words(self) -> tuple[int, int]:
+        """Offsets of the (flag, done) words: the judge writes ``flag`` when a batch's inputs are in, the runner
+        ``done`` after its calls."""
+        return self.signal_offset, self.signal_offset + 4
+
+    def address(self, offset: int) -> int:
+        """Device address of a byte of the arena (CUDA only)."""
+        if self._cuda_ptr is None:
+            raise ExchangeError("only a CUDA arena has device addresses")
+        return self._cuda_ptr + offset
 
     def reserve(self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None, *,
                 wrap: bool = False) -> TensorRef:
@@ -279,6 +292,15 @@ class MappedArena:
             self.tensor = _wrap_device_pointer(self._cuda_ptr, nbytes, device)
         else:
             raise ExchangeError(f"unknown arena kind {kind!r}")
+        self.nbytes = nbytes
+
+    def word_address(self, offset: Any) -> int:
+        """Device address of an aligned 32-bit word of the arena (CUDA only), bounds-checked."""
+        if self._cuda_ptr is None:
+            raise ExchangeError("only a CUDA arena has device addresses")
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % 4 or offset + 4 > self.nbytes:
+            raise ExchangeError(f"bad signal word offset {offset!r}")
+        return self._cuda_ptr + offset
 
 
 # ----------------------------------------------------------------------------------------- CUDA driver calls

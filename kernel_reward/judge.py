@@ -243,7 +243,7 @@ def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
 
 def time_reference_before(reference_model: Any, reference_module: Any, arena: exchange.Arena, spec: OutputSpec,
                            device: torch.device, options: EvalOptions, client: RunnerClient,
-                           seeds: list[int]) -> tuple[judge_timing.BatchClock, float, list[float]]:
+                           seeds: list[int]) -> tuple[judge_timing.BatchClock, judge_timing.Overhead, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
     calibration of both sides' fixed costs, and the reference's own baseline."""
     hidden = secrets.randbits(30)
@@ -252,23 +252,25 @@ def time_reference_before(reference_model: Any, reference_module: Any, arena: ex
         return make_inputs(reference_module, (hidden * 7919 + index) % (2**31 - 1), device)
 
     reference = _timed_reference(reference_model, options)
-    clock = judge_timing.BatchClock(reference, reference_module, arena, spec, device, options.l2_flush_mb, draw)
+    clock = judge_timing.BatchClock(reference, arena, spec, device, options.l2_flush_mb, draw)
     clock.prepare(1)
+    clock.stage()
     for _ in range(max(options.warmup_calls, 1)):
-        clock.time_reference(clock.stage(), client)
-    empty_one = statistics.median(clock.time_reference(clock.stage(), client, empty=True)[0] for _ in range(5))
-    one_call = statistics.median(clock.time_reference(clock.stage(), client)[0] for _ in range(5)) - empty_one
-    slots = max(1, min(MAX_CALLS_PER_BATCH, arena.nbytes // max(_slot_bytes(clock), 1)))
+        clock.time_reference()
+    empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
+    one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
+    slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
     clock.prepare(judge_timing.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
+    clock.stage()
     overhead = judge_timing.calibrate(clock, client)
-    batch_ms = max(one_call * clock.calls + overhead, 1e-3)
-    batches = _batches(options.timing_budget_ms * BEFORE_SHARE, batch_ms, minimum=5)
-    before = judge_timing.time_reference_alone(clock, client, overhead, batches)
+    batches = _batches(options.timing_budget_ms * BEFORE_SHARE, _batch_ms(one_call, clock.calls, overhead), minimum=5)
+    before = judge_timing.time_reference_alone(clock, overhead, batches)
     return clock, overhead, before
 
 
-def _slot_bytes(clock: judge_timing.BatchClock) -> int:
-    return max(clock.arena.layout.used, 1)
+def _batch_ms(call_ms: float, calls: int, overhead: judge_timing.Overhead) -> float:
+    """Wall time of one batch pair (both sides), for sizing the number of batches to the budget."""
+    return max(2 * call_ms * calls + overhead.reference_ms + overhead.candidate_ms, 1e-3)
 
 
 def _batches(budget_ms: float, batch_ms: float, *, minimum: int = MIN_BATCHES) -> int:
@@ -276,21 +278,14 @@ def _batches(budget_ms: float, batch_ms: float, *, minimum: int = MIN_BATCHES) -
 
 
 def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-                    overhead: float, before: list[float], options: EvalOptions, result: EvalResult,
+                    overhead: judge_timing.Overhead, before: list[float], options: EvalOptions, result: EvalResult,
                     phases: Any) -> None:
-    def validate(expected: list[torch.Tensor], got: list[torch.Tensor]) -> str | None:
-        comparison = compare_outputs(got, expected, options.tolerance)
-        return None if comparison.ok else comparison.reason
-
     with phases("timing"):
         try:
-            # Warm the candidate (first-call compiles, autotuning) on verified batches that do not count.
-            judge_timing.time_interleaved(clock, candidate, client, overhead, 2, validate)
-            batch_ms = max(statistics.median(before) * clock.calls + overhead, 1e-3)
-            timing = measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+            timing = compare_timed(clock, candidate, client, overhead, before, options)
             if timing.speedup > options.implausible_speedup:
                 result.flags.append("implausible_speedup_remeasured")
-                timing = measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+                timing = measure(clock, candidate, client, overhead, before, options)
                 if timing.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
         except judge_timing.TimingValidationError as exc:
@@ -299,25 +294,39 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
     result.flags.extend(timing.flags)
     if options.baseline != "eager":
         result.flags.append(f"baseline_{options.baseline}")
-    result.timing_method = {"method": timing.method, "calls_per_batch": timing.calls_per_batch,
-                            "overhead_ms": timing.overhead_ms, "reference_phase": timing.reference_phase,
-                            "reference_before_ms": timing.reference_before_ms}
+    result.timing_method = timing.describe()
     result.reference_timing, result.kernel_timing = timing.reference, timing.candidate
     result.reference_time_ms, result.kernel_time_ms = timing.reference.median_ms, timing.candidate.median_ms
     result.speedup, result.speedup_ci = timing.speedup, timing.speedup_ci
 
 
+def compare_timed(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
+                  overhead: judge_timing.Overhead, before: list[float], options: EvalOptions) -> judge_timing.BatchTiming:
+    """Warm the candidate (first-call compiles, autotuning) on verified batches that do not count, then measure."""
+    judge_timing.time_interleaved(clock, candidate, client, overhead, 2, _validator(options))
+    return measure(clock, candidate, client, overhead, before, options)
+
+
+def _validator(options: EvalOptions) -> Any:
+    def validate(expected: list[torch.Tensor], got: list[torch.Tensor]) -> str | None:
+        comparison = compare_outputs(got, expected, options.tolerance)
+        return None if comparison.ok else comparison.reason
+
+    return validate
+
+
 def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-             overhead: float, before: list[float], options: EvalOptions, validate: Any,
-             batch_ms: float) -> judge_timing.BatchTiming:
-    batches = _batches(options.timing_budget_ms, batch_ms)
-    during, candidate_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches, validate)
+            overhead: judge_timing.Overhead, before: list[float], options: EvalOptions) -> judge_timing.BatchTiming:
+    """Interleaved batches within the timing budget, every candidate output verified."""
+    batches = _batches(options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead))
+    during, candidate_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches,
+                                                         _validator(options))
     reference_ms, phase, slower = judge_timing.pick_reference(before, during)
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
-    if judge_timing.overhead_dominated(overhead, statistics.median(reference_ms), clock.calls):
-        flags.append("timing_overhead_dominated")
+    if judge_timing.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
+        flags.append("timing_noise_dominated")
     return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
-                                    statistics.median(before), flags)
+                                    statistics.median(before), clock.method, flags)
 
 
 def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,

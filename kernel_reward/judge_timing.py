@@ -1,23 +1,28 @@
 """Timing the runner cannot fake: the judge's own clock over batches of calls whose outputs it verifies.
 
-One timed batch of either side, on the judge's host clock (``time.perf_counter``):
+One timed batch of K calls, either side. On a GPU the clock is the judge's own pair of CUDA events (``E0``/``E1``)
+on the judge's stream, and the runner's stream meets it at two words of the arena (``stream_gate``):
 
-    [outside the clock: draw K fresh input sets under hidden seeds into private staging; poison the output slots]
-    t0 -> copy the K input sets into the side's input slots -> zero the L2 flush buffer -> synchronise
-       -> run K calls (candidate: one "run" message to the runner and its reply; reference: the same harness
-          function ``runner.execute_call`` in this process) -> copy the K outputs into private capture buffers
-       -> synchronise -> t1
-    [outside the clock: compare all K captured outputs with the reference's for the same inputs]
+    [outside the clock: K fresh input sets under hidden seeds into private staging; output slots poisoned;
+     everything below queued behind a closed host gate, the runner's calls too, so no launch latency counts]
+    judge:   E0 -> one copy of the staged inputs into the side's input slots -> flush L2 ->
+             candidate: write(flag = n) ... wait(done >= n)    | reference: its K calls, in this process
+             -> one copy of the output slots into private capture -> E1
+    runner:  wait(flag >= n) -> K calls -> write(done = n)
+    [outside the clock: every captured output compared with the reference's for the same inputs]
 
-* The candidate's inputs enter the shared arena only after t0, so nothing can start on them unclocked.
-* The clock stops after the judge has copied the outputs out of the arena. Work the runner leaves behind (a side
-  stream, a skipped synchronise) either finishes before that copy, and is inside the clock, or does not, and the
-  copy holds a wrong answer. A patched timer in the runner times nothing the judge uses.
-* Every timed call's output is verified; the runner cannot tell which calls matter.
-* Both sides follow one pattern (``BatchClock``), so their fixed cost per batch (input copies, flush, the runner's
-  round trip and GPU context switch, capture, synchronisation) is the same; it is calibrated with empty batches
-  BEFORE the candidate's code is loaded, while the runner is still trusted, and subtracted: per-call time =
-  (batch time - empty batch time) / K.
+Why a runner cannot shorten E1 - E0: the inputs exist only after E0 (they are copied in after it), and the
+outputs are read before E1. Whatever the runner computes on the inputs therefore happens inside the window,
+whichever stream, timer or early ``done`` it uses; an early ``done`` only lets the judge copy out an unfinished
+(wrong) answer. A patched timer in the runner times nothing the judge uses. Input-independent work (allocation,
+weight preparation) can happen outside, as it may in a real model.
+
+Without gates (the CPU, or a driver without stream memory ops) the same pattern runs on the judge's host clock,
+with synchronisations in place of the words and the runner's reply in place of ``done``.
+
+* Each side's fixed cost (copies, flush, capture; for the candidate also the hand-over to the runner and back)
+  is measured with empty batches BEFORE the candidate is loaded, while the runner is still trusted, and
+  subtracted: per-call time = (batch - empty batch) / K.
 * The reference is also timed before the candidate is loaded. A candidate that keeps the GPU busy while the judge
   times the reference would make the reference look slow; the reference time used is the lower of the two
   medians (``reference_phase`` says which), so that can only make the candidate look slower.
@@ -36,12 +41,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from kernel_reward import exchange
+from kernel_reward import exchange, stream_gate
 from kernel_reward.remote import RemoteCandidate, poison
 from kernel_reward.result import TimingStats
 from kernel_reward.runner import execute_call
 from kernel_reward.runner_process import RunnerFault
-from kernel_reward.tensors import nan_to_sentinel, synchronize
+from kernel_reward.tensors import synchronize
 from kernel_reward.timing import (
     TimingValidationError,
     bootstrap_ratio_ci_unpaired,
@@ -50,6 +55,21 @@ from kernel_reward.timing import (
 )
 
 SLOWDOWN_FLAG_RATIO = 1.05  # reference slower while the candidate was loaded than before: flagged beyond this
+NOISE_SHARE = 0.05  # a batch's fixed-cost spread above this share of its work: per-call times are mostly noise
+GATE_OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
+BATCH_DEADLINE_S = 120.0  # a batch the GPU has not finished by then is the runner's timeout (see wait_for_event)
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """Each side's fixed cost of one batch (ms, median of empty batches) and the larger side's spread."""
+
+    reference_ms: float
+    candidate_ms: float
+    spread_ms: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"reference_ms": self.reference_ms, "candidate_ms": self.candidate_ms, "spread_ms": self.spread_ms}
 
 
 @dataclass
@@ -59,11 +79,11 @@ class BatchTiming:
     reference_ms: list[float]
     candidate_ms: list[float]
     calls_per_batch: int
-    overhead_ms: float  # empty-batch time subtracted from each batch of either side
+    overhead: Overhead  # empty-batch time subtracted from each batch of its side
     reference_phase: str  # "interleaved" or "before_candidate": which reference samples were used
     reference_before_ms: float  # median per-call time of the reference before the candidate was loaded
+    method: str
     flags: list[str] = field(default_factory=list)
-    method: str = "judge_clock_batches"
     reference: TimingStats = field(init=False)
     candidate: TimingStats = field(init=False)
     speedup: float = field(init=False)
@@ -76,6 +96,11 @@ class BatchTiming:
         paired = self.reference_phase == "interleaved" and len(self.reference_ms) == len(self.candidate_ms)
         ci = bootstrap_speedup_ci if paired else bootstrap_ratio_ci_unpaired
         self.speedup_ci = ci(self.reference_ms, self.candidate_ms)
+
+    def describe(self) -> dict[str, Any]:
+        """What ``EvalResult.timing_method`` records."""
+        return {"method": self.method, "calls_per_batch": self.calls_per_batch, **self.overhead.to_json(),
+                "reference_phase": self.reference_phase, "reference_before_ms": self.reference_before_ms}
 
 
 def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
@@ -92,10 +117,10 @@ def pick_reference(before: list[float], during: list[float]) -> tuple[list[float
     return during, "interleaved", slower
 
 
-def overhead_dominated(overhead_ms: float, per_call: float, calls: int) -> bool:
-    """Pure: is a batch's fixed cost larger than the work it times? Then the per-call times are mostly the noise of
-    that cost (H200: self-speedup errors of 10-60 %), and the result says so."""
-    return overhead_ms > per_call * calls
+def noise_dominated(spread_ms: float, per_call: float, calls: int) -> bool:
+    """Pure: does the fixed cost of a batch vary by more than ``NOISE_SHARE`` of the work it times? Then the
+    per-call times are mostly that variation, and the result says so."""
+    return spread_ms > NOISE_SHARE * per_call * calls
 
 
 def calls_per_batch(reference_call_ms: float, target_batch_ms: float, max_slots: int) -> int:
@@ -106,14 +131,12 @@ def calls_per_batch(reference_call_ms: float, target_batch_ms: float, max_slots:
 class BatchClock:
     """Everything both sides of a timed batch need, laid out once per evaluation (``prepare``).
 
-    The two sides follow one pattern, so their fixed costs are the same and one calibration serves both: the
-    judge loads the inputs, the runner answers one message (the candidate's calls; for the reference, the same
-    message as a dry run that touches its GPU context), the reference's calls run here (reference side only), the
-    judge captures the outputs. Either way the GPU switches from the judge's context to the runner's and back once.
+    Layout (arena for the candidate, a private mirror for the reference): the K calls' inputs first, then their
+    outputs, so loading a batch is one copy from private staging and capturing it one copy out.
     """
 
-    def __init__(self, reference: Callable[..., Any], reference_module: Any, arena: exchange.Arena,
-                 spec: Any, device: torch.device, l2_flush_mb: int, draw: Callable[[int], list[Any]]) -> None:
+    def __init__(self, reference: Callable[..., Any], arena: exchange.Arena, spec: Any, device: torch.device,
+                 l2_flush_mb: int, draw: Callable[[int], list[Any]]) -> None:
         self.reference = reference
         self.arena = arena
         self.spec = spec
@@ -121,142 +144,220 @@ class BatchClock:
         self.draw = draw  # seed -> one input set (a fresh hidden seed each time)
         self.seed_counter = 0
         self.flush = torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=device) if l2_flush_mb else None
+        self.gate = stream_gate.HostGate(GATE_OPEN_AFTER_S) if stream_gate.available(device) else None
+        self.method = "judge_gpu_events" if self.gate is not None else "judge_host_clock"
         self.calls = 0
 
+    # ---------------------------------------------------------------------------------------------- layout
     def prepare(self, calls: int) -> None:
         """Place ``calls`` input and output slots in the arena (candidate side), a private mirror of them
-        (reference side), and the capture stacks (one (calls, *shape) tensor per output, per side)."""
+        (reference side), private staging for the inputs, and one capture buffer per side."""
         self.calls = calls
         self.arena.layout.reset()
         sample = self.draw(self._next_seed())
-        slot_args, slot_outs = [], []
-        for _ in range(calls):
-            slot_args.append(exchange.encode_args(sample, lambda t: self.arena.reserve(
-                tuple(t.shape), t.dtype, exchange.placement_stride(t))))
-            slot_outs.append([self.arena.reserve(shape, dtype)
-                              for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)])
-        self.mirror = torch.empty(self.arena.layout.used, dtype=torch.uint8, device=self.device)  # the used slots only
+        slot_args = [exchange.encode_args(sample, lambda t: self.arena.reserve(
+            tuple(t.shape), t.dtype, exchange.placement_stride(t))) for _ in range(calls)]
+        self.inputs_end = self.arena.layout.used
+        slot_outs = [[self.arena.reserve(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+                     for _ in range(calls)]
+        self.used = self.arena.layout.used
+        self.mirror = torch.empty(self.used, dtype=torch.uint8, device=self.device)
+        self.staging = torch.zeros(self.inputs_end, dtype=torch.uint8, device=self.device)
+        self.staging_inputs = [exchange.tensor_views(args, self.staging) for args in slot_args]
         self.arena_inputs = [exchange.tensor_views(args, self.arena.tensor) for args in slot_args]
         self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
-        self.mirror_inputs = [[a for a in args if isinstance(a, torch.Tensor)] for args in self.mirror_args]
         self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in slot_outs]
         self.mirror_outputs = [[exchange.view(self.mirror, r) for r in outs] for outs in slot_outs]
-        self.captures = {side: [torch.empty((calls, *shape), dtype=dtype, device=self.device)
-                                for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+        self.captures = {side: torch.empty(self.used - self.inputs_end, dtype=torch.uint8, device=self.device)
                          for side in ("reference", "candidate")}
+        shifted = [[exchange.TensorRef(r.offset - self.inputs_end, r.dtype, r.shape, r.stride) for r in outs]
+                   for outs in slot_outs]
+        self.capture_views = {side: [[exchange.view(buffer, r) for r in outs] for outs in shifted]
+                              for side, buffer in self.captures.items()}
         calls_json = [{"args": args, "out": [r.to_json() for r in outs], "mode": "no_grad", "monitor": False,
                        "structure": self.spec.structure, "train": True} for args, outs in zip(slot_args, slot_outs, strict=True)]
         self.run_message = {"type": "run", "model": 0, "calls": calls_json, "dry": False}
-        self.dry_message = {**self.run_message, "dry": True}
+        self.flag_word, self.done_word = self.arena.signal_words()
 
     def _next_seed(self) -> int:
         self.seed_counter += 1
         return self.seed_counter
 
-    def stage(self) -> list[list[torch.Tensor]]:
-        """K fresh input sets (private; the tensors only, in argument order)."""
-        return [[v for v in self.draw(self._next_seed()) if isinstance(v, torch.Tensor)] for _ in range(self.calls)]
-
-    def _load_inputs(self, staged: list[list[torch.Tensor]], targets: list[list[torch.Tensor]]) -> None:
+    def stage(self) -> None:
+        """K fresh input sets into private staging (outside the clock)."""
         with torch.no_grad():
-            for values, views in zip(staged, targets, strict=True):
+            for views in self.staging_inputs:
+                values = [v for v in self.draw(self._next_seed()) if isinstance(v, torch.Tensor)]
                 for view, value in zip(views, values, strict=True):
                     view.copy_(value)
-            if self.flush is not None:
-                self.flush.zero_()
-        synchronize(self.device)
 
-    def _capture(self, outputs: list[list[torch.Tensor]], side: str) -> list[torch.Tensor]:
-        stacks = self.captures[side]
-        with torch.no_grad():
-            for index, sources in enumerate(outputs):
-                for stack, source in zip(stacks, sources, strict=True):
-                    stack[index].copy_(source)
-        synchronize(self.device)
-        return stacks
+    def inputs_intact(self) -> bool:
+        """Whether the arena's input slots still hold exactly the bytes the judge copied in."""
+        return torch.equal(self.arena.tensor[: self.inputs_end], self.staging)
 
-    def _ask(self, client: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
-        reply = client.ask(message, ("ran",))
-        reports = reply.get("calls")
-        if not isinstance(reports, list):
-            raise RunnerFault("protocol", "a run reply without its call reports")
-        return reports
+    def outputs(self, side: str) -> list[torch.Tensor]:
+        """The last captured outputs of ``side``, one (K, *shape) stack per output (fresh memory)."""
+        views = self.capture_views[side]
+        return [torch.stack([views[call][index] for call in range(self.calls)]) for index in range(len(self.spec.shapes))]
 
-    def time_reference(self, staged: list[list[torch.Tensor]], client: Any, *,
-                       empty: bool = False) -> tuple[float, list[torch.Tensor]]:
-        """(ms, captured outputs) of one reference batch: its calls run in this process; the runner answers a
-        dry run of the same message meanwhile (the same round trip and context switch as a candidate batch)."""
+    # ---------------------------------------------------------------------------------------------- batches
+    def _load(self, buffer: torch.Tensor) -> None:
+        buffer[: self.inputs_end].copy_(self.staging)
+        if self.flush is not None:
+            self.flush.zero_()
+
+    def _capture(self, buffer: torch.Tensor, side: str) -> None:
+        self.captures[side].copy_(buffer[self.inputs_end : self.used])
+
+    def time_reference(self, *, empty: bool = False) -> float:
+        """ms of one reference batch (its calls run in this process; ``empty``: none, the fixed cost alone)."""
         for outs in self.mirror_outputs:
             poison(outs)
-        synchronize(self.device)
-        start = time.perf_counter()
-        self._load_inputs(staged, self.mirror_inputs)
-        self._ask(client, self.dry_message)
-        if not empty:
-            with torch.no_grad():
-                for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
-                    execute_call(self.reference, args, outs, self.spec.structure)
-        synchronize(self.device)
-        captured = self._capture(self.mirror_outputs, "reference")
-        return (time.perf_counter() - start) * 1e3, captured
+        with torch.no_grad():
+            if self.gate is None:
+                synchronize(self.device)
+                start = time.perf_counter()
+                self._load(self.mirror)
+                self._reference_calls(empty)
+                self._capture(self.mirror, "reference")
+                synchronize(self.device)
+                return (time.perf_counter() - start) * 1e3
+            number = self.gate.close_next()
+            begin, end = _events()
+            try:
+                begin.record()
+                self._load(self.mirror)
+                self._reference_calls(empty)
+                self._capture(self.mirror, "reference")
+                end.record()
+            finally:
+                self.gate.open(number)
+            stream_gate.wait_for_event(end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
+            return begin.elapsed_time(end)
 
-    def time_candidate(self, staged: list[list[torch.Tensor]], client: Any,
-                       model_id: int) -> tuple[float, list[torch.Tensor], list[dict[str, Any]]]:
-        """(ms, captured outputs, per-call reports) of one candidate batch: one message to the runner, K calls."""
+    def _reference_calls(self, empty: bool) -> None:
+        if empty:
+            return
+        for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
+            execute_call(self.reference, args, outs, self.spec.structure)
+
+    def time_candidate(self, client: Any, model_id: int, *, dry: bool = False) -> tuple[float, list[dict[str, Any]]]:
+        """(ms, per-call reports) of one candidate batch: one message to the runner, K calls (``dry``: the trusted
+        harness answers without calls, the fixed cost alone)."""
         for outs in self.arena_outputs:
             poison(outs)
-        synchronize(self.device)
-        message = self.run_message if model_id == 0 else {**self.run_message, "model": model_id}
-        start = time.perf_counter()
-        self._load_inputs(staged, self.arena_inputs)
-        reports = self._ask(client, message)
-        captured = self._capture(self.arena_outputs, "candidate")
-        return (time.perf_counter() - start) * 1e3, captured, reports
+        message = {**self.run_message, "model": model_id, "dry": dry}
+        with torch.no_grad():
+            if self.gate is None:
+                synchronize(self.device)
+                start = time.perf_counter()
+                self._load(self.arena.tensor)
+                synchronize(self.device)
+                reports = _ask(client, message)
+                self._capture(self.arena.tensor, "candidate")
+                synchronize(self.device)
+                return (time.perf_counter() - start) * 1e3, reports
+            number = self.gate.close_next()
+            begin, end = _events()
+            begin.record()
+            self._load(self.arena.tensor)
+            stream_gate.write_value(self.arena.address(self.flag_word), number)
+            stream_gate.wait_value(self.arena.address(self.done_word), number)
+            self._capture(self.arena.tensor, "candidate")
+            end.record()
+            message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
+            try:
+                reports = _ask(client, message)
+                self.gate.open(number)
+                self._finish(end, client)
+            except BaseException:
+                self._release(number)
+                raise
+            return begin.elapsed_time(end), reports
 
-    def inputs_intact(self, staged: list[list[torch.Tensor]]) -> bool:
-        """Whether the arena still holds exactly the inputs the judge wrote (one synchronisation for all)."""
-        changed = torch.zeros((), dtype=torch.bool, device=self.device)
-        for views, values in zip(self.arena_inputs, staged, strict=True):
-            for view, value in zip(views, values, strict=True):
-                changed |= torch.ne(nan_to_sentinel(view), nan_to_sentinel(value)).any()
-        return not bool(changed)
+    def _finish(self, end: torch.cuda.Event, client: Any) -> None:
+        """Wait for the batch's E1; a runner that never writes ``done`` is a timeout."""
+        deadline = time.monotonic() + BATCH_DEADLINE_S
+        if getattr(client, "deadline", None) is not None:
+            deadline = min(deadline, client.deadline)
+        try:
+            stream_gate.wait_for_event(end, deadline, "timed batch")
+        except TimeoutError as exc:
+            raise RunnerFault("timeout", "the candidate's timed batch did not finish on the GPU within the "
+                                         "wall-clock limit") from exc
+
+    def _release(self, number: int) -> None:
+        """After a failed batch: open the gate and write ``done`` ourselves from a side stream, so the judge's own
+        stream (waiting for a runner that is dead or lying) can go on to whatever the judge does next."""
+        self.gate.open(number)
+        rescue = torch.cuda.Stream(self.device)
+        stream_gate.write_value(self.arena.address(self.done_word), number, rescue)
+        stream_gate.wait_for_event(_recorded(rescue), time.monotonic() + 10, "releasing the judge's stream")
 
 
-def calibrate(clock: BatchClock, client: Any, repeats: int = 7) -> float:
-    """Median ms of an empty batch (the fixed cost both sides share). Run BEFORE the candidate's code is loaded,
-    while the runner is still trusted."""
-    return float(np.median([clock.time_reference(clock.stage(), client, empty=True)[0] for _ in range(repeats)]))
+def _recorded(stream: torch.cuda.Stream) -> torch.cuda.Event:
+    event = torch.cuda.Event()
+    event.record(stream)
+    return event
 
 
-def time_reference_alone(clock: BatchClock, client: Any, overhead_ms: float, batches: int) -> list[float]:
+def _events() -> tuple[torch.cuda.Event, torch.cuda.Event]:
+    return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+
+def _ask(client: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
+    reply = client.ask(message, ("ran",))
+    reports = reply.get("calls")
+    if not isinstance(reports, list):
+        raise RunnerFault("protocol", "a run reply without its call reports")
+    return reports
+
+
+def calibrate(clock: BatchClock, client: Any, repeats: int = 9) -> Overhead:
+    """Each side's empty-batch cost. Run BEFORE the candidate's code is loaded, while the runner is trusted."""
+    reference = [clock.time_reference(empty=True) for _ in range(repeats)]
+    candidate = [clock.time_candidate(client, 0, dry=True)[0] for _ in range(repeats)]
+    spread = max(_spread(reference), _spread(candidate))
+    return Overhead(float(np.median(reference)), float(np.median(candidate)), spread)
+
+
+def _spread(samples: list[float]) -> float:
+    """Pure: the 10th-90th percentile range (a single outlier does not make a whole evaluation noisy)."""
+    low, high = np.percentile(samples, [10, 90])
+    return float(high - low)
+
+
+def time_reference_alone(clock: BatchClock, overhead: Overhead, batches: int) -> list[float]:
     """Per-call ms of ``batches`` reference batches (the before-candidate baseline)."""
-    return [per_call_ms(clock.time_reference(clock.stage(), client)[0], overhead_ms, clock.calls) for _ in range(batches)]
+    times = []
+    for _ in range(batches):
+        clock.stage()
+        times.append(per_call_ms(clock.time_reference(), overhead.reference_ms, clock.calls))
+    return times
 
 
-def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, overhead_ms: float,
+def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, overhead: Overhead,
                      batches: int, validate: Callable[[list[torch.Tensor], list[torch.Tensor]], str | None],
                      ) -> tuple[list[float], list[float]]:
     """Alternating reference / candidate batches on the same fresh inputs; every candidate output verified."""
     reference_ms, candidate_ms = [], []
     for index in range(batches):
-        staged = clock.stage()
+        clock.stage()
         order = ("reference", "candidate") if index % 2 == 0 else ("candidate", "reference")
         for side in order:
             if side == "reference":
-                ref_time, ref_outputs = clock.time_reference(staged, client)
-                ref_outputs = [t.clone() for t in ref_outputs]
+                ref_time = clock.time_reference()
             else:
-                cand_time, cand_outputs, reports = clock.time_candidate(staged, client, candidate.model_id)
-                cand_outputs = [t.clone() for t in cand_outputs]
+                cand_time, reports = clock.time_candidate(client, candidate.model_id)
         failed = next((r for r in reports if not (isinstance(r, dict) and r.get("ok"))), None)
         if failed is not None or len(reports) != clock.calls:
             kind = "error" if failed is not None else "protocol"  # a failing call, or a reply that skips calls
             raise RunnerFault(kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}")
-        if not clock.inputs_intact(staged):
+        if not clock.inputs_intact():
             raise TimingValidationError(f"timed batch {index} modified its inputs")
-        reason = validate(ref_outputs, cand_outputs)
+        reason = validate(clock.outputs("reference"), clock.outputs("candidate"))
         if reason is not None:
             raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {reason}")
-        reference_ms.append(per_call_ms(ref_time, overhead_ms, clock.calls))
-        candidate_ms.append(per_call_ms(cand_time, overhead_ms, clock.calls))
+        reference_ms.append(per_call_ms(ref_time, overhead.reference_ms, clock.calls))
+        candidate_ms.append(per_call_ms(cand_time, overhead.candidate_ms, clock.calls))
     return reference_ms, candidate_ms

@@ -12,7 +12,7 @@ Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, each answered 
     {"type": "arena", ...exchange.Arena.share()}       -> {"type": "arena_ok"}      (a memfd follows by SCM_RIGHTS)
     {"type": "load", "code": str, "allow_tf32": bool}  -> {"type": "loaded"} | {"type": "load_failed", ...}
     {"type": "build", "model", "seed", "init", "state"} -> {"type": "built", ...} | {"type": "build_failed", ...}
-    {"type": "run", "model", "calls": [...]}           -> {"type": "ran", "calls": [...]}
+    {"type": "run", "model", "calls": [...], "gate"?}  -> {"type": "ran", "calls": [...]}  (gate: stream_gate)
     {"type": "coverage", "model", "inputs", "calls", "method"} -> {"type": "coverage", ...}
     {"type": "bye"}                                    -> (exit)
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from kernel_reward import exchange, tensors, wire
+from kernel_reward import exchange, stream_gate, tensors, wire
 from kernel_reward.tensors import synchronize
 
 MODES: dict[str, Callable[[], AbstractContextManager[Any]]] = {
@@ -178,13 +178,36 @@ class Runner:
         return {"type": "built", "state_transfer": _transfer_state(state, model)}
 
     def _on_run(self, message: dict[str, Any]) -> dict[str, Any]:
-        from kernel_reward.launches import LaunchMonitor
-
         arena = self._arena()
         dry = bool(message.get("dry"))  # the judge's calibration of this harness's own cost, before any candidate
         model = None if dry else self.models[int(message["model"])]
-        reports = []
-        for call in message["calls"]:
+        gate = self._gate(message.get("gate"))
+        if gate is not None:  # a timed batch on the judge's GPU clock: queue everything behind the judge's flag
+            stream_gate.wait_value(gate[1], gate[0])
+        try:
+            reports = self._run_calls(message["calls"], arena, model)
+        finally:
+            if gate is not None:  # always, so the judge's stream never waits for a word that will not come
+                stream_gate.write_value(gate[2], gate[0])
+        if gate is None:
+            synchronize(self.device)
+        # A gated batch replies as soon as it is queued: the judge opens its gate only then, so synchronising here
+        # would wait for ourselves. Asynchronous errors surface in the outputs the judge checks or at the next call.
+        return {"type": "ran", "calls": reports}
+
+    def _gate(self, gate: Any) -> tuple[int, int, int] | None:
+        """(batch number, flag address, done address) of a gated run, or None."""
+        if gate is None:
+            return None
+        if self.arena is None or not isinstance(gate, dict) or not isinstance(gate.get("n"), int):
+            raise exchange.ExchangeError(f"malformed gate {gate!r:.200}")
+        return gate["n"], self.arena.word_address(gate.get("flag")), self.arena.word_address(gate.get("done"))
+
+    def _run_calls(self, calls: list[dict[str, Any]], arena: torch.Tensor, model: Any) -> list[dict[str, Any]]:
+        from kernel_reward.launches import LaunchMonitor
+
+        reports: list[dict[str, Any]] = []
+        for call in calls:
             args = exchange.decode_args(call["args"], arena)
             outs = [exchange.view(arena, exchange.TensorRef.from_json(ref)) for ref in call["out"]]
             if model is None:
@@ -217,12 +240,7 @@ class Runner:
             reports.append(report)
             if not report["ok"]:
                 break
-        if dry and self.device.type == "cuda":
-            # One tiny kernel in this process's context, so the calibration pays the same GPU context switch (the
-            # judge's context to this one and back) as a real batch: hundreds of microseconds on the H200.
-            torch.ones(1, device=self.device).add_(1)
-        synchronize(self.device)
-        return {"type": "ran", "calls": reports}
+        return reports
 
     def _on_coverage(self, message: dict[str, Any]) -> dict[str, Any]:
         arena = self._arena()

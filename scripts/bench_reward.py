@@ -113,7 +113,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     from kernel_reward.remote import RemoteCandidate, output_spec
     from kernel_reward.runner_process import RunnerClient
     from kernel_reward.shapes import task_tools
-    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
+    from kernel_reward.tensors import clone_args, make_inputs
     from kernel_reward.worker import start_runner_process
 
     tools = task_tools()
@@ -146,18 +146,12 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                     judge.build_remote(client, arena, 0, seed, init, state)
                     candidate = RemoteCandidate(client, arena, spec, 0)
 
-                    def validate(expected, got):
-                        comparison = compare_outputs(got, expected, options.tolerance)
-                        return None if comparison.ok else comparison.reason
-
-                    batch_ms = max(statistics.median(before) * clock.calls + overhead, 1e-3)
-                    judge.judge_timing.time_interleaved(clock, candidate, client, overhead, 2, validate)
-                    timing = judge.measure(clock, candidate, client, overhead, before, options, validate, batch_ms)
+                    timing = judge.compare_timed(clock, candidate, client, overhead, before, options)
                     rows.append({"task": task.name, "ref_ms": timing.reference.median_ms,
                                  "cand_ms": timing.candidate.median_ms, "speedup": timing.speedup,
                                  "abs_log": abs(math.log(timing.speedup)), "ci_low": timing.speedup_ci[0],
                                  "ci_high": timing.speedup_ci[1], "calls_per_batch": timing.calls_per_batch,
-                                 "batches": timing.candidate.num_samples, "overhead_ms": timing.overhead_ms,
+                                 "batches": timing.candidate.num_samples, **timing.overhead.to_json(), "method": timing.method,
                                  "reference_phase": timing.reference_phase, "flags": timing.flags})
                 except Exception as exc:  # report and keep going: one broken task must not hide the others
                     rows.append({"task": task.name, "error": f"{type(exc).__name__}: {exc}"[:300]})

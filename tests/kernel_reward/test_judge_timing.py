@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 
-from kernel_reward.judge_timing import calls_per_batch, overhead_dominated, per_call_ms, pick_reference
+from kernel_reward.judge_timing import calls_per_batch, noise_dominated, per_call_ms, pick_reference
 from kernel_reward.timing import bootstrap_ratio_ci_unpaired
 from tests.kernel_reward.conftest import REPO_ROOT
 
@@ -37,8 +37,8 @@ def test_calls_per_batch_fill_the_target_within_the_slots():
     assert calls_per_batch(10.0, 4.0, 64) == 1
 
 
-def test_a_batch_shorter_than_its_fixed_cost_is_flagged():
-    assert overhead_dominated(2.0, 0.1, 4) and not overhead_dominated(2.0, 1.0, 4)
+def test_a_batch_whose_fixed_cost_varies_more_than_5_percent_of_its_work_is_flagged():
+    assert noise_dominated(0.1, 0.1, 4) and not noise_dominated(0.1, 1.0, 4)
 
 
 def test_unpaired_interval_holds_the_ratio_of_medians():
@@ -54,7 +54,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
     from kernel_reward.options import EvalOptions
     from kernel_reward.remote import RemoteCandidate, output_spec
     from kernel_reward.runner_process import RunnerClient
-    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
+    from kernel_reward.tensors import clone_args, make_inputs
     from kernel_reward.loading import write_and_import
     import pathlib, tempfile
     SOURCE = open(%r).read()
@@ -76,9 +76,6 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
         judge.share_arena(client, arena)
         options = EvalOptions(timing_budget_ms=60.0, l2_flush_mb=0)  # no 256 MB CPU memset per batch
         clock, overhead, before = judge.time_reference_before(model, module, arena, spec, device, options, client, [1])
-        def validate(expected, got):
-            c = compare_outputs(got, expected, options.tolerance)
-            return None if c.ok else c.reason
         for name, code in (("self", SOURCE + "\\nModelNew = Model\\n"),
                            ("wrong_when_batched", SOURCE + "\\nclass ModelNew(Model):\\n    calls = 0\\n"
                             "    def forward(self, x, y):\\n        ModelNew.calls += 1\\n"
@@ -87,7 +84,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
             judge.build_remote(client, arena, 0, 0, [], {})
             candidate = RemoteCandidate(client, arena, spec, 0)
             try:
-                timing = judge.measure(clock, candidate, client, overhead, before, options, validate, 1.0)
+                timing = judge.measure(clock, candidate, client, overhead, before, options)
                 out[name] = {"speedup": timing.speedup, "ci": timing.speedup_ci, "calls": timing.calls_per_batch,
                              "batches": timing.candidate.num_samples}
             except judge_timing.TimingValidationError as exc:
