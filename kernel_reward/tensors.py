@@ -95,12 +95,19 @@ class Comparison:
     reason: str | None  # why not ok (shape / dtype / device / values / count)
 
 
+OUTLIER_SLACK = 10.0  # an outlier ``compare_outputs`` lets through is still within 10x the tolerance
+
+
 def compare_outputs(
-    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any
+    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any, outlier_share: float = 0.0
 ) -> Comparison:
     """Exact count/shape/dtype match, then |c - r| <= atol + rtol * |r| elementwise (NaN must match NaN).
 
-    ``tolerance`` maps a dtype name to (atol, rtol), e.g. ``EvalOptions.tolerance``.
+    ``tolerance`` maps a dtype name to (atol, rtol), e.g. ``EvalOptions.tolerance``. ``outlier_share``: up to this
+    share of an output's values may miss the tolerance if they are within ``OUTLIER_SLACK`` times it. The timed
+    batches use it: they verify hundreds of outputs, and an honest fp32 kernel whose summation order differs from
+    torch's misses 1e-4 on about one value in 10^8-10^9 (H200, a 1024-deep matmul); a cached, stale, unfinished or
+    lower-precision answer misses on most values.
     """
     if len(candidate) != len(reference):
         return Comparison(False, None, f"returned {len(candidate)} tensor(s), the reference returns {len(reference)}")
@@ -128,6 +135,9 @@ def compare_outputs(
         worst = max(worst, err)
         if not bool(close.all()):
             bad = int((~close).sum())
+            if bad <= outlier_share * c.numel() and bool(torch.isclose(
+                    cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True).all()):
+                continue
             return Comparison(False, worst, f"output {index}: {bad} of {c.numel()} values outside atol={atol:g} rtol={rtol:g} (max abs error {err:.3g})")
     return Comparison(True, worst, None)
 

@@ -119,8 +119,11 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     tools = task_tools()
     if tools is None:
         raise RuntimeError("dataset_builder.tasks is not available: run from a drkernel-rl checkout")
+    from kernel_reward.runner import apply_tf32_policy
+
     torch_device = torch.device(device)
     options = EvalOptions(timing_budget_ms=budget_ms)
+    apply_tf32_policy(options.allow_tf32)  # as the judge does: the reference and the runner under one policy
     runner = start_runner_process(device)
     client = RunnerClient(runner)
     rows = []
@@ -142,7 +145,8 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                     judge.share_arena(client, arena)
                     clock, overhead, before = judge.time_reference_before(model, module, arena, spec, torch_device,
                                                                           options, client, [1, 2, 3])
-                    client.ask({"type": "load", "code": task.source + "\n\nModelNew = Model\n"}, ("loaded",))
+                    client.ask({"type": "load", "code": task.source + "\n\nModelNew = Model\n",
+                                "allow_tf32": options.allow_tf32}, ("loaded",))
                     judge.build_remote(client, arena, 0, seed, init, state)
                     candidate = RemoteCandidate(client, arena, spec, 0)
 
