@@ -54,6 +54,24 @@ def _views(buffer: torch.Tensor, shapes: list[tuple[int, ...]]) -> list[torch.Te
     return out
 
 
+def _switching(name: str, args: list[torch.Tensor], arena: exchange.MappedArena, flag: int, done: int,
+               start: int, reps: int = 20) -> float:
+    """The op timed by this process's events, each call queued behind the judge's flag: between two calls the
+    GPU runs the judge's context (a copy into the arena), as in a timed batch."""
+    pairs = []
+    for i in range(reps):
+        stream_gate.wait_value(arena.word_address(flag), start + i)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        _op(name, args)
+        b.record()
+        stream_gate.write_value(arena.word_address(done), start + i)
+        pairs.append((a, b))
+    torch.cuda.synchronize()
+    times = sorted(a.elapsed_time(b) for a, b in pairs[3:])
+    return times[len(times) // 2]
+
+
 def child(conn) -> None:
     torch.cuda.init()
     flush = torch.empty(64 * 1024 * 1024, device="cuda")
@@ -68,6 +86,10 @@ def child(conn) -> None:
         args = _views(arena.tensor, shapes)
         if where == "private":
             args = [a.clone() for a in args]
+        if isinstance(done, dict):  # switching: the judge drives the flag
+            conn.send("queued-soon")
+            conn.send(_switching(name, args, arena, done["flag"], done["done"], done["start"]))
+            continue
         ms = _time(name, args, flush)
         if done is not None:  # release the judge's waiting stream
             stream_gate.write_value(arena.word_address(done[0]), done[1])
@@ -103,16 +125,33 @@ def main() -> None:
             parent.send((name, where, (arena.signal_words()[1], number)))
             row[f"runner_{where}_judge_waiting"] = parent.recv()
             stream_gate.wait_for_event(marker, __import__("time").monotonic() + 30, "release")
+        flag, done = arena.signal_words()
+        inputs = sum(v.numel() for v in judge_args) * 4
+        staging = torch.randn(inputs // 4, device="cuda")
+        for where in ("arena", "private"):
+            start = number + 1
+            parent.send((name, where, {"flag": flag, "done": done, "start": start}))
+            assert parent.recv() == "queued-soon"
+            for i in range(20):
+                number = start + i
+                arena.tensor[:inputs].view(torch.float32).copy_(staging)  # the judge's context works in between
+                flush.zero_()
+                stream_gate.write_value(arena.address(flag), number)
+                stream_gate.wait_value(arena.address(done), number)
+                marker = torch.cuda.Event()
+                marker.record()
+                stream_gate.wait_for_event(marker, __import__("time").monotonic() + 30, "switching")
+            row[f"runner_{where}_switching"] = parent.recv()
         rows.append(row)
         print(json.dumps(row), flush=True)
     parent.send(None)
     process.join(10)
     json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, open(out_path, "w"), indent=1)
     keys = ["judge_private", "judge_arena", "runner_private", "runner_arena", "runner_private_judge_waiting",
-            "runner_arena_judge_waiting"]
-    print(f"{'op':8s} " + " ".join(f"{k:>28s}" for k in keys))
+            "runner_arena_judge_waiting", "runner_arena_switching", "runner_private_switching"]
+    print("op       " + " | ".join(k.replace("runner_", "r_").replace("judge_", "j_") for k in keys))
     for row in rows:
-        print(f"{row['op']:8s} " + " ".join(f"{row[k]:28.4f}" for k in keys))
+        print(f"{row['op']:8s} " + " ".join(f"{row[k]:9.4f}" for k in keys))
 
 
 if __name__ == "__main__":

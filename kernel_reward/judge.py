@@ -329,7 +329,7 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
     if judge_timing.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
         flags.append("timing_noise_dominated")
     return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
-                                    statistics.median(before), clock.method, flags)
+                                    statistics.median(before), clock.method, flags, judge_timing.diagnostics(clock))
 
 
 def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,

@@ -84,6 +84,7 @@ class BatchTiming:
     reference_before_ms: float  # median per-call time of the reference before the candidate was loaded
     method: str
     flags: list[str] = field(default_factory=list)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
     reference: TimingStats = field(init=False)
     candidate: TimingStats = field(init=False)
     speedup: float = field(init=False)
@@ -100,7 +101,8 @@ class BatchTiming:
     def describe(self) -> dict[str, Any]:
         """What ``EvalResult.timing_method`` records."""
         return {"method": self.method, "calls_per_batch": self.calls_per_batch, **self.overhead.to_json(),
-                "reference_phase": self.reference_phase, "reference_before_ms": self.reference_before_ms}
+                "reference_phase": self.reference_phase, "reference_before_ms": self.reference_before_ms,
+                "diagnostics": self.diagnostics}
 
 
 def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
@@ -147,6 +149,11 @@ class BatchClock:
         self.gate = stream_gate.HostGate(GATE_OPEN_AFTER_S) if stream_gate.available(device) else None
         self.method = "judge_gpu_events" if self.gate is not None else "judge_host_clock"
         self.calls = 0
+        # Diagnostics, never used for a verdict: the judge's events around each side's own part of the last batch
+        # (the candidate's includes the hand-over to the runner and back), and the runner's claimed GPU times.
+        self.last_work_ms: dict[str, float] = {}
+        self.work_samples: dict[str, list[float]] = {"reference": [], "candidate": []}
+        self.runner_claims: list[float] = []
 
     # ---------------------------------------------------------------------------------------------- layout
     def prepare(self, calls: int) -> None:
@@ -227,12 +234,16 @@ class BatchClock:
             try:
                 begin.record()
                 self._load(self.mirror)
+                work_begin, work_end = _events()
+                work_begin.record()
                 self._reference_calls(empty)
+                work_end.record()
                 self._capture(self.mirror, "reference")
                 end.record()
             finally:
                 self.gate.open(number)
             stream_gate.wait_for_event(end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
+            self.last_work_ms["reference"] = work_begin.elapsed_time(work_end)
             return begin.elapsed_time(end)
 
     def _reference_calls(self, empty: bool) -> None:
@@ -261,18 +272,26 @@ class BatchClock:
             begin, end = _events()
             begin.record()
             self._load(self.arena.tensor)
+            work_begin, work_end = _events()
+            work_begin.record()
             stream_gate.write_value(self.arena.address(self.flag_word), number)
             stream_gate.wait_value(self.arena.address(self.done_word), number)
+            work_end.record()
             self._capture(self.arena.tensor, "candidate")
             end.record()
             message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
             try:
-                reports = _ask(client, message)
+                reply = client.ask(message, ("ran",))
+                reports = _reports(reply)
                 self.gate.open(number)
                 self._finish(end, client)
             except BaseException:
                 self._release(number)
                 raise
+            self.last_work_ms["candidate"] = work_begin.elapsed_time(work_end)
+            claimed = reply.get("previous_gpu_ms")
+            if isinstance(claimed, int | float) and not isinstance(claimed, bool):
+                self.runner_claims.append(float(claimed))
             return begin.elapsed_time(end), reports
 
     def _finish(self, end: torch.cuda.Event, client: Any) -> None:
@@ -306,7 +325,10 @@ def _events() -> tuple[torch.cuda.Event, torch.cuda.Event]:
 
 
 def _ask(client: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
-    reply = client.ask(message, ("ran",))
+    return _reports(client.ask(message, ("ran",)))
+
+
+def _reports(reply: dict[str, Any]) -> list[dict[str, Any]]:
     reports = reply.get("calls")
     if not isinstance(reports, list):
         raise RunnerFault("protocol", "a run reply without its call reports")
@@ -360,4 +382,18 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
             raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {reason}")
         reference_ms.append(per_call_ms(ref_time, overhead.reference_ms, clock.calls))
         candidate_ms.append(per_call_ms(cand_time, overhead.candidate_ms, clock.calls))
+        for side, work in clock.last_work_ms.items():
+            clock.work_samples[side].append(work)
     return reference_ms, candidate_ms
+
+
+def diagnostics(clock: BatchClock) -> dict[str, Any]:
+    """Where a batch's time went, for people reading a result (never used for a verdict): the median of the
+    judge-timed work span of each side (the candidate's includes the hand-over to the runner and back), the
+    runner's own median claim for its calls, and how many gates a watchdog had to open."""
+    out: dict[str, Any] = {f"{side}_work_ms": float(np.median(v)) for side, v in clock.work_samples.items() if v}
+    if clock.runner_claims:
+        out["runner_claimed_ms"] = float(np.median(clock.runner_claims))
+    if clock.gate is not None:
+        out["gates_opened_late"] = clock.gate.opened_by_watchdog
+    return out

@@ -115,6 +115,7 @@ class Runner:
         self.module: Any = None
         self.models: dict[int, torch.nn.Module] = {}
         self.arena: exchange.MappedArena | None = None
+        self.gate_events: tuple[Any, Any] | None = None  # events around the last gated batch's calls
 
     # ------------------------------------------------------------------------------------------ serving
     def serve(self) -> None:
@@ -182,18 +183,25 @@ class Runner:
         dry = bool(message.get("dry"))  # the judge's calibration of this harness's own cost, before any candidate
         model = None if dry else self.models[int(message["model"])]
         gate = self._gate(message.get("gate"))
+        reply: dict[str, Any] = {"type": "ran"}
         if gate is not None:  # a timed batch on the judge's GPU clock: queue everything behind the judge's flag
             stream_gate.wait_value(gate[1], gate[0])
+            if self.gate_events is not None and self.gate_events[1].query():
+                # Diagnostic for the judge's report (never a verdict): our own view of the previous batch.
+                reply["previous_gpu_ms"] = self.gate_events[0].elapsed_time(self.gate_events[1])
+            self.gate_events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            self.gate_events[0].record()
         try:
-            reports = self._run_calls(message["calls"], arena, model)
+            reply["calls"] = self._run_calls(message["calls"], arena, model)
         finally:
             if gate is not None:  # always, so the judge's stream never waits for a word that will not come
+                self.gate_events[1].record()
                 stream_gate.write_value(gate[2], gate[0])
         if gate is None:
             synchronize(self.device)
         # A gated batch replies as soon as it is queued: the judge opens its gate only then, so synchronising here
         # would wait for ourselves. Asynchronous errors surface in the outputs the judge checks or at the next call.
-        return {"type": "ran", "calls": reports}
+        return reply
 
     def _gate(self, gate: Any) -> tuple[int, int, int] | None:
         """(batch number, flag address, done address) of a gated run, or None."""

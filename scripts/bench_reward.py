@@ -156,7 +156,8 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                                  "abs_log": abs(math.log(timing.speedup)), "ci_low": timing.speedup_ci[0],
                                  "ci_high": timing.speedup_ci[1], "calls_per_batch": timing.calls_per_batch,
                                  "batches": timing.candidate.num_samples, **timing.overhead.to_json(), "method": timing.method,
-                                 "reference_phase": timing.reference_phase, "flags": timing.flags})
+                                 "reference_phase": timing.reference_phase, "flags": timing.flags,
+                                 "diagnostics": timing.diagnostics})
                 except Exception as exc:  # report and keep going: one broken task must not hide the others
                     rows.append({"task": task.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 finally:
