@@ -328,6 +328,8 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
     if judge_timing.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
         flags.append("timing_noise_dominated")
+    if judge_timing.handoff_dominated(overhead, statistics.median(reference_ms), clock.calls):
+        flags.append("timing_handoff_dominated")
     return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
                                     statistics.median(before), clock.method, flags, judge_timing.diagnostics(clock))
 

@@ -56,6 +56,7 @@ from kernel_reward.timing import (
 
 SLOWDOWN_FLAG_RATIO = 1.05  # reference slower while the candidate was loaded than before: flagged beyond this
 NOISE_SHARE = 0.05  # a batch's fixed-cost spread above this share of its work: per-call times are mostly noise
+HANDOFF_SHARE = 0.25  # the candidate's hand-over cost above this share of a batch's work is flagged
 GATE_OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
 BATCH_DEADLINE_S = 120.0  # a batch the GPU has not finished by then is the runner's timeout (see wait_for_event)
 
@@ -123,6 +124,13 @@ def noise_dominated(spread_ms: float, per_call: float, calls: int) -> bool:
     """Pure: does the fixed cost of a batch vary by more than ``NOISE_SHARE`` of the work it times? Then the
     per-call times are mostly that variation, and the result says so."""
     return spread_ms > NOISE_SHARE * per_call * calls
+
+
+def handoff_dominated(overhead: Overhead, per_call: float, calls: int) -> bool:
+    """Pure: is the hand-over to the runner and back (the candidate side's extra fixed cost, calibrated with the
+    trusted runner and subtracted) more than a quarter of a batch's work? A candidate that could hand over faster
+    than the trusted harness would gain at most that much per batch, so the result says when it is large."""
+    return overhead.candidate_ms - overhead.reference_ms > HANDOFF_SHARE * per_call * calls
 
 
 def calls_per_batch(reference_call_ms: float, target_batch_ms: float, max_slots: int) -> int:

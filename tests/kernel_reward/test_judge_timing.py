@@ -12,7 +12,14 @@ import subprocess
 import sys
 import textwrap
 
-from kernel_reward.judge_timing import calls_per_batch, noise_dominated, per_call_ms, pick_reference
+from kernel_reward.judge_timing import (
+    Overhead,
+    calls_per_batch,
+    handoff_dominated,
+    noise_dominated,
+    per_call_ms,
+    pick_reference,
+)
 from kernel_reward.timing import bootstrap_ratio_ci_unpaired
 from tests.kernel_reward.conftest import REPO_ROOT
 
@@ -39,6 +46,11 @@ def test_calls_per_batch_fill_the_target_within_the_slots():
 
 def test_a_batch_whose_fixed_cost_varies_more_than_5_percent_of_its_work_is_flagged():
     assert noise_dominated(0.1, 0.1, 4) and not noise_dominated(0.1, 1.0, 4)
+
+
+def test_a_hand_over_longer_than_a_quarter_of_the_batch_is_flagged():
+    overhead = Overhead(reference_ms=0.2, candidate_ms=0.5, spread_ms=0.01)  # hand-over: 0.3 ms
+    assert handoff_dominated(overhead, 0.1, 4) and not handoff_dominated(overhead, 1.0, 4)
 
 
 def test_unpaired_interval_holds_the_ratio_of_medians():
