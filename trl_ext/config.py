@@ -66,6 +66,25 @@ class MultiTurnKernelConfig(GRPOConfig):
             "last-turn rewards all tie (used by the paper's recipe)."
         },
     )
+    # --- dropout and loss aggregation -----------------------------------------------------------------------
+    disable_dropout: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Set every dropout of the model to 0 (nn.Dropout modules, LoRA dropout and attention dropout). "
+            "None: True with use_mrs, else False. use_mrs with disable_dropout=False is an error: dropout makes the "
+            "trainer's log-probs differ from the rollout's, so MRS rejects nearly every trajectory."
+        },
+    )
+    loss_aggregation: Literal["token_mean", "turn_sum_mean"] = field(
+        default="token_mean",
+        metadata={
+            "help": "How the token losses of a generation batch are summed into the loss (loss_type 'dapo' only). "
+            "'token_mean' (TRL's dapo): sum over all loss tokens divided by their number. 'turn_sum_mean' (the "
+            "Dr. Kernel reference, which trains each turn as its own row with verl's seq-mean-token-sum): sum over "
+            "all loss tokens divided by the number of trained turns. Both weight every token of a batch equally; "
+            "they differ by a per-batch scale, the mean number of loss tokens per trained turn."
+        },
+    )
     # --- MRS ------------------------------------------------------------------------------------------------
     use_mrs: bool = field(
         default=False,
@@ -116,7 +135,30 @@ class MultiTurnKernelConfig(GRPOConfig):
     prs_softness: float = field(default=0.1, metadata={"help": "PRS ramp width above the threshold."})
 
     def __post_init__(self):
+        if self.disable_dropout is None:
+            self.disable_dropout = self.use_mrs
         super().__post_init__()
+        if self.steps_per_generation > self.gradient_accumulation_steps:
+            raise ValueError(
+                f"steps_per_generation={self.steps_per_generation} > gradient_accumulation_steps="
+                f"{self.gradient_accumulation_steps} splits each generation batch over "
+                f"{self.steps_per_generation // self.gradient_accumulation_steps} optimizer steps: all but the first "
+                "train on rollouts of older weights (the reference takes one optimizer step per rollout batch). Set "
+                f"gradient_accumulation_steps={self.steps_per_generation} (or generation_batch_size / "
+                "steps_per_generation to match it); use num_iterations for deliberate extra passes"
+            )
+        if self.use_mrs and not self.disable_dropout:
+            raise ValueError(
+                "use_mrs with disable_dropout=False: dropout makes the trainer's log-probs differ from the rollout's, "
+                "so MRS rejects nearly every trajectory and the gradient is 0. Leave disable_dropout unset (or True)"
+            )
+        if self.loss_aggregation not in ("token_mean", "turn_sum_mean"):
+            raise ValueError(f"loss_aggregation must be 'token_mean' or 'turn_sum_mean', got {self.loss_aggregation!r}")
+        if self.loss_aggregation == "turn_sum_mean" and self.loss_type != "dapo":
+            raise ValueError(
+                f"loss_aggregation='turn_sum_mean' replaces the token count of loss_type='dapo' by the turn count; "
+                f"it does not apply to loss_type={self.loss_type!r}. Set loss_type='dapo'"
+            )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
         if not 0.0 <= self.gamma <= 1.0:

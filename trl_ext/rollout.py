@@ -44,46 +44,61 @@ def _as_ids(encoded: Any) -> list[int]:
     return list(encoded)
 
 
-def render_prompt_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
-    """Token ids of a chat prompt followed by the assistant generation header."""
+def render_prompt_ids(
+    tokenizer: Any, messages: Sequence[Mapping[str, str]], chat_template_kwargs: Mapping[str, Any] | None = None
+) -> list[int]:
+    """Token ids of a chat prompt followed by the assistant generation header.
+
+    ``chat_template_kwargs`` go to ``apply_chat_template`` (e.g. ``{"enable_thinking": False}`` for Qwen3).
+    """
     if not messages or any("role" not in m or "content" not in m for m in messages):
         raise ValueError(f"a prompt must be a non-empty list of {{role, content}} messages, got {messages!r:.200}")
-    return _as_ids(tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True))
+    encoded = tokenizer.apply_chat_template(
+        list(messages), add_generation_prompt=True, tokenize=True, **dict(chat_template_kwargs or {})
+    )
+    return _as_ids(encoded)
 
 
 class FeedbackTokenizer:
     """Turns feedback text into the token ids that follow a finished assistant turn.
 
-    The ids are the chat template's difference between [user, assistant] and [user, assistant, user(feedback)]
-    + generation header, starting right after the assistant's end-of-turn token (which the model generated
-    itself). Computed once per text with a dummy conversation, so any chat template works as long as it
-    renders earlier turns identically when a turn is added (checked).
+    The ids are the tail of the chat template's rendering of [user, assistant, user(feedback)] + generation
+    header that starts right after the assistant's end-of-turn token (which the model generated itself): the
+    cut sits after as many end-of-turn tokens as [user, assistant] alone renders. Earlier turns are never
+    re-tokenised, so templates that render a finished assistant turn differently once a user turn follows
+    (Qwen3 drops the empty ``<think></think>`` block of history turns) work too. ``chat_template_kwargs`` go to
+    ``apply_chat_template``, so the generation header matches the first turn's (e.g. Qwen3's
+    ``enable_thinking=False``).
     """
 
-    def __init__(self, tokenizer: Any, end_of_turn_id: int):
+    def __init__(self, tokenizer: Any, end_of_turn_id: int, chat_template_kwargs: Mapping[str, Any] | None = None):
         self.tokenizer = tokenizer
         self.end_of_turn_id = end_of_turn_id
-        base = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
-        self._base_ids = _as_ids(tokenizer.apply_chat_template(base, tokenize=True))
-        if end_of_turn_id not in self._base_ids:
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self._base = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+        base_ids = _as_ids(tokenizer.apply_chat_template(self._base, tokenize=True, **self.chat_template_kwargs))
+        if end_of_turn_id not in base_ids:
             raise ValueError(
                 f"the chat template does not end assistant turns with token {end_of_turn_id} "
                 f"({tokenizer.convert_ids_to_tokens(end_of_turn_id)!r}); set the eos token to the template's "
                 "end-of-turn token (e.g. <|im_end|>)"
             )
-        # Position right after the assistant's end-of-turn token in the dummy conversation.
-        self._cut = len(self._base_ids) - self._base_ids[::-1].index(end_of_turn_id)
-        self._base = base
+        # End-of-turn tokens up to and including the assistant's in the dummy conversation.
+        self._turn_ends = base_ids.count(end_of_turn_id)
 
     def __call__(self, feedback: str) -> list[int]:
         full = _as_ids(
             self.tokenizer.apply_chat_template(
-                [*self._base, {"role": "user", "content": feedback}], add_generation_prompt=True, tokenize=True
+                [*self._base, {"role": "user", "content": feedback}],
+                add_generation_prompt=True,
+                tokenize=True,
+                **self.chat_template_kwargs,
             )
         )
-        if full[: self._cut] != self._base_ids[: self._cut]:
-            raise ValueError("the chat template renders earlier turns differently once a turn is added")
-        return full[self._cut :]
+        ends = [pos for pos, tok in enumerate(full) if tok == self.end_of_turn_id]
+        if len(ends) <= self._turn_ends:  # the feedback turn must close with its own end-of-turn token
+            raise ValueError("the chat template does not close the feedback turn with the end-of-turn token")
+        return full[ends[self._turn_ends - 1] + 1 :]
 
 
 # ------------------------------------------------------------------------------------------------ generation
@@ -223,6 +238,7 @@ class MultiTurnRollout:
         max_context_tokens: an episode stops once its context would exceed this many tokens (None: no limit).
         count_active_globally: in distributed runs, maps this rank's number of active episodes to the number
             across all ranks, so ranks keep making the same number of generation calls.
+        chat_template_kwargs: extra ``apply_chat_template`` arguments for the prompt and the feedback turns.
     """
 
     def __init__(
@@ -235,6 +251,7 @@ class MultiTurnRollout:
         feedback_max_chars: int = 8000,
         max_context_tokens: int | None = None,
         count_active_globally: Callable[[int], int] | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ):
         if max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
@@ -246,7 +263,8 @@ class MultiTurnRollout:
         self.feedback_max_chars = feedback_max_chars
         self.max_context_tokens = max_context_tokens
         self.count_active_globally = count_active_globally
-        self.feedback_ids = FeedbackTokenizer(tokenizer, end_of_turn_id)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.feedback_ids = FeedbackTokenizer(tokenizer, end_of_turn_id, self.chat_template_kwargs)
         self.stats = RolloutStats()
 
     def _clip_feedback(self, text: str) -> str:
@@ -260,7 +278,7 @@ class MultiTurnRollout:
         """Run one episode per task. ``prompt_ids`` (optional) overrides the chat-templated ``task["prompt"]``."""
         self.stats = RolloutStats()
         if prompt_ids is None:
-            prompt_ids = [render_prompt_ids(self.tokenizer, task["prompt"]) for task in tasks]
+            prompt_ids = [render_prompt_ids(self.tokenizer, task["prompt"], self.chat_template_kwargs) for task in tasks]
         trajectories = [Trajectory(task=task, prompt_ids=list(ids)) for task, ids in zip(tasks, prompt_ids, strict=True)]
         states = self.environment.reset(tasks)
         if len(states) != len(tasks):

@@ -121,6 +121,32 @@ def _turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
     return stats
 
 
+def _disable_attention_dropout(model: torch.nn.Module) -> None:
+    """Zero the functional attention dropout that transformers' attention modules keep as a float attribute."""
+    for module in model.modules():
+        if isinstance(getattr(module, "attention_dropout", None), float):
+            module.attention_dropout = 0.0
+
+
+def _warn_low_precision_trainables(model: torch.nn.Module, deepspeed: bool) -> None:
+    """Warn when trainable weights are bf16 / fp16 and no optimizer keeps fp32 master copies (DeepSpeed does).
+
+    A bf16 weight has an 8-bit mantissa: an AdamW step of lr ~1e-6 on a weight of magnitude ~1e-2 is ~1e-4 of its
+    value, below half a bf16 ulp, and rounds away.
+    """
+    if deepspeed:
+        return
+    low = [p.numel() for p in model.parameters() if p.requires_grad and p.dtype in (torch.bfloat16, torch.float16)]
+    total = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if low:
+        warnings.warn(
+            f"{sum(low) / max(total, 1):.0%} of the trainable parameters are bf16/fp16 and the optimizer updates them "
+            "in place: small updates (lr ~1e-6) round away. Load the model in float32 and set bf16=True "
+            "(autocast with fp32 master weights), or use DeepSpeed",
+            stacklevel=3,
+        )
+
+
 class TRLOOTrainer(GRPOTrainer):
     """Multi-turn TRLOO / MRS / PRS trainer (see the module docstring for the one change from GRPOTrainer).
 
@@ -151,6 +177,12 @@ class TRLOOTrainer(GRPOTrainer):
             raise TypeError(f"args must be a MultiTurnKernelConfig, got {type(args).__name__}")
         if not (hasattr(environment, "reset") and hasattr(environment, "step")):
             raise TypeError(f"environment {type(environment).__name__} must have reset(tasks) and step(states, texts)")
+        lora_dropout = getattr(peft_config, "lora_dropout", 0.0) or 0.0
+        if args.use_mrs and lora_dropout > 0:
+            raise ValueError(
+                f"use_mrs needs identical trainer and rollout probabilities, but the peft_config's lora_dropout="
+                f"{lora_dropout} makes them differ; set lora_dropout=0"
+            )
         with warnings.catch_warnings():  # the rollout hook is the supported extension point; its notice is noise
             warnings.filterwarnings("ignore", message=".*'rollout_func'.*experimental")
             super().__init__(
@@ -165,6 +197,9 @@ class TRLOOTrainer(GRPOTrainer):
                 peft_config=peft_config,
                 rollout_func=self._multi_turn_rollout,
             )
+        if args.disable_dropout:
+            _disable_attention_dropout(self.model)  # the base zeroed nn.Dropout modules (LoRA's included)
+        _warn_low_precision_trainables(self.model, self.is_deepspeed_enabled)
         self.environment = environment
         self._rollout_tasks: list[Mapping[str, Any]] | None = None
         self._trajectories: list[Trajectory] = []
@@ -222,8 +257,9 @@ class TRLOOTrainer(GRPOTrainer):
             feedback_max_chars=self.args.feedback_max_chars,
             max_context_tokens=self.args.max_context_tokens,
             count_active_globally=self._count_active_globally if self.accelerator.num_processes > 1 else None,
+            chat_template_kwargs=self.chat_template_kwargs,
         )
-        prompt_ids = [render_prompt_ids(self._tokenizer, p) for p in prompts]
+        prompt_ids = [render_prompt_ids(self._tokenizer, p, self.chat_template_kwargs) for p in prompts]
         self._trajectories = rollout.run(tasks, prompt_ids)
         self._rollout_stats = rollout.stats
         return {
@@ -308,14 +344,33 @@ class TRLOOTrainer(GRPOTrainer):
                 self._flush_mrs_metrics(mode)
         loss_keep = per_token(keep_turns.float(), turn_ids).bool() & keep_rows.unsqueeze(1) & keep_tokens  # (B, L)
         output["tool_mask"] = output["tool_mask"] * loss_keep.to(device=device, dtype=output["tool_mask"].dtype)
-        # The DAPO / CISPO normaliser counts loss tokens across the generation batch: recount after masking.
+        # The DAPO / CISPO normaliser counts loss tokens (or turns) across the generation batch: recount after masking.
         loss_mask = output["completion_mask"] * output["tool_mask"]
-        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        output["num_items_in_batch"] = self._loss_normaliser(loss_mask, turn_ids.to(device))
         if not (mrs_in_loss and args.use_mrs):  # otherwise logged from the loss, once MRS is known
             metrics["filters/loss_token_frac"].append(self._global_frac(loss_mask.cpu().bool(), model_tokens.bool()))
         self._log_turn_metrics(mode, stats, turn_adv, ~torch.isnan(rewards))
         self._rollout_wall_s += time.perf_counter() - started
         return output
+
+    def _loss_normaliser(self, loss_mask: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+        """Divisor of the token-sum losses over the generation batch, summed over processes.
+
+        ``loss_aggregation='token_mean'``: the number of loss tokens (TRL's dapo). ``'turn_sum_mean'``: the number of
+        (trajectory, turn) pairs with at least one loss token, so the loss is the mean over trained turns of each
+        turn's token-loss sum (the reference's per-turn rows with seq-mean-token-sum).
+
+        Args:
+            loss_mask: (B, L) 0/1 tokens that carry loss.
+            turn_ids: (B, L) 0-based turn of each token, -1 on feedback / padding.
+        """
+        if self.args.loss_aggregation == "token_mean":
+            local = loss_mask.sum()
+        else:
+            turns = torch.arange(self.args.max_turns, device=turn_ids.device)  # (T,)
+            in_turn = turn_ids.unsqueeze(-1) == turns  # (B, L, T)
+            local = (in_turn & loss_mask.bool().unsqueeze(-1)).any(dim=1).sum()  # trained (row, turn) pairs
+        return self.accelerator.gather(local.to(self.accelerator.device)).sum()
 
     def _train_logps(self, output: dict) -> torch.Tensor:
         """Trainer log-probs of the sampled tokens at rollout time (computed once if GRPO did not already)."""
@@ -403,7 +458,7 @@ class TRLOOTrainer(GRPOTrainer):
             if self.loss_type in _GENERATION_BATCH_NORMALISED:
                 # This micro-batch is the whole generation batch (_mrs_in_loss_supported): recount its loss
                 # tokens over all processes, as the base does at generation time.
-                inputs["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+                inputs["num_items_in_batch"] = self._loss_normaliser(loss_mask, inputs["mrs_turn_ids"])
             self._tally_mrs(mode, loss_tokens=loss_mask.sum(), model_tokens=inputs["mrs_mask"].sum())
         self._loss_forward = (input_ids, forward)
         try:

@@ -376,3 +376,142 @@ def test_prs_and_recipe_filters_mask_the_loss(tiny_dir, tmp_path):
     assert inputs["tool_mask"].sum() == 0 and inputs["num_items_in_batch"] == 0
     # The advantages are still computed from every sample (rejected samples stay in the baselines).
     assert torch.all(inputs["advantages"] == 0)  # all rewards tie within each group at both turns
+
+
+def test_config_keeps_one_optimizer_step_per_generation_batch(tmp_path):
+    with pytest.raises(ValueError, match="steps_per_generation=4 > gradient_accumulation_steps=1"):
+        make_args(tmp_path, steps_per_generation=4)
+    with pytest.raises(ValueError, match="gradient_accumulation_steps"):
+        make_args(tmp_path, generation_batch_size=16)  # 4 micro-batches of 4, one accumulation step
+    args = make_args(tmp_path, steps_per_generation=4, gradient_accumulation_steps=4)
+    assert args.generation_batch_size == 16
+
+
+def test_config_turns_dropout_off_for_mrs(tmp_path):
+    assert make_args(tmp_path, use_mrs=True).disable_dropout is True
+    assert make_args(tmp_path).disable_dropout is False
+    assert make_args(tmp_path, disable_dropout=True).disable_dropout is True
+    with pytest.raises(ValueError, match="disable_dropout"):
+        make_args(tmp_path, use_mrs=True, disable_dropout=False)
+
+
+def test_mrs_refuses_lora_dropout(tiny_dir, tmp_path):
+    from peft import LoraConfig
+
+    model, tok = load(tiny_dir)
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.1, target_modules=["q_proj"], task_type="CAUSAL_LM")
+    with pytest.raises(ValueError, match="lora_dropout=0.1"):
+        TRLOOTrainer(model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, use_mrs=True),
+                     train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+                     peft_config=lora)
+
+
+def test_mrs_trains_a_model_configured_with_dropout(tiny_dir, tmp_path):
+    """A checkpoint whose config has attention dropout: the trainer turns it off, MRS keeps every trajectory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir, attention_dropout=0.5)
+    trainer = TRLOOTrainer(
+        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, use_mrs=True, max_steps=1),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(8)), processing_class=AutoTokenizer.from_pretrained(tiny_dir),
+    )
+    assert all(m.attention_dropout == 0.0 for m in trainer.model.modules() if hasattr(m, "attention_dropout"))
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    logs = [h for h in trainer.state.log_history if "mrs/rejected_frac" in h]
+    assert logs and logs[0]["mrs/rejected_frac"] == 0.0
+    assert any(not torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())
+
+
+def test_bf16_trainable_weights_warn(tiny_dir, tmp_path):
+    model, tok = load(tiny_dir)
+    with pytest.warns(UserWarning, match="round away"):
+        TRLOOTrainer(model=model.to(torch.bfloat16), environment=DigitGuessEnvironment(), args=make_args(tmp_path),
+                     train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok)
+
+
+# A Qwen3-style chat template: a finished assistant turn is rendered with an empty think block only while it is the
+# last turn, and `enable_thinking=False` appends an empty think block to the generation header.
+QWEN3_LIKE_TEMPLATE = (
+    "{% set ns = namespace(last_user=-1) %}"
+    "{% for m in messages %}{% if m['role'] == 'user' %}{% set ns.last_user = loop.index0 %}{% endif %}{% endfor %}"
+    "{% for m in messages %}"
+    "{% if m['role'] == 'assistant' and loop.index0 > ns.last_user %}"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n{{ m['content'] }}<|im_end|>\n"
+    "{% else %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}"
+)
+NO_THINKING = {"enable_thinking": False}
+EMPTY_THINK = "<think>\n\n</think>\n\n"
+
+
+def qwen3_like_tokenizer():
+    from trl_ext.tiny_model import build_tokenizer
+
+    tok = build_tokenizer()
+    tok.chat_template = QWEN3_LIKE_TEMPLATE
+    return tok
+
+
+def test_feedback_tokens_with_a_qwen3_style_template():
+    tok = qwen3_like_tokenizer()
+    plain = FeedbackTokenizer(tok, tok.eos_token_id)("Wrong.")
+    assert tok.decode(plain) == "\n<|im_start|>user\nWrong.<|im_end|>\n<|im_start|>assistant\n"
+    no_thinking = FeedbackTokenizer(tok, tok.eos_token_id, NO_THINKING)("Wrong.")
+    assert tok.decode(no_thinking) == "\n<|im_start|>user\nWrong.<|im_end|>\n<|im_start|>assistant\n" + EMPTY_THINK
+
+
+def test_rollout_passes_chat_template_kwargs_to_every_turn():
+    tok = qwen3_like_tokenizer()
+    tasks = make_toy_tasks(2, seed=1)
+    wrong = [str((int(t["reward_model"]["ground_truth"]) + 1) % 10) for t in tasks]
+    rollout = MultiTurnRollout(ScriptedBackend(tok, [wrong, wrong, wrong]), DigitGuessEnvironment(), tok, max_turns=3,
+                               end_of_turn_id=tok.eos_token_id, chat_template_kwargs=NO_THINKING)
+    for traj in rollout.run(tasks):
+        assert len(traj.turns) == 3
+        assert tok.decode(traj.prompt_ids).endswith("<|im_start|>assistant\n" + EMPTY_THINK)
+        feedback = tok.decode([t for t, m in zip(traj.completion_ids, traj.env_mask, strict=True) if not m])
+        assert feedback.count("<|im_start|>assistant\n" + EMPTY_THINK) == 2  # both feedback turns
+
+
+def test_trainer_uses_chat_template_kwargs(tiny_dir, tmp_path):
+    model, tok = load(tiny_dir)
+    tok.chat_template = QWEN3_LIKE_TEMPLATE
+    trainer = TRLOOTrainer(
+        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, chat_template_kwargs=NO_THINKING),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+    )
+    trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    for traj in trainer._trajectories:
+        assert tok.decode(traj.prompt_ids).endswith(EMPTY_THINK)
+        if len(traj.turns) > 1:
+            assert EMPTY_THINK in tok.decode([t for t, m in zip(traj.completion_ids, traj.env_mask, strict=True) if not m])
+
+
+def test_turn_sum_mean_divides_token_losses_by_trained_turns(tiny_dir, tmp_path):
+    """loss_aggregation='turn_sum_mean': the dapo normaliser is the number of trained (trajectory, turn) pairs."""
+    with pytest.raises(ValueError, match="loss_type='dapo'"):
+        make_args(tmp_path, loss_aggregation="turn_sum_mean", loss_type="grpo")
+    model, tok = load(tiny_dir)
+    trainer = TRLOOTrainer(
+        model=model, environment=DigitGuessEnvironment(),
+        args=make_args(tmp_path, loss_aggregation="turn_sum_mean", mask_failed_turns_after_success=True),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+    )
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
+    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    loss_mask = (inputs["completion_mask"] * inputs["tool_mask"]).cpu()
+    trained_turns = 0
+    for n, traj in enumerate(trainer._trajectories):  # plain loop: turns with at least one loss token
+        for k in range(len(traj.turns)):
+            trained_turns += any(t == k and loss_mask[n, j] for j, t in enumerate(traj.turn_ids))
+    loss_tokens = int(loss_mask.sum())
+    assert int(inputs["num_items_in_batch"]) == trained_turns < loss_tokens
+    inputs["advantages"] = torch.randn(inputs["advantages"].shape, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        per_turn = trainer._compute_loss(trainer.model, inputs).item()
+        per_token = trainer._compute_loss(trainer.model, {**inputs, "num_items_in_batch": torch.tensor(loss_tokens)})
+    assert per_turn * trained_turns == pytest.approx(per_token.item() * loss_tokens, rel=1e-5)
