@@ -1,7 +1,9 @@
 """Train a model with multi-turn TRLOO (+ MRS / PR / PRS) against the kernel reward.
 
     python scripts/train.py --config recipes/tiny_cpu.yaml
-    accelerate launch --num_processes 8 scripts/train.py --config recipes/qwen3_8b_trloo.yaml
+    accelerate launch --config_file TRL_DIR/accelerate_configs/fsdp2.yaml scripts/train.py --config recipes/qwen3_8b_trloo.yaml
+
+(TRL_DIR: the installed trl package's folder; see the recipe.)
 
 Every ``MultiTurnKernelConfig`` (GRPOConfig), ``ModelConfig`` (incl. LoRA: ``--use_peft``) and script option
 below can be set in the YAML or on the command line (``--help`` lists them). Checkpoints go to ``output_dir``;
