@@ -515,3 +515,34 @@ def test_turn_sum_mean_divides_token_losses_by_trained_turns(tiny_dir, tmp_path)
         per_turn = trainer._compute_loss(trainer.model, inputs).item()
         per_token = trainer._compute_loss(trainer.model, {**inputs, "num_items_in_batch": torch.tensor(loss_tokens)})
     assert per_turn * trained_turns == pytest.approx(per_token.item() * loss_tokens, rel=1e-5)
+
+
+def test_turn_sum_mean_recounts_turns_after_in_loss_mrs(tiny_dir, tmp_path, monkeypatch):
+    """With MRS decided in the loss, the turn count is taken after MRS rejected a trajectory."""
+    from trl import GRPOTrainer
+
+    model, tok = load(tiny_dir)
+    trainer = TRLOOTrainer(
+        model=model, environment=DigitGuessEnvironment(),
+        args=make_args(tmp_path, use_mrs=True, loss_aggregation="turn_sum_mean", max_steps=1),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+    )
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
+    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    assert "mrs_mask" in inputs
+    turns_per_row = [len(t.turns) for t in trainer._trajectories]  # every turn has model tokens here
+    assert int(inputs["num_items_in_batch"]) == sum(turns_per_row)
+    inputs["sampling_per_token_logps"] = trainer._train_logps(inputs).clone()
+    inputs["sampling_per_token_logps"][0] += 0.1  # row 0 fails the trajectory-level MRS test
+    seen = []
+    base_loss = GRPOTrainer._compute_loss
+
+    def recording_loss(self, model, batch):
+        seen.append(int(batch["num_items_in_batch"]))
+        return base_loss(self, model, batch)
+
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", recording_loss)
+    with torch.no_grad():
+        trainer.compute_loss(trainer.model, inputs)
+    assert seen == [sum(turns_per_row) - turns_per_row[0]]
