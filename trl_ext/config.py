@@ -138,14 +138,14 @@ class MultiTurnKernelConfig(GRPOConfig):
         if self.disable_dropout is None:
             self.disable_dropout = self.use_mrs
         super().__post_init__()
-        if self.steps_per_generation > self.gradient_accumulation_steps:
+        if self.gradient_accumulation_steps % self.steps_per_generation != 0:
             raise ValueError(
-                f"steps_per_generation={self.steps_per_generation} > gradient_accumulation_steps="
-                f"{self.gradient_accumulation_steps} splits each generation batch over "
-                f"{self.steps_per_generation // self.gradient_accumulation_steps} optimizer steps: all but the first "
-                "train on rollouts of older weights (the reference takes one optimizer step per rollout batch). Set "
-                f"gradient_accumulation_steps={self.steps_per_generation} (or generation_batch_size / "
-                "steps_per_generation to match it); use num_iterations for deliberate extra passes"
+                f"steps_per_generation={self.steps_per_generation} with gradient_accumulation_steps="
+                f"{self.gradient_accumulation_steps} splits a generation batch over several optimizer steps: the "
+                "later ones train on rollouts of older weights (the reference takes one optimizer step per rollout "
+                f"batch). Set gradient_accumulation_steps={self.steps_per_generation} (or a multiple of "
+                "steps_per_generation, which generation_batch_size sets when given instead); use num_iterations for "
+                "deliberate extra passes"
             )
         if self.use_mrs and not self.disable_dropout:
             raise ValueError(

@@ -379,12 +379,14 @@ def test_prs_and_recipe_filters_mask_the_loss(tiny_dir, tmp_path):
 
 
 def test_config_keeps_one_optimizer_step_per_generation_batch(tmp_path):
-    with pytest.raises(ValueError, match="steps_per_generation=4 > gradient_accumulation_steps=1"):
+    with pytest.raises(ValueError, match="steps_per_generation=4 with gradient_accumulation_steps=1"):
         make_args(tmp_path, steps_per_generation=4)
+    with pytest.raises(ValueError, match="gradient_accumulation_steps=3"):
+        make_args(tmp_path, steps_per_generation=2, gradient_accumulation_steps=3)  # 2nd step straddles batches
     with pytest.raises(ValueError, match="gradient_accumulation_steps"):
         make_args(tmp_path, generation_batch_size=16)  # 4 micro-batches of 4, one accumulation step
-    args = make_args(tmp_path, steps_per_generation=4, gradient_accumulation_steps=4)
-    assert args.generation_batch_size == 16
+    assert make_args(tmp_path, steps_per_generation=4, gradient_accumulation_steps=4).generation_batch_size == 16
+    assert make_args(tmp_path, steps_per_generation=2, gradient_accumulation_steps=4).generation_batch_size == 8
 
 
 def test_config_turns_dropout_off_for_mrs(tmp_path):
