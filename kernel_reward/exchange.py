@@ -228,21 +228,13 @@ class Arena:
             raise ExchangeError("only a CUDA arena has device addresses")
         return self._cuda_ptr + offset
 
-    def reserve(self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None, *,
-                wrap: bool = False) -> TensorRef:
-        """The next free place for such a tensor; ``wrap``: start again at the beginning when the arena is full
-        (fresh places call after call, without growing), else MemoryError."""
-        try:
-            return self.layout.place(shape, dtype, stride)
-        except MemoryError:
-            if not wrap:
-                raise
-            self.layout.reset()
-            return self.layout.place(shape, dtype, stride)
+    def reserve(self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None) -> TensorRef:
+        """The next free place for such a tensor (MemoryError when the arena is full)."""
+        return self.layout.place(shape, dtype, stride)
 
-    def put(self, tensor: torch.Tensor, *, wrap: bool = False) -> TensorRef:
+    def put(self, tensor: torch.Tensor) -> TensorRef:
         """Copy ``tensor`` into the next free place (its own layout where dense, see ``placement_stride``)."""
-        ref = self.reserve(tuple(tensor.shape), tensor.dtype, placement_stride(tensor), wrap=wrap)
+        ref = self.reserve(tuple(tensor.shape), tensor.dtype, placement_stride(tensor))
         with torch.no_grad():
             view(self.tensor, ref).copy_(tensor)
         return ref

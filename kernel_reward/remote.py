@@ -9,7 +9,6 @@ verdict worse (a raised error, a self-reported hack), never better than what the
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,28 +91,33 @@ class RemoteCandidate:
         self.arena = arena
         self.spec = spec
         self.model_id = model_id
-        self._last_inputs: list[Any] | None = None  # encoded placement of the previous call's inputs
+        self._last_inputs: tuple[list[Any], list[exchange.TensorRef]] | None = None  # the previous call's places
 
-    def output_slots(self) -> tuple[list[exchange.TensorRef], list[torch.Tensor]]:
-        refs = [self.arena.reserve(shape, dtype, wrap=True) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
-        views = [exchange.view(self.arena.tensor, ref) for ref in refs]
-        poison(views)
-        return refs, views
+    def place(self, inputs: list[Any]) -> tuple[list[Any], list[exchange.TensorRef]]:
+        """Copy ``inputs`` into fresh places of the arena and reserve the output slots after them: one block, so
+        when the arena is too full for the whole call it starts over BEFORE the first tensor (wrapping in the middle
+        would put an output on top of an input of the same call)."""
+        if self.arena.layout.used + slot_bytes(inputs, self.spec) > self.arena.layout.capacity:
+            self.arena.layout.reset()
+        encoded = exchange.encode_args(inputs, self.arena.put)
+        refs = [self.arena.reserve(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+        return encoded, refs
 
     def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False, reuse_buffers: bool = False,
              monitor: bool = True, training: bool = True) -> CallOutcome:
         """One forward on (copies of) ``inputs``. ``reuse_buffers``: put them in the SAME arena places as the
         previous call (the buffer-reuse check needs the candidate to see one storage twice)."""
         if reuse_buffers and self._last_inputs is not None:
-            encoded = self._last_inputs
+            encoded, out_refs = self._last_inputs
             views = exchange.tensor_views(encoded, self.arena.tensor)
             with torch.no_grad():
                 for view, value in zip(views, [a for a in inputs if isinstance(a, torch.Tensor)], strict=True):
                     view.copy_(value)
         else:
-            encoded = exchange.encode_args(inputs, functools.partial(self.arena.put, wrap=True))  # fresh places
-        self._last_inputs = encoded
-        out_refs, out_views = self.output_slots()
+            encoded, out_refs = self.place(inputs)
+        self._last_inputs = encoded, out_refs
+        out_views = [exchange.view(self.arena.tensor, ref) for ref in out_refs]
+        poison(out_views)
         synchronize(self.arena.device)
         reply = self.client.ask({"type": "run", "model": self.model_id, "calls": [{
             "args": encoded, "out": [ref.to_json() for ref in out_refs], "mode": mode, "ablate": ablate,
