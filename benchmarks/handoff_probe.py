@@ -83,6 +83,7 @@ def child(conn, fd: int) -> None:
 def main() -> None:
     out_path = sys.argv[1] if len(sys.argv) > 1 else "handoff_probe.json"
     torch.cuda.init()
+    torch.empty(1, device="cuda")  # a current context for the driver calls (without it: CUresult 201)
     fd = os.memfd_create("words")
     os.ftruncate(fd, 4096)
     words = SharedWords(fd)
