@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import mmap
 import os
 from dataclasses import dataclass
@@ -358,11 +359,6 @@ class _Driver:
         return pointer.value
 
 
-_DRIVER: _Driver | None = None
-
-
+@functools.cache
 def _driver() -> _Driver:
-    global _DRIVER
-    if _DRIVER is None:
-        _DRIVER = _Driver()
-    return _DRIVER
+    return _Driver()

@@ -179,7 +179,6 @@ class BatchClock:
         self.mirror = torch.empty(self.used, dtype=torch.uint8, device=self.device)
         self.staging = torch.zeros(self.inputs_end, dtype=torch.uint8, device=self.device)
         self.staging_inputs = [exchange.tensor_views(args, self.staging) for args in slot_args]
-        self.arena_inputs = [exchange.tensor_views(args, self.arena.tensor) for args in slot_args]
         self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
         self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in slot_outs]
         self.mirror_outputs = [[exchange.view(self.mirror, r) for r in outs] for outs in slot_outs]
@@ -224,41 +223,49 @@ class BatchClock:
     def _capture(self, buffer: torch.Tensor, side: str) -> None:
         self.captures[side].copy_(buffer[self.inputs_end : self.used])
 
+    def _host_batch(self, buffer: torch.Tensor, side: str, work: Callable[[], None]) -> float:
+        """ms of one batch on the host clock (no gates): load, ``work``, capture, each side synchronised."""
+        synchronize(self.device)
+        start = time.perf_counter()
+        self._load(buffer)
+        work()
+        self._capture(buffer, side)
+        synchronize(self.device)
+        return (time.perf_counter() - start) * 1e3
+
+    def _queue_batch(self, buffer: torch.Tensor, side: str, work: Callable[[], None]) -> _Spans:
+        """Queue one batch behind the closed gate: E0, load, ``work`` between its own pair of events, capture, E1."""
+        spans = _Spans(*_events(), *_events())
+        spans.begin.record()
+        self._load(buffer)
+        spans.work_begin.record()
+        work()
+        spans.work_end.record()
+        self._capture(buffer, side)
+        spans.end.record()
+        return spans
+
     def time_reference(self, *, empty: bool = False) -> float:
         """ms of one reference batch (its calls run in this process; ``empty``: none, the fixed cost alone)."""
         for outs in self.mirror_outputs:
             poison(outs)
+
+        def calls() -> None:
+            if not empty:
+                for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
+                    execute_call(self.reference, args, outs, self.spec.structure)
+
         with torch.no_grad():
             if self.gate is None:
-                synchronize(self.device)
-                start = time.perf_counter()
-                self._load(self.mirror)
-                self._reference_calls(empty)
-                self._capture(self.mirror, "reference")
-                synchronize(self.device)
-                return (time.perf_counter() - start) * 1e3
+                return self._host_batch(self.mirror, "reference", calls)
             number = self.gate.close_next()
-            begin, end = _events()
             try:
-                begin.record()
-                self._load(self.mirror)
-                work_begin, work_end = _events()
-                work_begin.record()
-                self._reference_calls(empty)
-                work_end.record()
-                self._capture(self.mirror, "reference")
-                end.record()
+                spans = self._queue_batch(self.mirror, "reference", calls)
             finally:
                 self.gate.open(number)
-            stream_gate.wait_for_event(end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
-            self.last_work_ms["reference"] = work_begin.elapsed_time(work_end)
-            return begin.elapsed_time(end)
-
-    def _reference_calls(self, empty: bool) -> None:
-        if empty:
-            return
-        for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
-            execute_call(self.reference, args, outs, self.spec.structure)
+            stream_gate.wait_for_event(spans.end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
+            self.last_work_ms["reference"] = spans.work_ms()
+            return spans.total_ms()
 
     def time_candidate(self, client: Any, model_id: int, *, dry: bool = False) -> tuple[float, list[dict[str, Any]]]:
         """(ms, per-call reports) of one candidate batch: one message to the runner, K calls (``dry``: the trusted
@@ -268,39 +275,35 @@ class BatchClock:
         message = {**self.run_message, "model": model_id, "dry": dry}
         with torch.no_grad():
             if self.gate is None:
-                synchronize(self.device)
-                start = time.perf_counter()
-                self._load(self.arena.tensor)
-                synchronize(self.device)
-                reports = _ask(client, message)
-                self._capture(self.arena.tensor, "candidate")
-                synchronize(self.device)
-                return (time.perf_counter() - start) * 1e3, reports
+                replies: list[dict[str, Any]] = []
+
+                def ask() -> None:
+                    synchronize(self.device)
+                    replies.append(client.ask(message, ("ran",)))
+
+                ms = self._host_batch(self.arena.tensor, "candidate", ask)
+                return ms, _reports(replies[0])
             number = self.gate.close_next()
-            begin, end = _events()
-            begin.record()
-            self._load(self.arena.tensor)
-            work_begin, work_end = _events()
-            work_begin.record()
-            stream_gate.write_value(self.arena.address(self.flag_word), number)
-            stream_gate.wait_value(self.arena.address(self.done_word), number)
-            work_end.record()
-            self._capture(self.arena.tensor, "candidate")
-            end.record()
+
+            def hand_over() -> None:
+                stream_gate.write_value(self.arena.address(self.flag_word), number)
+                stream_gate.wait_value(self.arena.address(self.done_word), number)
+
+            spans = self._queue_batch(self.arena.tensor, "candidate", hand_over)
             message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
             try:
                 reply = client.ask(message, ("ran",))
                 reports = _reports(reply)
                 self.gate.open(number)
-                self._finish(end, client)
+                self._finish(spans.end, client)
             except BaseException:
                 self._release(number)
                 raise
-            self.last_work_ms["candidate"] = work_begin.elapsed_time(work_end)
-            claimed = reply.get("previous_gpu_ms")
-            if isinstance(claimed, int | float) and not isinstance(claimed, bool):
-                self.runner_claims.append(float(claimed))
-            return begin.elapsed_time(end), reports
+            self.last_work_ms["candidate"] = spans.work_ms()
+            claimed = claimed_ms(reply)
+            if claimed is not None:
+                self.runner_claims.append(claimed)
+            return spans.total_ms(), reports
 
     def _finish(self, end: torch.cuda.Event, client: Any) -> None:
         """Wait for the batch's E1; a runner that never writes ``done`` is a timeout."""
@@ -320,6 +323,31 @@ class BatchClock:
         rescue = torch.cuda.Stream(self.device)
         stream_gate.write_value(self.arena.address(self.done_word), number, rescue)
         stream_gate.wait_for_event(_recorded(rescue), time.monotonic() + 10, "releasing the judge's stream")
+
+
+@dataclass(frozen=True)
+class _Spans:
+    """The judge's events of one queued batch: the whole batch, and the side's own work inside it."""
+
+    begin: torch.cuda.Event
+    end: torch.cuda.Event
+    work_begin: torch.cuda.Event
+    work_end: torch.cuda.Event
+
+    def total_ms(self) -> float:
+        return self.begin.elapsed_time(self.end)
+
+    def work_ms(self) -> float:
+        return self.work_begin.elapsed_time(self.work_end)
+
+
+def claimed_ms(reply: dict[str, Any]) -> float | None:
+    """Pure: the runner's claimed GPU time of its previous batch (a diagnostic, never a verdict), or None when it is
+    missing or not a finite, non-negative number (a NaN would make the result JSON unreadable to strict parsers)."""
+    value = reply.get("previous_gpu_ms")
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
 
 
 def _recorded(stream: torch.cuda.Stream) -> torch.cuda.Event:

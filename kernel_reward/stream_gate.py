@@ -19,6 +19,7 @@ CUDA 11.7; older drivers make ``available()`` false and the judge falls back to 
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 import time
 
@@ -43,18 +44,11 @@ class _Driver:
         self.host_pointer.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p, ctypes.c_uint]
         self.host_alloc = lib.cuMemHostAlloc
         self.host_alloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint]
-        self.host_free = lib.cuMemFreeHost
-        self.host_free.argtypes = [ctypes.c_void_p]
 
 
-_DRIVER: _Driver | None = None
-
-
+@functools.cache
 def _driver() -> _Driver:
-    global _DRIVER
-    if _DRIVER is None:
-        _DRIVER = _Driver()
-    return _DRIVER
+    return _Driver()
 
 
 def available(device: torch.device) -> bool:
@@ -89,7 +83,8 @@ def write_value(address: int, value: int, stream: torch.cuda.Stream | None = Non
 
 
 class HostGate:
-    """A word in pinned host memory that the GPU waits on and the host opens (see the module docstring)."""
+    """A word in pinned host memory that the GPU waits on and the host opens (see the module docstring). Its 4 KB
+    page is never freed: a queued wait may still read it, and judges are one process per evaluation."""
 
     def __init__(self, open_after_s: float) -> None:
         self.open_after_s = open_after_s
@@ -97,11 +92,10 @@ class HostGate:
         torch.cuda.current_stream().synchronize()
         host = ctypes.c_void_p()
         _check(_driver().host_alloc(ctypes.byref(host), 4096, HOST_ALLOC_PORTABLE | HOST_ALLOC_DEVICEMAP), "cuMemHostAlloc")
-        self._host = host.value
-        self.word = ctypes.c_int32.from_address(self._host)
+        self.word = ctypes.c_int32.from_address(host.value)
         self.word.value = 0
         pointer = ctypes.c_uint64()
-        _check(_driver().host_pointer(ctypes.byref(pointer), self._host, 0), "cuMemHostGetDevicePointer")
+        _check(_driver().host_pointer(ctypes.byref(pointer), host.value, 0), "cuMemHostGetDevicePointer")
         self.address = pointer.value
         self.count = 0
         self._lock = threading.Lock()
@@ -134,14 +128,6 @@ class HostGate:
                 return False
             self.word.value = number
             return True
-
-    def close(self) -> None:
-        """Free the word (after the GPU has stopped waiting on it)."""
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-        if self._host is not None:
-            _driver().host_free(self._host)
-            self._host = None
 
 
 def wait_for_event(event: torch.cuda.Event, deadline: float, what: str) -> None:

@@ -15,6 +15,7 @@ import textwrap
 from kernel_reward.judge_timing import (
     Overhead,
     calls_per_batch,
+    claimed_ms,
     handoff_dominated,
     noise_dominated,
     per_call_ms,
@@ -51,6 +52,13 @@ def test_a_batch_whose_fixed_cost_varies_more_than_5_percent_of_its_work_is_flag
 def test_a_hand_over_longer_than_a_quarter_of_the_batch_is_flagged():
     overhead = Overhead(reference_ms=0.2, candidate_ms=0.5, spread_ms=0.01)  # hand-over: 0.3 ms
     assert handoff_dominated(overhead, 0.1, 4) and not handoff_dominated(overhead, 1.0, 4)
+
+
+def test_only_a_finite_non_negative_runner_claim_is_kept():
+    assert claimed_ms({"previous_gpu_ms": 0.25}) == 0.25
+    for bad in (float("nan"), float("inf"), -1.0, True, "0.1", None):
+        assert claimed_ms({"previous_gpu_ms": bad}) is None
+    assert claimed_ms({}) is None
 
 
 def test_unpaired_interval_holds_the_ratio_of_medians():
