@@ -9,7 +9,7 @@ the candidate's own behaviour, and decides correctness, timing and reward from t
 Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, each answered by one reply):
 
     {"type": "ping"}                                   -> {"type": "pong"}
-    {"type": "arena", ...exchange.Arena.share()}       -> {"type": "arena_ok"}      (a memfd follows by SCM_RIGHTS)
+    {"type": "arena", ...exchange.Arena.share()}       -> {"type": "arena_ok"}      (its descriptor follows by SCM_RIGHTS)
     {"type": "load", "code": str, "allow_tf32": bool}  -> {"type": "loaded"} | {"type": "load_failed", ...}
     {"type": "build", "model", "seed", "init", "state"} -> {"type": "built", ...} | {"type": "build_failed", ...}
     {"type": "run", "model", "calls": [...], "gate"?}  -> {"type": "ran", "calls": [...]}  (gate: stream_gate)
@@ -140,7 +140,7 @@ class Runner:
 
     def _on_arena(self, message: dict[str, Any]) -> dict[str, Any]:
         fds: list[int] = []
-        if message.get("kind") == "memfd":
+        if message.get("kind") in ("memfd", "cuda_vmm"):  # the arena's descriptor follows by SCM_RIGHTS
             _, fds, _, _ = socket.recv_fds(self.channel, 1, 1)
         self.arena = exchange.MappedArena(message, fds, self.device)
         return {"type": "arena_ok"}
