@@ -63,14 +63,18 @@ BATCH_DEADLINE_S = 120.0  # a batch the GPU has not finished by then is the runn
 
 @dataclass(frozen=True)
 class Overhead:
-    """Each side's fixed cost of one batch (ms, median of empty batches) and the larger side's spread."""
+    """Each side's fixed cost of one batch (ms on the judge's clock, median of empty batches), the larger side's
+    spread, and the wall-clock time of an empty reference batch (host work included: what sizes the number of
+    reference batches to the budget; 0 when unknown)."""
 
     reference_ms: float
     candidate_ms: float
     spread_ms: float
+    reference_wall_ms: float = 0.0
 
     def to_json(self) -> dict[str, float]:
-        return {"reference_ms": self.reference_ms, "candidate_ms": self.candidate_ms, "spread_ms": self.spread_ms}
+        return {"reference_ms": self.reference_ms, "candidate_ms": self.candidate_ms, "spread_ms": self.spread_ms,
+                "reference_wall_ms": self.reference_wall_ms}
 
 
 @dataclass
@@ -373,10 +377,14 @@ def _reports(reply: dict[str, Any]) -> list[dict[str, Any]]:
 
 def calibrate(clock: BatchClock, client: Any, repeats: int = 9) -> Overhead:
     """Each side's empty-batch cost. Run BEFORE the candidate's code is loaded, while the runner is trusted."""
-    reference = [clock.time_reference(empty=True) for _ in range(repeats)]
+    reference, walls = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        reference.append(clock.time_reference(empty=True))
+        walls.append((time.perf_counter() - start) * 1e3)
     candidate = [clock.time_candidate(client, 0, dry=True)[0] for _ in range(repeats)]
     spread = max(_spread(reference), _spread(candidate))
-    return Overhead(float(np.median(reference)), float(np.median(candidate)), spread)
+    return Overhead(float(np.median(reference)), float(np.median(candidate)), spread, float(np.median(walls)))
 
 
 def _spread(samples: list[float]) -> float:

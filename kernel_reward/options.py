@@ -71,8 +71,9 @@ class EvalOptions:
     # --- timing (GPU only) ----------------------------------------------------------------------------------
     timing_budget_ms: float = field(
         default=150.0,
-        metadata={"help": "wall-clock budget of timed calls per side (reference / candidate); each call includes "
-                  "its L2 flush, launch cover and synchronisations"},
+        metadata={"help": "wall-clock budget of the timed batch pairs (one reference and one candidate batch each, "
+                  "with their staging, L2 flushes, hand-over and verification), within 10-200 pairs; the "
+                  "reference's own baseline before the candidate is loaded gets 0.3 of it on top"},
     )
     warmup_calls: int = field(default=5, metadata={"help": "untimed calls of each side before timing"})
     min_timed_calls: int = field(default=20, metadata={"help": "timed calls per side, at least"})

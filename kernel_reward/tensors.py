@@ -22,16 +22,25 @@ def make_inputs(reference_module: types.ModuleType, seed: int, device: torch.dev
     on the GPU machine. A ``get_inputs`` that cannot run that way (it calls ``.numpy()``, say) is drawn on the
     host, as the task wrote it, and moved. Either way both models get the same tensors.
     """
-    torch.manual_seed(seed)  # seeds the host and every CUDA generator
+    seed_generators(seed)
     try:
         with torch.device(device):
             raw = list(reference_module.get_inputs())
     except Exception:
         if torch.device(device).type == "cpu":
             raise
-        torch.manual_seed(seed)
+        seed_generators(seed)
         raw = list(reference_module.get_inputs())
     return [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw]
+
+
+def seed_generators(seed: int) -> None:
+    """What ``torch.manual_seed`` does for the host and CUDA generators, without the rest: on a machine with no
+    XPU or MTIA it queues a lazy seeding call for each, with a formatted stack trace, every time (0.15 ms a draw,
+    about 1.2 ms of each timed batch's staging on the H200, and a queue that only grows)."""
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
 
 
 def clone_args(args: list[Any]) -> list[Any]:
@@ -99,7 +108,8 @@ OUTLIER_SLACK = 10.0  # an outlier ``compare_outputs`` lets through is still wit
 
 
 def compare_outputs(
-    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any, outlier_share: float = 0.0
+    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any, outlier_share: float = 0.0,
+    *, measure_error: bool = True,
 ) -> Comparison:
     """Exact count/shape/dtype match, then |c - r| <= atol + rtol * |r| elementwise (NaN must match NaN).
 
@@ -107,7 +117,8 @@ def compare_outputs(
     share of an output's values may miss the tolerance if they are within ``OUTLIER_SLACK`` times it. The timed
     batches use it: they verify hundreds of outputs, and an honest fp32 kernel whose summation order differs from
     torch's misses 1e-4 on about one value in 10^8-10^9 (H200, a 1024-deep matmul); a cached, stale, unfinished or
-    lower-precision answer misses on most values.
+    lower-precision answer misses on most values. ``measure_error=False``: skip the max-error pass on outputs that
+    pass (the timed batches' check, which runs while the GPU's timing slot is held); ``max_abs_error`` is then None.
     """
     if len(candidate) != len(reference):
         return Comparison(False, None, f"returned {len(candidate)} tensor(s), the reference returns {len(reference)}")
@@ -121,26 +132,34 @@ def compare_outputs(
             return Comparison(False, None, f"output {index}: on {c.device}, expected {r.device.type}")
         if c.numel() == 0:
             continue
-        atol, rtol = tolerance(str(r.dtype))
-        wide = torch.float64 if r.dtype == torch.float64 else torch.float32
-        cw, rw = c.detach().to(wide), r.detach().to(wide)
         if not (r.is_floating_point() or r.is_complex()):
             if not torch.equal(c, r):
                 return Comparison(False, None, f"output {index}: integer/bool values differ")
             continue
+        atol, rtol = tolerance(str(r.dtype))
+        wide = torch.float64 if r.dtype == torch.float64 else torch.float32
+        cw, rw = c.detach().to(wide), r.detach().to(wide)
         close = torch.isclose(cw, rw, atol=atol, rtol=rtol, equal_nan=True)
-        finite = torch.isfinite(rw) & torch.isfinite(cw)
-        # masked_fill, not diff[finite]: boolean indexing materialises int64 indices (1 GiB for a 64M-value
-        # output, which ran a pool worker out of its GPU memory cap on the H200)
-        err = float((cw - rw).abs_().masked_fill_(~finite, 0.0).max())
+        passed = bool(close.all())
+        if passed and not measure_error:
+            continue
+        err = _max_finite_error(cw, rw)
         worst = max(worst, err)
-        if not bool(close.all()):
-            bad = int((~close).sum())
-            if bad <= outlier_share * c.numel() and bool(torch.isclose(
-                    cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True).all()):
-                continue
-            return Comparison(False, worst, f"output {index}: {bad} of {c.numel()} values outside atol={atol:g} rtol={rtol:g} (max abs error {err:.3g})")
-    return Comparison(True, worst, None)
+        if passed:
+            continue
+        bad = int((~close).sum())
+        if bad <= outlier_share * c.numel() and bool(torch.isclose(
+                cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True).all()):
+            continue
+        return Comparison(False, worst, f"output {index}: {bad} of {c.numel()} values outside atol={atol:g} rtol={rtol:g} (max abs error {err:.3g})")
+    return Comparison(True, worst if measure_error else None, None)
+
+
+def _max_finite_error(c: torch.Tensor, r: torch.Tensor) -> float:
+    """Largest |c - r| where both are finite (0 when none is). masked_fill, not boolean indexing: the latter
+    materialises int64 indices (1 GiB for a 64M-value output: it ran a pool worker out of its GPU memory cap)."""
+    finite = torch.isfinite(r) & torch.isfinite(c)
+    return float((c - r).abs_().masked_fill_(~finite, 0.0).max())
 
 
 def synchronize(device: torch.device) -> None:

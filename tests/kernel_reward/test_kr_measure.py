@@ -59,6 +59,17 @@ def test_compare_outputs_checks_shape_dtype_and_tolerance():
     assert not compare_outputs([torch.tensor([0.0, 1.0])], nan_ref, tolerance).ok
 
 
+def test_max_error_ignores_non_finite_values_and_can_be_skipped():
+    ref = [torch.tensor([[float("inf"), 1.0], [float("nan"), 2.0]])]
+    got = [torch.tensor([[float("inf"), 1.00002], [float("nan"), 2.0]])]
+    measured = compare_outputs(got, ref, tolerance)
+    assert measured.ok and measured.max_abs_error == pytest.approx(2e-5, rel=0.05)
+    skipped = compare_outputs(got, ref, tolerance, measure_error=False)
+    assert skipped.ok and skipped.max_abs_error is None
+    wrong = compare_outputs([torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance, measure_error=False)
+    assert not wrong.ok and wrong.max_abs_error == pytest.approx(0.5) and "1 of 4" in wrong.reason
+
+
 def test_timed_comparison_lets_rare_near_misses_through_but_not_a_wrong_answer():
     reference = torch.zeros(1_000_000)
     one_near_miss = reference.clone()
