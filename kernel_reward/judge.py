@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from kernel_reward import correctness, exchange, judge_timing, loading
+from kernel_reward import correctness, exchange, gpu_lock, judge_timing, loading
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
@@ -87,7 +87,9 @@ class Reference:
 
 def _judge_loaded(request: Any, code: str, reference_module: Any, client: RunnerClient, timing_slot: Any,
                   result: EvalResult, phases: Any, device: torch.device, seeds: list[int], options: EvalOptions) -> None:
-    with phases("build"):
+    # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
+    shared = gpu_lock.shared_gpu(timing_slot)
+    with phases("build"), shared():
         reference = _build_reference(reference_module, request.entry_point, device, seeds[-1])
         arena = exchange.Arena(_arena_bytes(device, reference.state, reference.probe, reference.spec), device)
     try:
@@ -97,19 +99,20 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
                 clock, overhead, before = time_reference_before(reference.model, reference.module, arena,
                                                                 reference.spec, device, options, client, seeds)
-        with phases("load"):
-            _load_candidate(client, code, options.allow_tf32)
-        with phases("build"):
-            result.state_transfer = build_remote(client, arena, 0, reference.build_seed, reference.init_inputs,
-                                                 reference.state)
-        result.compiled = True
-        candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
-        task = correctness.JudgeTask(reference.module, reference.model, candidate, reference.init_inputs,
-                                     result.state_transfer)
-        with phases("correctness"):
-            _check_correctness(task, device, options, seeds, result)
-        with phases("shape_check"):
-            _check_resized(request, client, arena, device, options, seeds, result)
+        with shared():
+            with phases("load"):
+                _load_candidate(client, code, options.allow_tf32)
+            with phases("build"):
+                result.state_transfer = build_remote(client, arena, 0, reference.build_seed, reference.init_inputs,
+                                                     reference.state)
+            result.compiled = True
+            candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
+            task = correctness.JudgeTask(reference.module, reference.model, candidate, reference.init_inputs,
+                                         result.state_transfer)
+            with phases("correctness"):
+                _check_correctness(task, device, options, seeds, result)
+            with phases("shape_check"):
+                _check_resized(request, client, arena, device, options, seeds, result)
         if clock is None:
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
@@ -121,7 +124,8 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
                 if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
                     _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
             if options.profile and not options.coverage_in_timing_slot:  # CUPTI's start-up must not hold the slot
-                _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
+                with shared():
+                    _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
             floor = below_coverage_floor(result.coverage, options.min_coverage)
             if floor is not None:
                 raise JudgeStop(Status.HACKED, floor, [correctness.HackReason.LOW_COVERAGE.value])

@@ -110,9 +110,12 @@ class BatchTiming:
                 "diagnostics": self.diagnostics}
 
 
-def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
-    """Pure: one call's share of a batch once the side's fixed cost is taken out (never below a nanosecond)."""
-    return max(batch_ms - empty_ms, 1e-6) / max(calls, 1)
+def per_call_ms(batch_ms: float, empty_ms: float, calls: int, resolution_ms: float = 0.0) -> float:
+    """Pure: one call's share of a batch once the side's fixed cost is taken out. Never below ``resolution_ms``
+    per batch (the spread of that fixed cost): work the clock cannot tell from the fixed cost's jitter is not
+    credited as free. Without the floor, batches that ran faster than their calibration (the GPU time-sliced with
+    other processes during calibration, say) read as ~0 ms, and honest candidates as 10^5x speed-ups."""
+    return max(batch_ms - empty_ms, resolution_ms, 1e-6) / max(calls, 1)
 
 
 def pick_reference(before: list[float], during: list[float]) -> tuple[list[float], str, bool]:
@@ -398,7 +401,7 @@ def time_reference_alone(clock: BatchClock, overhead: Overhead, batches: int) ->
     times = []
     for _ in range(batches):
         clock.stage()
-        times.append(per_call_ms(clock.time_reference(), overhead.reference_ms, clock.calls))
+        times.append(per_call_ms(clock.time_reference(), overhead.reference_ms, clock.calls, overhead.spread_ms))
     return times
 
 
@@ -424,8 +427,8 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
         reason = validate(clock.outputs("reference"), clock.outputs("candidate"))
         if reason is not None:
             raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {reason}")
-        reference_ms.append(per_call_ms(ref_time, overhead.reference_ms, clock.calls))
-        candidate_ms.append(per_call_ms(cand_time, overhead.candidate_ms, clock.calls))
+        reference_ms.append(per_call_ms(ref_time, overhead.reference_ms, clock.calls, overhead.spread_ms))
+        candidate_ms.append(per_call_ms(cand_time, overhead.candidate_ms, clock.calls, overhead.spread_ms))
         for side, work in clock.last_work_ms.items():
             clock.work_samples[side].append(work)
     return reference_ms, candidate_ms

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_reward import sandbox, wire
+from kernel_reward.gpu_lock import TURNSTILE_SUFFIX
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 
@@ -547,7 +548,8 @@ def _cancelled() -> EvalResult:
 
 
 def timing_lock_file(lock_dir: Path, device: str) -> Path:
-    """The per-device timing lock every service on this host shares, usable by any user.
+    """The per-device timing lock every service on this host shares, usable by any user (and its turnstile beside
+    it, ``<path>.turnstile``: see gpu_lock).
 
     The folder is sticky and world-writable like /tmp (services of different users must serialise their timing
     on one GPU) and the file world-readable: ``flock`` needs only a read descriptor, so children open it
@@ -557,9 +559,10 @@ def timing_lock_file(lock_dir: Path, device: str) -> Path:
     if lock_dir.stat().st_uid == os.geteuid():
         os.chmod(lock_dir, 0o1777)
     path = lock_dir / f"{device.replace(':', '')}.lock"
-    if not path.exists():
-        path.touch(exist_ok=True)
-        os.chmod(path, 0o644)  # explicit: touch's mode is filtered by the umask
+    for file in (path, path.with_name(path.name + TURNSTILE_SUFFIX)):  # the pair gpu_lock.GpuLock needs
+        if not file.exists():
+            file.touch(exist_ok=True)
+            os.chmod(file, 0o644)  # explicit: touch's mode is filtered by the umask
     return path
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import importlib
 import json
 import logging
@@ -38,12 +37,12 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from kernel_reward import sandbox, wire
+from kernel_reward.gpu_lock import TURNSTILE_SUFFIX, GpuLock
 
 log = logging.getLogger("kernel_reward.zygote")
 
@@ -90,21 +89,11 @@ def _write_tree(root: Path, files: dict[str, bytes], uid: int | None) -> None:
             os.chown(path, uid, uid)
 
 
-def _timing_slot_factory(lock_fd: int, channel: socket.socket):
-    """Exclusive per-GPU timing. The service is told when the wait starts and ends, so time spent queueing behind
-    other candidates' timing does not count against this candidate's wall clock."""
-
-    @contextlib.contextmanager
-    def timing_slot() -> Iterator[None]:
-        wire.send_message(channel, {"type": "slot_wait"})
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        wire.send_message(channel, {"type": "slot_acquired"})
-        try:
-            yield
-        finally:
-            fcntl.flock(lock_fd, fcntl.LOCK_UN)
-
-    return timing_slot
+def _timing_slot_factory(lock_fd: int, turnstile_fd: int, channel: socket.socket) -> GpuLock:
+    """Exclusive per-GPU timing, shared GPU phases (gpu_lock). The service is told when a timing wait starts and
+    ends, so time spent queueing behind other candidates' timing does not count against this one's wall clock."""
+    return GpuLock(lock_fd, turnstile_fd, on_wait=lambda: wire.send_message(channel, {"type": "slot_wait"}),
+                   on_acquired=lambda: wire.send_message(channel, {"type": "slot_acquired"}))
 
 
 class Zygote:
@@ -257,7 +246,8 @@ class Zygote:
             os.dup2(out_w, 1)
             os.dup2(out_w, 2)
             lock_fd = os.open(self.config.lock_path, os.O_RDONLY)  # created by the service (pool.timing_lock_file)
-            keep = sorted({0, 1, 2, channel.fileno(), lock_fd})
+            turnstile_fd = os.open(self.config.lock_path + TURNSTILE_SUFFIX, os.O_RDONLY)
+            keep = sorted({0, 1, 2, channel.fileno(), lock_fd, turnstile_fd})
             sandbox.close_fds_except(keep)
             sandbox.set_parent_death_signal()
             isolation = sandbox.Isolation()
@@ -307,7 +297,7 @@ class Zygote:
             if message is None or message.get("type") != "request":
                 os._exit(0)  # the service no longer needs this warm child
             stage = "request"
-            result = self._evaluate(channel, message, isolation, work_dir, lock_fd, runner)
+            result = self._evaluate(channel, message, isolation, work_dir, (lock_fd, turnstile_fd), runner)
             wire.send_message(channel, {"type": "result", "result": result})
             code = 0
         except BaseException:  # noqa: BLE001 - whatever happens, report it and exit; never return into the zygote
@@ -322,7 +312,7 @@ class Zygote:
             os._exit(code)
 
     def _evaluate(self, channel: socket.socket, message: dict[str, Any], isolation: sandbox.Isolation,
-                  work_dir: Path, lock_fd: int, runner: Any = None) -> dict[str, Any]:
+                  work_dir: Path, lock_fds: tuple[int, int], runner: Any = None) -> dict[str, Any]:
         from kernel_reward.request import EvalRequest
         from kernel_reward.result import EvalResult, Status
 
@@ -338,7 +328,7 @@ class Zygote:
         # From here on, whatever happens to this process is the candidate's doing.
         wire.send_message(channel, {"type": "accepted", "isolation": _candidate_isolation(isolation, runner)})
         try:
-            slot = _timing_slot_factory(lock_fd, channel)
+            slot = _timing_slot_factory(*lock_fds, channel)
             if runner is not None:
                 result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=slot, runner=runner)
             else:

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from kernel_reward.judge_timing import (
     Overhead,
     calls_per_batch,
@@ -28,6 +30,9 @@ from tests.kernel_reward.conftest import REPO_ROOT
 def test_per_call_time_takes_out_the_fixed_cost():
     assert per_call_ms(10.0, 2.0, 4) == 2.0
     assert per_call_ms(1.0, 2.0, 4) > 0  # noise below the calibration never gives a negative time
+    # a batch faster than its calibrated fixed cost is credited the fixed cost's jitter, not zero
+    assert per_call_ms(1.0, 2.0, 4, resolution_ms=0.4) == pytest.approx(0.1)
+    assert per_call_ms(10.0, 2.0, 4, resolution_ms=0.4) == 2.0  # real work above the jitter is untouched
 
 
 def test_the_reference_time_is_the_faster_of_before_and_during():

@@ -1,0 +1,99 @@
+"""gpu_lock.GpuLock: timing holds the GPU alone, GPU phases share it, and a judge waiting to time is not starved
+by a stream of new GPU phases. Each "process" is its own pair of open descriptors (flock locks belong to open
+file descriptions, so threads with their own descriptors contend exactly as processes do)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from kernel_reward.gpu_lock import GpuLock, shared_gpu
+from kernel_reward.pool import timing_lock_file
+
+
+@pytest.fixture
+def new_lock(tmp_path):
+    path = timing_lock_file(tmp_path / "locks", "cuda:0")
+    opened: list[int] = []
+
+    def make() -> GpuLock:
+        fds = [os.open(path, os.O_RDONLY), os.open(str(path) + ".turnstile", os.O_RDONLY)]
+        opened.extend(fds)
+        return GpuLock(*fds)
+
+    yield make
+    for fd in opened:
+        os.close(fd)
+
+
+def _in_thread(body) -> threading.Thread:
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_gpu_phases_run_side_by_side(new_lock):
+    first, second = new_lock(), new_lock()
+    with first.shared():
+        entered = threading.Event()
+        _in_thread(lambda: (second.shared().__enter__(), entered.set()))
+        assert entered.wait(5), "a second GPU phase had to wait for the first"
+
+
+def test_timing_waits_for_gpu_phases_under_way_and_blocks_new_ones(new_lock):
+    reader, timer, late_reader = new_lock(), new_lock(), new_lock()
+    order: list[str] = []
+    timer_in, late_in = threading.Event(), threading.Event()
+    with reader.shared():
+        def time_it():
+            with timer.exclusive():
+                order.append("timing")
+                timer_in.set()
+                time.sleep(0.2)
+                order.append("timing done")
+
+        _in_thread(time_it)
+        time.sleep(0.2)
+        assert not timer_in.is_set(), "timing started while another judge was in a GPU phase"
+
+        def late_phase():
+            with late_reader.shared():
+                order.append("late phase")
+                late_in.set()
+
+        _in_thread(late_phase)
+        time.sleep(0.2)
+        assert not late_in.is_set(), "a new GPU phase slipped in ahead of the waiting timer"
+    assert timer_in.wait(5) and late_in.wait(5)
+    assert order == ["timing", "timing done", "late phase"]
+
+
+def test_timing_slots_exclude_each_other_and_report_waits(new_lock):
+    events: list[str] = []
+    first = new_lock()
+    second = new_lock()
+    second.on_wait, second.on_acquired = (lambda: events.append("wait")), (lambda: events.append("acquired"))
+    with first.exclusive():
+        done = threading.Event()
+
+        def time_it():
+            with second():
+                events.append("in")
+            done.set()
+
+        _in_thread(time_it)
+        time.sleep(0.2)
+        assert events == ["wait"]
+    assert done.wait(5)
+    assert events == ["wait", "acquired", "in"]
+
+
+def test_without_a_gpu_lock_there_is_no_shared_side():
+    from contextlib import nullcontext
+
+    assert shared_gpu(nullcontext) is nullcontext
+    with shared_gpu(nullcontext)():
+        pass
