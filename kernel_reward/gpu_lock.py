@@ -6,6 +6,9 @@ between the contexts: on the H200 (8 workers, 2026-12-03) the hand-over to a run
 than its calibration, two honest candidates were scored 10^5x faster than the reference, and every honest result
 was flagged noise- and hand-over-dominated. So:
 
+Timing always excludes other timing. With ``PoolConfig.exclusive_gpu_timing`` (off by default: it cost 80 -> 50
+evaluations a minute in that H200 run, and its fidelity gain under load is not measured yet):
+
 * timing (``exclusive``) waits until no other judge is in a GPU phase, and holds the GPU alone;
 * GPU phases (``shared``) run side by side, but none starts while a judge is waiting to time (no starvation: a
   judge that wants to time takes the turnstile first, and every new GPU phase must pass through it).
@@ -26,14 +29,16 @@ TURNSTILE_SUFFIX = ".turnstile"
 class GpuLock:
     """``exclusive()`` and ``shared()`` context managers over two open descriptors (read-only is enough for
     ``flock``). ``on_wait`` / ``on_acquired`` are told when an exclusive wait starts and ends (the service pauses
-    the candidate's wall clock meanwhile)."""
+    the candidate's wall clock meanwhile). ``share_gpu_phases=False``: ``shared()`` takes no lock, so timing
+    excludes only other timing (``PoolConfig.exclusive_gpu_timing`` chooses)."""
 
     def __init__(self, lock_fd: int, turnstile_fd: int, on_wait: Callable[[], None] = lambda: None,
-                 on_acquired: Callable[[], None] = lambda: None) -> None:
+                 on_acquired: Callable[[], None] = lambda: None, share_gpu_phases: bool = True) -> None:
         self.lock_fd = lock_fd
         self.turnstile_fd = turnstile_fd
         self.on_wait = on_wait
         self.on_acquired = on_acquired
+        self.share_gpu_phases = share_gpu_phases
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -49,8 +54,11 @@ class GpuLock:
         finally:
             fcntl.flock(self.turnstile_fd, fcntl.LOCK_UN)
 
+    def shared(self) -> contextlib.AbstractContextManager[None]:
+        return self._shared() if self.share_gpu_phases else contextlib.nullcontext()
+
     @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
+    def _shared(self) -> Iterator[None]:
         fcntl.flock(self.turnstile_fd, fcntl.LOCK_EX)  # wait behind any judge that wants to time
         try:
             fcntl.flock(self.lock_fd, fcntl.LOCK_SH)

@@ -296,6 +296,7 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
                 timing = measure(clock, candidate, client, overhead, before, options)
                 if timing.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
+                    timing = judge_timing.unsubtracted(timing)
         except judge_timing.TimingValidationError as exc:
             raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
     result.timing_available = True
@@ -334,8 +335,9 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
             pair_wall_ms: float = 0.0) -> judge_timing.BatchTiming:
     """Interleaved batch pairs within the timing budget, every candidate output verified."""
     batches = _batches(options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms))
-    during, candidate_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches,
-                                                         _validator(options))
+    batches_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches, _validator(options))
+    during = [judge_timing.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
+    candidate_ms = [judge_timing.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
     reference_ms, phase, slower = judge_timing.pick_reference(before, during)
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
     if judge_timing.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
@@ -343,7 +345,8 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
     if judge_timing.handoff_dominated(overhead, statistics.median(reference_ms), clock.calls):
         flags.append("timing_handoff_dominated")
     return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
-                                    statistics.median(before), clock.method, flags, judge_timing.diagnostics(clock))
+                                    statistics.median(before), clock.method, flags, judge_timing.diagnostics(clock),
+                                    batches_ms)
 
 
 def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,

@@ -90,6 +90,7 @@ class BatchTiming:
     method: str
     flags: list[str] = field(default_factory=list)
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    batches_ms: tuple[list[float], list[float]] = ([], [])  # (reference, candidate) whole interleaved batches
     reference: TimingStats = field(init=False)
     candidate: TimingStats = field(init=False)
     speedup: float = field(init=False)
@@ -110,12 +111,22 @@ class BatchTiming:
                 "diagnostics": self.diagnostics}
 
 
-def per_call_ms(batch_ms: float, empty_ms: float, calls: int, resolution_ms: float = 0.0) -> float:
-    """Pure: one call's share of a batch once the side's fixed cost is taken out. Never below ``resolution_ms``
-    per batch (the spread of that fixed cost): work the clock cannot tell from the fixed cost's jitter is not
-    credited as free. Without the floor, batches that ran faster than their calibration (the GPU time-sliced with
-    other processes during calibration, say) read as ~0 ms, and honest candidates as 10^5x speed-ups."""
-    return max(batch_ms - empty_ms, resolution_ms, 1e-6) / max(calls, 1)
+def unsubtracted(timing: BatchTiming) -> BatchTiming:
+    """Pure: the same interleaved batches with each side's fixed cost left in (per call: batch / K). It can only
+    make the candidate look slower (its fixed cost holds the hand-over to the runner as well), so it is the
+    fallback when the subtracted speedup stays implausible: a calibration made while the GPU was time-sliced with
+    other processes can exceed the batches it is subtracted from and read an honest kernel as 10^5x."""
+    reference, candidate = timing.batches_ms
+    calls = max(timing.calls_per_batch, 1)
+    return BatchTiming([ms / calls for ms in reference], [ms / calls for ms in candidate], timing.calls_per_batch,
+                       Overhead(0.0, 0.0, timing.overhead.spread_ms, timing.overhead.reference_wall_ms), "interleaved",
+                       timing.reference_before_ms, timing.method, [*timing.flags, "timing_unsubtracted"],
+                       timing.diagnostics, timing.batches_ms)
+
+
+def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
+    """Pure: one call's share of a batch once the side's fixed cost is taken out (never below a nanosecond)."""
+    return max(batch_ms - empty_ms, 1e-6) / max(calls, 1)
 
 
 def pick_reference(before: list[float], during: list[float]) -> tuple[list[float], str, bool]:
@@ -401,14 +412,15 @@ def time_reference_alone(clock: BatchClock, overhead: Overhead, batches: int) ->
     times = []
     for _ in range(batches):
         clock.stage()
-        times.append(per_call_ms(clock.time_reference(), overhead.reference_ms, clock.calls, overhead.spread_ms))
+        times.append(per_call_ms(clock.time_reference(), overhead.reference_ms, clock.calls))
     return times
 
 
 def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, overhead: Overhead,
                      batches: int, validate: Callable[[list[torch.Tensor], list[torch.Tensor]], str | None],
                      ) -> tuple[list[float], list[float]]:
-    """Alternating reference / candidate batches on the same fresh inputs; every candidate output verified."""
+    """Whole-batch ms of alternating reference / candidate batches on the same fresh inputs (each side's fixed cost
+    still in); every candidate output verified."""
     reference_ms, candidate_ms = [], []
     for index in range(batches):
         clock.stage()
@@ -427,8 +439,8 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
         reason = validate(clock.outputs("reference"), clock.outputs("candidate"))
         if reason is not None:
             raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {reason}")
-        reference_ms.append(per_call_ms(ref_time, overhead.reference_ms, clock.calls, overhead.spread_ms))
-        candidate_ms.append(per_call_ms(cand_time, overhead.candidate_ms, clock.calls, overhead.spread_ms))
+        reference_ms.append(ref_time)
+        candidate_ms.append(cand_time)
         for side, work in clock.last_work_ms.items():
             clock.work_samples[side].append(work)
     return reference_ms, candidate_ms

@@ -66,6 +66,10 @@ class PoolConfig:
     max_slot_wait_s: float = 600.0  # waiting for the GPU's timing slot pauses the wall clock, at most this long
     gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
     lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
+    # Hold the GPU alone while timing: the other children's GPU phases (builds, correctness, shape checks) wait
+    # for it (gpu_lock). Off by default: on the H200 (8 workers, 64 mixed pairs, 2026-12-03) it cut throughput from
+    # 80 to 50 evaluations a minute; what it buys in timing fidelity under load is not measured yet.
+    exclusive_gpu_timing: bool = False
     env: dict[str, str] = field(default_factory=dict)  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
 
     def __post_init__(self) -> None:
@@ -161,6 +165,7 @@ class ZygoteClient:
             "lock_path": str(lock_path),
             "gpu_memory_fraction": (config.gpu_memory_fraction or round(0.9 / config.workers, 3)) if cuda else None,
             "seed_triton_cache": cuda,
+            "exclusive_gpu_timing": config.exclusive_gpu_timing,
         }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "kernel_reward.zygote", "--control-fd", str(theirs.fileno()),

@@ -59,6 +59,7 @@ class ZygoteConfig:
     lock_path: str  # per-GPU timing lock (flock), shared by every process that times on this GPU
     gpu_memory_fraction: float | None = None
     seed_triton_cache: bool = False
+    exclusive_gpu_timing: bool = False  # PoolConfig.exclusive_gpu_timing
     uid_base: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -89,11 +90,13 @@ def _write_tree(root: Path, files: dict[str, bytes], uid: int | None) -> None:
             os.chown(path, uid, uid)
 
 
-def _timing_slot_factory(lock_fd: int, turnstile_fd: int, channel: socket.socket) -> GpuLock:
-    """Exclusive per-GPU timing, shared GPU phases (gpu_lock). The service is told when a timing wait starts and
-    ends, so time spent queueing behind other candidates' timing does not count against this one's wall clock."""
+def _timing_slot_factory(lock_fd: int, turnstile_fd: int, channel: socket.socket, exclusive_gpu: bool) -> GpuLock:
+    """Exclusive per-GPU timing; with ``exclusive_gpu`` the judge's other GPU phases take the shared side
+    (gpu_lock). The service is told when a timing wait starts and ends, so time spent queueing behind other
+    candidates' timing does not count against this one's wall clock."""
     return GpuLock(lock_fd, turnstile_fd, on_wait=lambda: wire.send_message(channel, {"type": "slot_wait"}),
-                   on_acquired=lambda: wire.send_message(channel, {"type": "slot_acquired"}))
+                   on_acquired=lambda: wire.send_message(channel, {"type": "slot_acquired"}),
+                   share_gpu_phases=exclusive_gpu)
 
 
 class Zygote:
@@ -328,7 +331,7 @@ class Zygote:
         # From here on, whatever happens to this process is the candidate's doing.
         wire.send_message(channel, {"type": "accepted", "isolation": _candidate_isolation(isolation, runner)})
         try:
-            slot = _timing_slot_factory(*lock_fds, channel)
+            slot = _timing_slot_factory(*lock_fds, channel, self.config.exclusive_gpu_timing)
             if runner is not None:
                 result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=slot, runner=runner)
             else:

@@ -97,3 +97,18 @@ def test_without_a_gpu_lock_there_is_no_shared_side():
     assert shared_gpu(nullcontext) is nullcontext
     with shared_gpu(nullcontext)():
         pass
+
+
+def test_with_gpu_phases_not_shared_timing_excludes_only_timing(tmp_path):
+    path = timing_lock_file(tmp_path / "locks", "cuda:0")
+    fds = [os.open(p, os.O_RDONLY) for p in (path, str(path) + ".turnstile", path, str(path) + ".turnstile")]
+    try:
+        reader, timer = GpuLock(*fds[:2], share_gpu_phases=False), GpuLock(*fds[2:], share_gpu_phases=False)
+        with reader.shared():
+            entered = threading.Event()
+            thread = _in_thread(lambda: timer.exclusive().__enter__() and None or entered.set())
+            assert entered.wait(5), "timing waited for a GPU phase that takes no lock"
+            thread.join(5)
+    finally:
+        for fd in fds:
+            os.close(fd)
