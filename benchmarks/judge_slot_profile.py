@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel_reward import bench_throughput, worker
+from benchmarks import throughput
+from kernel_reward import worker
 from kernel_reward.options import EvalOptions
 from kernel_reward.request import EvalRequest
 
@@ -49,7 +50,7 @@ class ProfiledSlot:
 def main() -> None:
     out_path = Path(sys.argv[1] if len(sys.argv) > 1 else "judge_slot_profile.json")
     tasks = (sys.argv[2] if len(sys.argv) > 2 else DEFAULT_TASKS).split(",")
-    pairs = [p for p in bench_throughput.build_pairs() if p["task"] in tasks and p["variant"].startswith("honest")]
+    pairs = [p for p in throughput.build_pairs() if p["task"] in tasks and p["variant"].startswith("honest")]
     slot = ProfiledSlot()
     rows = []
     for pair in pairs:

@@ -65,15 +65,11 @@ def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dic
         def tqdm(items, **_kwargs):
             return items
 
+    from dataset_builder.tasks import load_tasks  # stdlib + kernel_reward.sizes: no `datasets` needed
     from kernel_reward.loading import unload, write_and_import
-    from kernel_reward.shapes import task_tools
     from kernel_reward.tensors import make_inputs
     from kernel_reward.timing import time_pair
 
-    tools = task_tools()  # dataset_builder.tasks without the package __init__ (which needs `datasets`)
-    if tools is None:
-        raise RuntimeError("dataset_builder.tasks is not available: run from a drkernel-rl checkout")
-    load_tasks = tools.load_tasks
     torch_device = torch.device(device)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,19 +103,15 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
 
     import torch
 
+    from dataset_builder.tasks import load_tasks
     from kernel_reward import exchange, judge
     from kernel_reward.loading import unload, write_and_import
     from kernel_reward.options import EvalOptions
     from kernel_reward.remote import RemoteCandidate, output_spec
+    from kernel_reward.runner import apply_tf32_policy
     from kernel_reward.runner_process import RunnerClient
-    from kernel_reward.shapes import task_tools
     from kernel_reward.tensors import clone_args, make_inputs
     from kernel_reward.worker import start_runner_process
-
-    tools = task_tools()
-    if tools is None:
-        raise RuntimeError("dataset_builder.tasks is not available: run from a drkernel-rl checkout")
-    from kernel_reward.runner import apply_tf32_policy
 
     torch_device = torch.device(device)
     options = EvalOptions(timing_budget_ms=budget_ms)
@@ -129,7 +121,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for task in tools.load_tasks("full", task_names):
+            for task in load_tasks("full", task_names):
                 module = write_and_import(task.source, Path(tmp), "bench")
                 arena = None
                 try:
@@ -293,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated subset of: fidelity, fidelity_judge, honest, repeatability, coverage")
     parser.add_argument("--throughput", action="store_true",
                         help="instead: execution-service throughput, warm pool vs fresh process per evaluation "
-                        "(kernel_reward.bench_throughput; --workers, --baseline-count)")
+                        "(benchmarks/throughput.py; --workers, --baseline-count)")
     parser.add_argument("--workers", type=int, default=None, help="--throughput: concurrent candidates per GPU")
     parser.add_argument("--warm-spares", type=int, default=None,
                         help="--throughput: children each slot keeps warming ahead (default: the pool's)")
@@ -309,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         args.budget_ms = EvalOptions().timing_budget_ms
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.throughput:
-        from kernel_reward.bench_throughput import run_cli
+        from benchmarks.throughput import run_cli  # a folder of the checkout (REPO_ROOT is on sys.path)
 
         return run_cli(args)
 

@@ -12,18 +12,20 @@ module-level UPPER_CASE integer size constants (realistic GPU sizes), ``class Mo
 
 ``Task.source`` is the program a model is shown and a candidate is judged against: the file text with those
 metadata assignments removed and, for the ``small`` preset, the size constants rewritten in place, so it stays
-a normal runnable program. ``resize_source`` does the same rewrite for any program with literal constants (the
-reward uses it to build differently sized inputs for shape-generalisation checks).
+a normal runnable program. ``resize_source`` and ``size_constants`` are ``kernel_reward.sizes``'s, re-exported: the
+reward's shape-generalisation check rewrites sizes with the same code.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from kernel_reward.sizes import assigned_name, parse, resize_source, size_constants
 
 __all__ = [
     "METADATA_NAMES",
@@ -104,48 +106,6 @@ def load_tasks(preset: Preset = "full", names: Iterable[str] | None = None) -> l
     return [_load_task(files[name], preset) for name in wanted]
 
 
-def size_constants(source: str) -> dict[str, int]:
-    """The module-level ``NAME = <int literal>`` assignments of a program (UPPER_CASE names only)."""
-    return {name: value for name, (value, _node) in _int_constants(_parse(source, "<source>")).items()}
-
-
-def resize_source(source: str, overrides: Mapping[str, int]) -> str:
-    """Rewrite module-level integer constants of a program; everything else stays byte-for-byte the same.
-
-    Args:
-        source: a program with module-level assignments such as ``BATCH = 128`` (or ``BATCH: int = 128``).
-        overrides: new values, e.g. ``{"BATCH": 4}``.
-
-    Raises:
-        KeyError: a name in ``overrides`` is not a module-level integer constant of ``source`` (the message
-            lists the constants that are).
-        TypeError: a new value is not an ``int``.
-        ValueError: ``source`` does not parse, or assigns one of the names more than once at module level.
-    """
-    for name, value in overrides.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"new value for {name!r} must be an int, got {type(value).__name__} {value!r}")
-    tree = _parse(source, "<source>")
-    constants = _int_constants(tree)
-    missing = sorted(set(overrides) - set(constants))
-    if missing:
-        raise KeyError(
-            f"constant(s) {missing} not found as module-level integer assignments; "
-            f"the program defines {sorted(constants)}"
-        )
-    lines = source.splitlines(keepends=True)
-    # Splice from the last edit backwards so earlier offsets stay valid. ast column offsets count UTF-8 bytes.
-    edits = sorted(
-        ((constants[n][1], v) for n, v in overrides.items()), key=lambda e: (e[0].lineno, e[0].col_offset)
-    )
-    for node, value in reversed(edits):
-        row = node.lineno - 1
-        raw = lines[row].encode("utf-8")
-        raw = raw[: node.col_offset] + str(value).encode("utf-8") + raw[node.end_col_offset :]
-        lines[row] = raw.decode("utf-8")
-    return "".join(lines)
-
-
 # ----------------------------------------------------------------------------------------------------------
 # Internals
 
@@ -153,47 +113,6 @@ def resize_source(source: str, overrides: Mapping[str, int]) -> str:
 @functools.cache
 def _task_files() -> dict[str, Path]:
     return {p.stem: p for p in _TASKS_DIR.glob("*.py") if not p.stem.startswith("_")}
-
-
-def _parse(source: str, where: str) -> ast.Module:
-    try:
-        return ast.parse(source, filename=where)
-    except SyntaxError as exc:
-        raise ValueError(f"{where}: does not parse: {exc.msg} (line {exc.lineno})") from exc
-
-
-def _assigned_name(stmt: ast.stmt) -> str | None:
-    """The single plain name a module-level statement assigns, if it is such an assignment."""
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-        return stmt.targets[0].id
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-        return stmt.target.id
-    return None
-
-
-def _int_constants(tree: ast.Module) -> dict[str, tuple[int, ast.Constant]]:
-    """UPPER_CASE module-level names bound to an int literal -> (value, the literal's node)."""
-    found: dict[str, tuple[int, ast.Constant]] = {}
-    seen: set[str] = set()
-    for stmt in tree.body:
-        name = _assigned_name(stmt)
-        if name is None:
-            continue
-        value = stmt.value
-        is_int = (
-            name.isupper()
-            and isinstance(value, ast.Constant)
-            and isinstance(value.value, int)
-            and not isinstance(value.value, bool)
-        )
-        if name in seen and (is_int or name in found):
-            raise ValueError(f"constant {name!r} is assigned more than once at module level")
-        seen.add(name)
-        if is_int:
-            if value.lineno != value.end_lineno:
-                raise ValueError(f"constant {name!r} spans several lines; write it on one line")
-            found[name] = (value.value, value)
-    return found
 
 
 def _literal(stmt: ast.stmt, path: Path, name: str) -> object:
@@ -206,13 +125,13 @@ def _literal(stmt: ast.stmt, path: Path, name: str) -> object:
 def _load_task(path: Path, preset: str) -> Task:
     text = path.read_text(encoding="utf-8")
     try:
-        tree = _parse(text, path.name)
+        tree = parse(text, path.name)
     except ValueError as exc:
         raise TaskFileError(str(exc)) from exc
     meta: dict[str, object] = {}
     meta_lines: set[int] = set()
     for stmt in tree.body:
-        name = _assigned_name(stmt)
+        name = assigned_name(stmt)
         if name in METADATA_NAMES:
             meta[name] = _literal(stmt, path, name)
             meta_lines.update(range(stmt.lineno, stmt.end_lineno + 1))

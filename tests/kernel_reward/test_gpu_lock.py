@@ -112,3 +112,23 @@ def test_with_gpu_phases_not_shared_timing_excludes_only_timing(tmp_path):
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_timing_lock_files_are_shared_across_users(tmp_path):
+    """Sticky world-writable folder, world-readable lock and turnstile files (flock works on a read-only
+    descriptor)."""
+    import fcntl
+    import stat
+
+    path = timing_lock_file(tmp_path / "locks", "cuda:3")
+    assert path.name == "cuda3.lock" and path.exists()
+    assert stat.S_IMODE((tmp_path / "locks").stat().st_mode) == 0o1777
+    for file in (path, path.with_name(path.name + ".turnstile")):
+        assert stat.S_IMODE(file.stat().st_mode) & 0o044 == 0o044
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    assert timing_lock_file(tmp_path / "locks", "cuda:3") == path  # idempotent

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from kernel_reward.profiling import build_table, coverage_from_table
-from kernel_reward.shapes import resize_constants, resized_variants
+from kernel_reward.shapes import resized_variants
+from kernel_reward.sizes import scaled_sizes
 from kernel_reward.tensors import aliases, compare_outputs, flatten_outputs, non_plain_tensors, same_values
 from kernel_reward.timing import (
     CallTime,
@@ -96,14 +97,23 @@ def test_output_integrity_helpers():
         flatten_outputs({"out": x})
 
 
-def test_resize_constants_scales_sizes_only():
-    source = "import torch\nBATCH = 16\nDIM = 64\nKERNEL_SIZE = 3\nlower = 10\nEPS = 1\n"
-    new_source, changes = resize_constants(source, 1.5, make_odd=True)
-    assert changes == {"BATCH": (16, 23), "DIM": (64, 95)}
-    assert "KERNEL_SIZE = 3" in new_source and "lower = 10" in new_source
+def test_scaled_sizes_scale_sizes_only():
+    source = "import torch\nBATCH = 16\nDIM: int = 64\nKERNEL_SIZE = 3\nlower = 10\nEPS = 1\n"
+    assert scaled_sizes(source, 1.5, make_odd=True) == {"BATCH": (16, 23), "DIM": (64, 95)}
+    assert scaled_sizes(source, 1.5, make_odd=False) == {"BATCH": (16, 24), "DIM": (64, 96)}
     variants = resized_variants(source, 1.5)
     assert [info["odd"] for _src, info in variants] == [True, False]
+    assert all(info["via"] == "kernel_reward.sizes" for _src, info in variants)
+    odd_source = variants[0][0]
+    assert "BATCH = 23" in odd_source and "DIM: int = 95" in odd_source
+    assert "KERNEL_SIZE = 3" in odd_source and "lower = 10" in odd_source and "EPS = 1" in odd_source
     assert "BATCH = 24" in variants[1][0]
+
+
+def test_resized_variants_of_an_unreadable_program_are_none():
+    assert resized_variants("N = = 1\n", 1.5) == []
+    assert resized_variants("N = 16\nN = 32\n", 1.5) == []  # which N is the size? not guessed
+    assert resized_variants("import torch\nEPS = 5\n", 1.5) == []
 
 
 def test_timing_args_are_fresh_and_unique_per_call():

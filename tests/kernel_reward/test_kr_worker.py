@@ -140,15 +140,13 @@ class ModelNew(nn.Module):
 
 
 def test_shipped_task_small_preset_with_an_honest_candidate(evaluate_subprocess):
-    from kernel_reward.shapes import task_tools
+    from dataset_builder.tasks import load_tasks
 
-    tools = task_tools()
-    assert tools is not None, "dataset_builder.tasks should load without the datasets package"
-    (task,) = tools.load_tasks("small", ["activation_elu"])
+    (task,) = load_tasks("small", ["activation_elu"])
     result = evaluate_subprocess(task.source, "```python\n" + HONEST_ELU + "```")
     assert result.status.value == "correct", result.error
     assert result.shape_generalization["passed"] is True
-    assert result.shape_generalization["via"] == "dataset_builder.tasks.resize_source"
+    assert result.shape_generalization["via"] == "kernel_reward.sizes"
     broken = evaluate_subprocess(task.source, "```python\n" + HONEST_ELU.replace("- 1.0", "- 0.9") + "```")
     assert broken.status.value == "incorrect" and "outside atol" in broken.error
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("bench_throughput")
+log = logging.getLogger("benchmarks.throughput")
 
 # task name -> (Triton expression of x and params p0/p1, torch expression for the passthrough hack)
 ELEMENTWISE = {
