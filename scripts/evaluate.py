@@ -5,7 +5,7 @@
     python scripts/evaluate.py --dataset DIR_OR_NAME --model PATH [--adapter PATH] --out OUT
     python scripts/evaluate.py --compare RUN_A RUN_B
 
-Same as the ``drkernel-evaluate`` console command; see ``--help`` and trl_ext/evaluation/cli.py.
+Same as the ``drkernel-evaluate`` console command; see ``--help`` and kernel_eval/cli.py.
 """
 
 import sys
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-from trl_ext.evaluation.cli import main  # noqa: E402
+from kernel_eval.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -117,8 +117,8 @@ def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
 
 
 def stage_evaluate(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
-    from trl_ext.evaluation.config import EvalConfig
-    from trl_ext.evaluation.run import run_evaluation
+    from kernel_eval.config import EvalConfig
+    from kernel_eval.run import run_evaluation
 
     out = Path(args.out)
     config = EvalConfig(

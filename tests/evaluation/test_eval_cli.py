@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trl_ext.evaluation.cli import main
+from kernel_eval.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = str(ROOT / "scripts" / "evaluate.py")
@@ -55,9 +55,9 @@ def test_compare_two_runs(tmp_path, capsys):
 
 
 def test_baseline_reaches_kernel_reward_options():
+    from kernel_eval.config import EvalConfig
+    from kernel_eval.run import evaluator_options
     from kernel_reward.options import EvalOptions
-    from trl_ext.evaluation.config import EvalConfig
-    from trl_ext.evaluation.run import evaluator_options
 
     config = EvalConfig(dataset="d", out="o", completions="c.jsonl", baseline="compile", timeout=30)
     options = evaluator_options(config)
@@ -70,7 +70,7 @@ def test_baseline_reaches_kernel_reward_options():
 
 
 def test_model_only_options_are_rejected_with_saved_completions():
-    from trl_ext.evaluation.config import EvalConfig
+    from kernel_eval.config import EvalConfig
 
     with pytest.raises(ValueError, match="--num-samples, --tts-rounds: only for model runs"):
         EvalConfig(dataset="d", out="o", completions="c.jsonl", num_samples=8, tts_rounds=2)

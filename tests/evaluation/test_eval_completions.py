@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from trl_ext.evaluation.completions import (
+from kernel_eval.completions import (
     CompletionsError,
     SavedTrajectory,
     parse_completions,

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from kernel_eval.config import EvalConfig
+from kernel_eval.run import run_evaluation
 from tests.evaluation.eval_fakes import write_shipped_dataset
 from tests.evaluation.eval_programs import HONEST, WRONG
-from trl_ext.evaluation.config import EvalConfig
-from trl_ext.evaluation.run import run_evaluation
 
 
 @pytest.fixture(scope="module")

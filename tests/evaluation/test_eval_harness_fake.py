@@ -8,12 +8,12 @@ import json
 
 import pytest
 
+from kernel_eval.cache import ResultCache
+from kernel_eval.completions import SavedTrajectory
+from kernel_eval.harness import evaluate_saved
+from kernel_eval.report import compare_summaries, write_run
+from kernel_eval.tasks import EvalTask, filter_tasks, tasks_from_rows
 from tests.evaluation.eval_fakes import CountingEvaluator, block
-from trl_ext.evaluation.cache import ResultCache
-from trl_ext.evaluation.completions import SavedTrajectory
-from trl_ext.evaluation.harness import evaluate_saved
-from trl_ext.evaluation.report import compare_summaries, write_run
-from trl_ext.evaluation.tasks import EvalTask, filter_tasks, tasks_from_rows
 
 TASKS = [EvalTask(uuid=f"t{i}", reference_code=f"# ref {i}", prompt=({"role": "user", "content": f"p{i}"},),
                   level=str(1 + i % 2)) for i in range(2)]

@@ -4,8 +4,7 @@ import math
 
 import pytest
 
-from kernel_reward.result import EvalResult, Status
-from trl_ext.evaluation.metrics import (
+from kernel_eval.metrics import (
     Outcome,
     best_turn_index,
     fast_p,
@@ -13,6 +12,7 @@ from trl_ext.evaluation.metrics import (
     run_metrics,
     turn_metrics,
 )
+from kernel_reward.result import EvalResult, Status
 
 FORMAT_ERROR = Outcome(formatted=False, compiled=False, correct=False, hacked=False)
 COMPILE_ERROR = Outcome(formatted=True, compiled=False, correct=False, hacked=False, timed=True)

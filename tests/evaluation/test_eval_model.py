@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from kernel_eval.config import EvalConfig
+from kernel_eval.run import run_evaluation
 from tests.evaluation.eval_fakes import CountingEvaluator, block, write_dataset
-from trl_ext.evaluation.config import EvalConfig
-from trl_ext.evaluation.run import run_evaluation
 
 
 @pytest.fixture(scope="module")

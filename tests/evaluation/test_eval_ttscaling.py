@@ -2,7 +2,7 @@
 
 import pytest
 
-from trl_ext.evaluation.ttscaling import HistoryTurn, context_messages, select_context
+from kernel_eval.ttscaling import HistoryTurn, context_messages, select_context
 
 PROMPT = [{"role": "user", "content": "optimise Model"}]
 
