@@ -154,6 +154,9 @@ def _runner_main(channel: socket.socket, device: str, policy: sandbox.SandboxPol
             "HOME": str(home), "TMPDIR": str(home), "TRITON_CACHE_DIR": str(home / "triton-cache"),
             "TRITON_HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
             "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor"),
+            # torch.compile off: compiler-generated kernels are not the candidate's work (KernelBench issue #166);
+            # a call the static screen missed then runs as plain torch and counts as torch in coverage
+            "TORCH_COMPILE_DISABLE": "1",
             **({"USER": f"sandbox{uid}", "LOGNAME": f"sandbox{uid}"} if uid is not None and root else {}),
         }
         if policy.clean_environment:

@@ -40,6 +40,7 @@ class StaticReason(enum.StrEnum):
     MONKEY_PATCH = "monkey_patch"
     CUDA_STREAM = "cuda_stream"
     NO_TRITON_KERNEL = "no_triton_kernel"
+    TORCH_COMPILE = "torch_compile"
 
 
 COMPILE_REASONS = frozenset({StaticReason.SYNTAX_ERROR, StaticReason.MISSING_MODEL_NEW})
@@ -74,6 +75,9 @@ INTROSPECTION_ATTRS = frozenset(
     }
 )
 PROTECTED_ROOTS = frozenset({"torch", "triton", "time", "os", "sys", "builtins", "numpy", "math", "kernel_reward"})
+# torch's compilers: the kernels they generate are not the candidate's own work (KernelBench issue #166). The runner
+# also starts with torch.compile disabled, so a spelling this screen misses runs as plain torch.
+COMPILER_ROOTS = frozenset({"compile", "_dynamo", "_inductor", "jit", "compiler"})
 STREAM_ATTRS = frozenset(
     {"Stream", "stream", "ExternalStream", "set_stream", "StreamContext", "CUDAGraph", "graph", "graphs",
      "make_graphed_callables", "default_stream"}
@@ -170,8 +174,11 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _check_module(self, node: ast.AST, name: str) -> None:
-        if name.split(".")[0] in FORBIDDEN_MODULES:
+        parts = name.split(".")
+        if parts[0] in FORBIDDEN_MODULES:
             self._add(StaticReason.FORBIDDEN_IMPORT, node, f"import of {name}")
+        if parts[0] == "torch" and len(parts) > 1 and parts[1] in COMPILER_ROOTS:
+            self._add(StaticReason.TORCH_COMPILE, node, f"import of {name}: compiler-generated kernels are not your own")
 
     # --- classes and functions ---------------------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -277,6 +284,8 @@ class _Visitor(ast.NodeVisitor):
         parts = dotted.split(".")
         if parts[0] == "torch" and node.attr in STREAM_ATTRS and "cuda" in parts:
             self._add(StaticReason.CUDA_STREAM, node, f"use of {dotted}")
+        if parts[0] == "torch" and len(parts) == 2 and parts[1] in COMPILER_ROOTS:
+            self._add(StaticReason.TORCH_COMPILE, node, f"use of {dotted}: compiler-generated kernels are not your own")
         if parts[0] == "sys" and len(parts) == 2 and parts[1] in FORBIDDEN_SYS_ATTRS and isinstance(node.ctx, ast.Load):
             self._add(StaticReason.INTROSPECTION, node, f"access to {dotted}")
         self.generic_visit(node)
