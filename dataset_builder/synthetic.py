@@ -216,23 +216,26 @@ class _Pointwise:
     torch_op: str
     params: tuple[tuple[float, ...], ...] = ()  # candidate values per parameter {p0}, {p1}
     binary: bool = False
+    nonneg_out: bool = False  # never negative output
+    identity_on_nonneg: bool = False  # leaves non-negative input unchanged (forgetting it after one is no bug)
 
 
 _POINTWISE = (
-    _Pointwise("relu", "torch.relu({v})", "tl.maximum({v}, 0.0)", "torch.relu"),
+    _Pointwise("relu", "torch.relu({v})", "tl.maximum({v}, 0.0)", "torch.relu", nonneg_out=True,
+               identity_on_nonneg=True),
     _Pointwise("leaky_relu", "F.leaky_relu({v}, {p0})", "tl.where({v} > 0, {v}, {v} * {p0})",
-               "torch.nn.functional.leaky_relu", ((0.01, 0.05, 0.1, 0.2),)),
-    _Pointwise("sigmoid", "torch.sigmoid({v})", "1.0 / (1.0 + tl.exp(-{v}))", "torch.sigmoid"),
+               "torch.nn.functional.leaky_relu", ((0.01, 0.05, 0.1, 0.2),), identity_on_nonneg=True),
+    _Pointwise("sigmoid", "torch.sigmoid({v})", "1.0 / (1.0 + tl.exp(-{v}))", "torch.sigmoid", nonneg_out=True),
     _Pointwise("tanh", "torch.tanh({v})", "2.0 / (1.0 + tl.exp(-2.0 * {v})) - 1.0", "torch.tanh"),
     _Pointwise("silu", "F.silu({v})", "{v} / (1.0 + tl.exp(-{v}))", "torch.nn.functional.silu"),
     _Pointwise("softplus", "F.softplus({v})", "tl.where({v} > 20.0, {v}, tl.log(1.0 + tl.exp({v})))",
-               "torch.nn.functional.softplus"),
+               "torch.nn.functional.softplus", nonneg_out=True),
     _Pointwise("scale", "{v} * {p0}", "{v} * {p0}", "torch.mul", ((0.5, 1.5, 2.0, -1.25, 3.0),)),
     _Pointwise("shift", "{v} + {p0}", "{v} + {p0}", "torch.add", ((0.25, -0.5, 1.0, -0.125),)),
     _Pointwise("clamp", "torch.clamp({v}, {p0}, {p1})", "tl.minimum(tl.maximum({v}, {p0}), {p1})", "torch.clamp",
                ((-1.0, -0.5, -2.0), (0.5, 1.0, 1.5))),
-    _Pointwise("abs", "torch.abs({v})", "tl.abs({v})", "torch.abs"),
-    _Pointwise("square", "{v} * {v}", "{v} * {v}", "torch.mul"),
+    _Pointwise("abs", "torch.abs({v})", "tl.abs({v})", "torch.abs", nonneg_out=True, identity_on_nonneg=True),
+    _Pointwise("square", "{v} * {v}", "{v} * {v}", "torch.mul", nonneg_out=True),
     _Pointwise("add_y", "{v} + y", "{v} + yv", "torch.add", binary=True),
     _Pointwise("mul_y", "{v} * y", "{v} * yv", "torch.mul", binary=True),
     _Pointwise("max_y", "torch.maximum({v}, y)", "tl.maximum({v}, yv)", "torch.maximum", binary=True),
@@ -287,16 +290,22 @@ def _elementwise(rng: random.Random, seed: int) -> SyntheticTask:
         "        return out",
     ])
     ops = list(zip(chain, params, strict=True))
-    tunable = [i for i, (op, _) in enumerate(ops) if op.params]
-    if tunable and rng.random() < 0.5:  # a wrong constant: the parameter of one op is mis-copied
+    # Forgetting (or mis-copying) an op that is the identity on non-negative input, where its input is known to
+    # be non-negative, is no bug: such an op is never picked for a flaw.
+    nonneg_in = [False]
+    for op, _ in ops:
+        nonneg_in.append(op.nonneg_out or (nonneg_in[-1] and op.identity_on_nonneg))
+    harmless = [op.identity_on_nonneg and nonneg_in[i] for i, (op, _) in enumerate(ops)]
+    tunable = [i for i, (op, _) in enumerate(ops) if op.params and not harmless[i]]
+    if tunable and rng.random() < 0.5:  # a wrong constant: the last parameter of one op is mis-copied
         i = rng.choice(tunable)
         op, ps = ops[i]
-        bad = (_fmt(float(ps[0]) + 0.5),) + ps[1:]
+        bad = ps[:-1] + (_fmt(float(ps[-1]) + 0.5),)
         flawed_ops = ops[:i] + [(op, bad)] + ops[i + 1:]
-        flaw = (f"The {op.name} step used {bad[0]} instead of {ps[0]}; the kernel now uses the reference's "
+        flaw = (f"The {op.name} step used {bad[-1]} instead of {ps[-1]}; the kernel now uses the reference's "
                 "constant.")
     else:  # a forgotten op in the chain
-        i = rng.randrange(len(ops))
+        i = rng.choice([j for j in range(len(ops)) if not harmless[j]])
         flawed_ops = ops[:i] + ops[i + 1:]
         flaw = f"The kernel skipped the {ops[i][0].name} step of the chain; it is applied in order now."
     return _task(
@@ -482,7 +491,7 @@ def _softmax(rng: random.Random, seed: int) -> SyntheticTask:
         doc=("Softmax" if variant == "softmax" else "Log-softmax") + " over the last dimension of x / temperature.",
         sizes=sizes, init_params=", temperature: float", init_inputs=_fmt(temperature),
         ref_init=("self.temperature = temperature",), new_init=("self.temperature = temperature",), args="x",
-        inputs=f"torch.randn({_shape(sizes)}) * 3.0",
+        inputs=f"torch.randn({_shape(sizes)})",
     )
 
     def kernel(*, other: str = "float('-inf')", use_temperature: bool = True, take_log: bool = True) -> str:
