@@ -261,7 +261,8 @@ class Evaluator:
 
 def _outcome(future: concurrent.futures.Future) -> EvalResult:
     if future.cancelled():
-        return EvalResult.failure(Status.CRASHED, "cancelled before it ran", flags=["cancelled"], attempts=0)
+        return EvalResult.failure(Status.CRASHED, "cancelled before it ran", flags=["cancelled"], attempts=0,
+                                  scored=False)
     return future.result()
 
 

@@ -381,6 +381,7 @@ class DevicePool:
             f"infrastructure failure: no worker could take the candidate after {job.attempts} attempt(s); "
             f"last error: {last_error}",
             attempts=job.attempts,
+            scored=False,
         )
 
     def _attempt(self, job: Job, child: ChildHandle) -> _Outcome:
@@ -549,7 +550,7 @@ class DevicePool:
 
 def _cancelled() -> EvalResult:
     return EvalResult.failure(Status.CRASHED, "cancelled: the evaluation was stopped before it finished",
-                              flags=["cancelled"])
+                              flags=["cancelled"], scored=False)
 
 
 def timing_lock_file(lock_dir: Path, device: str) -> Path:

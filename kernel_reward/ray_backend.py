@@ -151,7 +151,7 @@ class RayBackend:
             live = [a for a in self.actors if id(a) not in self.dead]
             if not live:
                 job.future.set_result(EvalResult.failure(Status.CRASHED, "infrastructure failure: no live Ray reward "
-                                                         "worker is left", attempts=job.attempts))
+                                                         "worker is left", attempts=job.attempts, scored=False))
                 return
             actor = min(live, key=lambda a: self.load[id(a)])
             self.load[id(actor)] += 1
@@ -195,7 +195,7 @@ class RayBackend:
         if job.attempts >= self.max_attempts:
             job.future.set_result(EvalResult.failure(
                 Status.CRASHED, f"infrastructure failure: Ray reward workers failed {job.attempts} time(s); last: "
-                f"{type(exc).__name__}", attempts=job.attempts))
+                f"{type(exc).__name__}", attempts=job.attempts, scored=False))
         else:
             self._dispatch(job)
 
@@ -214,7 +214,7 @@ class RayBackend:
         for job, _ in pending:
             if not job.future.done():
                 job.future.set_result(EvalResult.failure(Status.CRASHED, "cancelled: the Evaluator was closed",
-                                                         flags=["cancelled"], attempts=job.attempts))
+                                                         flags=["cancelled"], attempts=job.attempts, scored=False))
         for actor in self.owned:
             try:
                 self.ray.get(actor.shutdown.remote(), timeout=30)

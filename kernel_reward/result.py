@@ -88,6 +88,9 @@ class EvalResult:
     isolation: dict[str, Any] = field(default_factory=dict)  # filled by the execution service (level "not_run": screened)
     stdout_tail: str = ""
     attempts: int = 1  # execution attempts (infrastructure retries are counted here, never as extra results; 0: none ran)
+    # False when the service, not the candidate, failed (infrastructure failure after retries, cancellation): the
+    # sample says nothing about the candidate and should be rewarded neither way (kernel_reward.trl.unscored).
+    scored: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -105,6 +108,9 @@ class EvalResult:
             raise ValueError(f"EvalResult.from_dict: unknown keys {sorted(unknown)}")
         values = dict(data)
         values["status"] = Status(values.get("status", Status.CRASHED.value))
+        if "scored" not in values:  # written before the field existed: the rule readers used to apply to the text
+            values["scored"] = not ("cancelled" in (values.get("flags") or []) or (
+                values["status"] == Status.CRASHED and str(values.get("error") or "").startswith("infrastructure failure")))
         if values.get("speedup_ci") is not None:
             values["speedup_ci"] = tuple(values["speedup_ci"])
         values["kernel_table"] = [KernelTiming(**row) for row in values.get("kernel_table") or []]

@@ -34,7 +34,7 @@ def completion_text(completion: Any) -> str:
 
 def unscored(result: EvalResult) -> bool:
     """True when the service, not the candidate, failed: the sample should not be rewarded either way."""
-    return "cancelled" in result.flags or (result.status == Status.CRASHED and (result.error or "").startswith("infrastructure failure"))
+    return not result.scored
 
 
 def batch_metrics(results: Sequence[EvalResult]) -> dict[str, float]:

@@ -54,3 +54,24 @@ def test_request_validation():
         EvalRequest("ref", "code", device="tpu")
     with pytest.raises(ValueError, match="entry_point"):
         EvalRequest("ref", "code", entry_point="not valid")
+
+
+def test_a_result_says_whether_it_was_scored_and_old_json_reads_the_same():
+    """Infrastructure failures and cancellations are flagged by a field, not recognised from their error text;
+    results written before the field existed get it from the rule readers used to apply."""
+    from kernel_reward.result import EvalResult, Status
+    from kernel_reward.trl import unscored
+
+    infra = EvalResult.failure(Status.CRASHED, "infrastructure failure: no worker", scored=False)
+    assert unscored(infra) and not EvalResult.from_dict(infra.to_dict()).scored
+    candidate_crash = EvalResult.failure(Status.CRASHED, "the runner died (SIGSEGV)")
+    assert not unscored(candidate_crash)
+    legacy = infra.to_dict()
+    del legacy["scored"]
+    assert not EvalResult.from_dict(legacy).scored
+    legacy_cancel = {**EvalResult.failure(Status.CRASHED, "stopped", flags=["cancelled"]).to_dict()}
+    del legacy_cancel["scored"]
+    assert not EvalResult.from_dict(legacy_cancel).scored
+    legacy_crash = candidate_crash.to_dict()
+    del legacy_crash["scored"]
+    assert EvalResult.from_dict(legacy_crash).scored
