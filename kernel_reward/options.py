@@ -27,17 +27,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 RewardSchemeName = Literal["drkernel", "paper", "ladder", "correctness"]
 ShapeCheckPolicy = Literal["report", "fail", "off"]
 Baseline = Literal["eager", "compile"]
 CoverageMethod = Literal["profiler", "events"]
-COVERAGE_METHODS = ("profiler", "events")
+COVERAGE_METHODS: tuple[str, ...] = get_args(CoverageMethod)
 
-REWARD_SCHEMES: tuple[str, ...] = ("drkernel", "paper", "ladder", "correctness")
-SHAPE_CHECK_POLICIES: tuple[str, ...] = ("report", "fail", "off")
-BASELINES: tuple[str, ...] = ("eager", "compile")
+# The tuples are read off the Literals, so each set of names is written once.
+REWARD_SCHEMES: tuple[str, ...] = get_args(RewardSchemeName)
+SHAPE_CHECK_POLICIES: tuple[str, ...] = get_args(ShapeCheckPolicy)
+BASELINES: tuple[str, ...] = get_args(Baseline)
 
 
 @dataclass

@@ -75,3 +75,16 @@ def test_a_result_says_whether_it_was_scored_and_old_json_reads_the_same():
     legacy_crash = candidate_crash.to_dict()
     del legacy_crash["scored"]
     assert EvalResult.from_dict(legacy_crash).scored
+
+
+def test_reward_scheme_names_agree_everywhere():
+    """One list of scheme names: the options' Literal, the reward's parameter table, and the trainer config's
+    Literal (trl_ext may not import kernel_reward, so it restates them and this test keeps them equal)."""
+    from typing import get_args, get_type_hints
+
+    from kernel_reward.options import REWARD_SCHEMES
+    from kernel_reward.reward import SCHEME_PARAMS
+    from trl_ext.config import MultiTurnKernelConfig
+
+    trainer_names = get_args(get_type_hints(MultiTurnKernelConfig)["reward_scheme"])
+    assert set(REWARD_SCHEMES) == set(SCHEME_PARAMS) == set(trainer_names)
