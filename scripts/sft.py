@@ -39,7 +39,7 @@ class SFTScriptArguments(ScriptArguments):
 
     loss_mask: Literal["auto", "trl", "offsets"] = field(
         default="auto",
-        metadata={"help": "How assistant-only loss is masked: 'trl' (the chat template's {% generation %} markers, "
+        metadata={"help": "How assistant-only loss is masked: 'trl' (the chat template's {%% generation %%} markers, "
                   "or TRL's patched training template), 'offsets' (tokenize here from rendered prefixes), 'auto' "
                   "('trl' when TRL supports the template, else 'offsets'). Used only with assistant_only_loss."},
     )
