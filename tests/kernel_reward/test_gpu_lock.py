@@ -37,10 +37,19 @@ def _in_thread(body) -> threading.Thread:
 
 def test_gpu_phases_run_side_by_side(new_lock):
     first, second = new_lock(), new_lock()
+    left = threading.Event()
     with first.shared():
         entered = threading.Event()
-        _in_thread(lambda: (second.shared().__enter__(), entered.set()))
+
+        def second_phase():
+            with second.shared():
+                entered.set()
+                left.wait(5)
+
+        thread = _in_thread(second_phase)
         assert entered.wait(5), "a second GPU phase had to wait for the first"
+        left.set()
+    thread.join(5)
 
 
 def test_timing_waits_for_gpu_phases_under_way_and_blocks_new_ones(new_lock):
@@ -55,7 +64,7 @@ def test_timing_waits_for_gpu_phases_under_way_and_blocks_new_ones(new_lock):
                 time.sleep(0.2)
                 order.append("timing done")
 
-        _in_thread(time_it)
+        timing_thread = _in_thread(time_it)
         time.sleep(0.2)
         assert not timer_in.is_set(), "timing started while another judge was in a GPU phase"
 
@@ -64,10 +73,12 @@ def test_timing_waits_for_gpu_phases_under_way_and_blocks_new_ones(new_lock):
                 order.append("late phase")
                 late_in.set()
 
-        _in_thread(late_phase)
+        late_thread = _in_thread(late_phase)
         time.sleep(0.2)
         assert not late_in.is_set(), "a new GPU phase slipped in ahead of the waiting timer"
-    assert timer_in.wait(5) and late_in.wait(5)
+    timing_thread.join(5)
+    late_thread.join(5)  # both out of their locks before the fixture closes the descriptors
+    assert timer_in.is_set() and late_in.is_set()
     assert order == ["timing", "timing done", "late phase"]
 
 
@@ -84,10 +95,11 @@ def test_timing_slots_exclude_each_other_and_report_waits(new_lock):
                 events.append("in")
             done.set()
 
-        _in_thread(time_it)
+        thread = _in_thread(time_it)
         time.sleep(0.2)
         assert events == ["wait"]
-    assert done.wait(5)
+    thread.join(5)
+    assert done.is_set()
     assert events == ["wait", "acquired", "in"]
 
 
@@ -106,7 +118,12 @@ def test_with_gpu_phases_not_shared_timing_excludes_only_timing(tmp_path):
         reader, timer = GpuLock(*fds[:2], share_gpu_phases=False), GpuLock(*fds[2:], share_gpu_phases=False)
         with reader.shared():
             entered = threading.Event()
-            thread = _in_thread(lambda: timer.exclusive().__enter__() and None or entered.set())
+
+            def time_it():
+                with timer.exclusive():
+                    entered.set()
+
+            thread = _in_thread(time_it)
             assert entered.wait(5), "timing waited for a GPU phase that takes no lock"
             thread.join(5)
     finally:
