@@ -5,8 +5,15 @@ Stages:
               (the `small` size preset on machines without CUDA, `full` with it; --preset overrides)
     validate  validate OUT/dataset (card, schema, every row) and fail when anything is wrong
     split     hold out --heldout-tasks tasks: OUT/splits/train and OUT/splits/heldout (seeded, disjoint)
-    train     a few multi-turn TRLOO steps of --recipe (default: the tiny CPU recipe on a tiny model built
-              locally) on OUT/splits/train against the real kernel reward -> OUT/trained
+    sft_data  --sft-tasks synthetic tasks (dataset_builder.synthetic), split into training and held-out tasks
+              (--sft-split); every answer verified by the kernel reward -> OUT/sft_data/train.jsonl (single- and
+              multi-turn trajectories) and OUT/sft_data/heldout_tasks (a dataset of the held-out tasks)
+    sft       cold-start SFT (scripts/sft.py, --sft-recipe) of the base model (--model, else the tiny model built
+              locally) on the training trajectories -> OUT/sft; the held-out synthetic tasks are evaluated with
+              the base model before and the SFT model after (OUT/sft_eval/{before,after}), printed as a table
+    train     a few multi-turn TRLOO steps of --recipe (default: the tiny CPU recipe) on OUT/splits/train
+              against the real kernel reward, starting from OUT/sft when the sft stage ran (else the base
+              model) -> OUT/trained
     evaluate  the trained model on the held-out tasks (samples x turns with feedback) -> OUT/eval/report.md
 
 Each stage is a function that receives the parsed arguments and the summaries of the stages before it and
@@ -93,15 +100,132 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def _base_model(args: argparse.Namespace) -> str:
+    """--model, or the tiny model built locally into OUT/tiny-model (the same one for sft and train)."""
+    if args.model is not None:
+        return args.model
+    from trl_ext.tiny_model import save_tiny_model
+
+    folder = Path(args.out) / "tiny-model"
+    if not (folder / "config.json").is_file():
+        save_tiny_model(folder)
+    return str(folder)
+
+
+def _synthetic_split(args: argparse.Namespace, tasks: list) -> set[str]:
+    """The uuids of the held-out synthetic tasks (see --sft-split)."""
+    from dataset_builder.synthetic import DEFAULT_HELD_OUT, split_tasks
+
+    if args.sft_split == "variant":
+        return {task.uuid for task in split_tasks(tasks, DEFAULT_HELD_OUT).held_out}
+    if not 0 < args.sft_heldout_tasks < len(tasks):
+        raise StageFailed(f"--sft-heldout-tasks must be between 1 and {len(tasks) - 1}, got {args.sft_heldout_tasks}")
+    return {task.uuid for task in tasks[-args.sft_heldout_tasks:]}  # the last draws: every family in turn
+
+
+def _synthetic_rows(tasks: list) -> list[dict[str, Any]]:
+    """Dataset rows (dataset_builder.FEATURES) of synthetic tasks, for the evaluation harness."""
+    from dataset_builder.prompt import first_turn_messages
+
+    return [{
+        "data_source": "drkernel_rl_synthetic",
+        "prompt": first_turn_messages(task.reference),
+        "ability": "kernel_optimization",
+        "reward_model": {"style": "rule", "ground_truth": task.reference},
+        "extra_info": {"entry_point": "Model", "level": task.level, "module_name": task.uuid, "ops": list(task.ops),
+                       "original_prompt": [], "repo_name": "drkernel-rl", "type": task.family, "uuid": task.uuid},
+    } for task in tasks]
+
+
+def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
+    import dataclasses
+
+    from datasets import Dataset
+
+    from dataset_builder import FEATURES
+    from dataset_builder.sft_data import build_trajectories, write_jsonl
+    from dataset_builder.synthetic import generate_tasks
+    from kernel_reward import Evaluator
+
+    out = Path(args.out) / "sft_data"
+    tasks = generate_tasks(args.sft_tasks, seed=args.seed)
+    held = _synthetic_split(args, tasks)
+    with Evaluator(device="cuda" if _cuda() else "cpu", timeout=args.eval_timeout) as evaluator:
+        trajectories, report = build_trajectories(
+            tasks, lambda pairs: evaluator.evaluate_many(pairs, progress=True), held_out=())
+    trajectories = [dataclasses.replace(t, split="held_out" if t.uuid in held else "train") for t in trajectories]
+    train = [t for t in trajectories if t.split == "train"]
+    solved = {t.uuid for t in trajectories if t.kind == "single_turn"}  # the honest answer was judged correct
+    heldout_tasks = [task for task in tasks if task.uuid in held and task.uuid in solved]
+    if not train or not heldout_tasks:
+        raise StageFailed(f"need training trajectories and solvable held-out tasks, got {len(train)} and "
+                          f"{len(heldout_tasks)} ({report.summary()})")
+    write_jsonl(train, out / "train.jsonl")
+    write_jsonl([t for t in trajectories if t.split == "held_out"], out / "held_out.jsonl")
+    (out / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    Dataset.from_list(_synthetic_rows(heldout_tasks), features=FEATURES).to_parquet(
+        str(out / "heldout_tasks" / "data" / "train-00000-of-00001.parquet"))
+    train_solutions = {task.solution for task in tasks if task.uuid not in held}
+    novel = sum(task.solution not in train_solutions for task in heldout_tasks)
+    print(report.summary())
+    print(f"{len(train)} training trajectories; {len(heldout_tasks)} held-out tasks ({args.sft_split} split), "
+          f"{novel} of them with a solution program unlike every training task's")
+    return {"train": str(out / "train.jsonl"), "train_trajectories": len(train),
+            "heldout_dataset": str(out / "heldout_tasks"), "heldout_tasks": len(heldout_tasks),
+            "heldout_novel_solutions": novel, "split": args.sft_split,
+            **{k: v for k, v in report.to_dict().items() if k != "drops"}}
+
+
+def _evaluate_synthetic(args: argparse.Namespace, model: str, folder: Path) -> Summary:
+    from kernel_eval.config import EvalConfig
+    from kernel_eval.run import run_evaluation
+
+    config = EvalConfig(
+        dataset=str(Path(args.out) / "sft_data" / "heldout_tasks"), model=model, out=str(folder),
+        num_samples=args.sft_eval_samples, num_turns=1, max_new_tokens=args.sft_eval_max_new_tokens,
+        temperature=args.sft_eval_temperature, timeout=args.eval_timeout, seed=args.seed,
+    )
+    summary = run_evaluation(config)
+    return {"model": model, "report": str(folder / "report.md"),
+            **{k: summary[k] for k in ("num_tasks", "num_samples", *SFT_METRICS)}}
+
+
+SFT_METRICS = ("format_rate", "compile_rate", "correct_rate", "hacked_rate")
+
+
+def stage_sft(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
+    import subprocess
+
+    out = Path(args.out)
+    base = _base_model(args)
+    before = _evaluate_synthetic(args, base, out / "sft_eval" / "before")
+    command = [
+        sys.executable, str(Path(__file__).resolve().parent / "sft.py"), "--config", args.sft_recipe,
+        "--model_name_or_path", base, "--dataset_name", str(out / "sft_data" / "train.jsonl"),
+        "--output_dir", str(out / "sft"), "--max_steps", str(args.sft_steps), "--seed", str(args.seed),
+        "--kinds", *args.sft_kinds, "--logging_steps", str(max(1, args.sft_steps // 10)),
+    ]
+    if _cuda():
+        command += ["--use_cpu", "false"]
+    print(" ".join(command), flush=True)
+    started = time.perf_counter()
+    if subprocess.run(command).returncode != 0:
+        raise StageFailed("scripts/sft.py failed (its output is above)")
+    train_seconds = round(time.perf_counter() - started, 2)
+    after = _evaluate_synthetic(args, str(out / "sft"), out / "sft_eval" / "after")
+    print(f"held-out synthetic tasks ({before['num_tasks']} tasks x {args.sft_eval_samples} samples, 1 turn):")
+    print(f"{'metric':<14}{'before':>8}{'after':>8}")
+    for key in SFT_METRICS:
+        print(f"{key:<14}{before[key]:>8.3f}{after[key]:>8.3f}")
+    return {"base_model": base, "sft_model": str(out / "sft"), "recipe": args.sft_recipe, "steps": args.sft_steps,
+            "train_seconds": train_seconds, "before": before, "after": after}
+
+
 def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     import subprocess
 
     out = Path(args.out)
-    model = args.model
-    if model is None:
-        from trl_ext.tiny_model import save_tiny_model
-
-        model = str(save_tiny_model(out / "tiny-model"))
+    model = done["sft"]["sft_model"] if "sft_model" in done.get("sft", {}) else _base_model(args)
     command = [
         sys.executable, str(Path(__file__).resolve().parent / "train.py"), "--config", args.recipe,
         "--model_name_or_path", model, "--dataset_name", str(out / "splits" / "train"),
@@ -137,6 +261,8 @@ STAGES: dict[str, Callable[[argparse.Namespace, dict[str, Summary]], Summary]] =
     "build": stage_build,
     "validate": stage_validate,
     "split": stage_split,
+    "sft_data": stage_sft_data,
+    "sft": stage_sft,
     "train": stage_train,
     "evaluate": stage_evaluate,
 }
@@ -167,6 +293,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", help="base model to train (default: a tiny model built locally)")
     parser.add_argument("--recipe", default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu.yaml"),
                         help="training recipe YAML (default: recipes/tiny_cpu.yaml)")
+    parser.add_argument("--sft-tasks", type=int, default=48,
+                        help="synthetic tasks generated for the sft_data stage, training and held-out (default 48)")
+    parser.add_argument("--sft-split", choices=["task", "variant"], default="task",
+                        help="held-out synthetic tasks: 'task' holds out the last --sft-heldout-tasks draws (fresh "
+                        "tasks of the training variants); 'variant' holds out whole variants (reduction/amax, "
+                        "norm/rms_norm, softmax/log_softmax: computations never trained on) (default task)")
+    parser.add_argument("--sft-heldout-tasks", type=int, default=8,
+                        help="synthetic tasks held out with --sft-split task (default 8)")
+    parser.add_argument("--sft-recipe", default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu_sft.yaml"),
+                        help="SFT recipe YAML for scripts/sft.py (default: recipes/tiny_cpu_sft.yaml)")
+    parser.add_argument("--sft-steps", type=int, default=150, help="optimiser steps of the sft stage (default 150)")
+    parser.add_argument("--sft-kinds", nargs="+", choices=["single_turn", "multi_turn"], default=["single_turn"],
+                        help="trajectory kinds the sft stage trains on (default single_turn: a multi-turn row is "
+                        "about twice as long, so it halves the steps that fit in the CPU budget)")
+    parser.add_argument("--sft-eval-samples", type=int, default=1,
+                        help="samples per held-out synthetic task, before and after SFT (default 1)")
+    parser.add_argument("--sft-eval-max-new-tokens", type=int, default=768,
+                        help="tokens generated per held-out synthetic task (default 768: a full answer of the tiny "
+                        "tokenizer is ~520-690 tokens)")
+    parser.add_argument("--sft-eval-temperature", type=float, default=0.0,
+                        help="sampling temperature of the synthetic evaluation (default 0: greedy)")
+    parser.add_argument("--eval-timeout", type=float, default=120.0,
+                        help="seconds per candidate evaluation in sft_data and the synthetic evaluation (default 120)")
     parser.add_argument("--train-steps", type=int, default=3, help="optimiser steps of the train stage (default 3)")
     parser.add_argument("--eval-samples", type=int, default=2, help="samples per held-out task (default 2)")
     parser.add_argument("--eval-turns", type=int, default=2, help="turns per sample, with feedback (default 2)")

@@ -1,4 +1,4 @@
-"""scripts/pipeline.py's split / train / evaluate stages (the README's main job), as subprocess runs."""
+"""scripts/pipeline.py's split / sft_data / sft / train / evaluate stages (the README's main job), as subprocess runs."""
 
 import json
 import subprocess
@@ -34,12 +34,44 @@ def test_split_holds_out_disjoint_tasks(tmp_path):
 
 @pytest.mark.slow
 def test_full_pipeline_trains_and_evaluates(tmp_path):
-    done = pipeline(tmp_path, "--train-steps", "1", "--eval-samples", "1", "--heldout-tasks", "2", timeout=900)
+    done = pipeline(tmp_path, "--train-steps", "1", "--eval-samples", "1", "--heldout-tasks", "2", "--sft-tasks", "6",
+                    "--sft-heldout-tasks", "2", "--sft-steps", "4", "--sft-eval-max-new-tokens", "16", timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.rstrip().endswith(f"evaluation report: {tmp_path}/eval/report.md")
     summary = json.loads((tmp_path / "pipeline_summary.json").read_text())
-    assert list(summary) == ["build", "validate", "split", "train", "evaluate"]
+    assert list(summary) == ["build", "validate", "split", "sft_data", "sft", "train", "evaluate"]
+    assert summary["train"]["base_model"] == str(tmp_path / "sft")
     assert (tmp_path / "trained" / "config.json").is_file()
     evaluation = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert (evaluation["num_tasks"], evaluation["num_samples"], evaluation["num_turns"]) == (2, 2, 2)
     assert evaluation["config"]["model"] == str(tmp_path / "trained")
+
+
+def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
+    done = pipeline(tmp_path, "--stages", "sft_data", "sft", "--sft-tasks", "4", "--sft-heldout-tasks", "1",
+                    "--sft-steps", "2", "--sft-eval-max-new-tokens", "8")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((tmp_path / "pipeline_summary.json").read_text())
+    assert list(summary) == ["sft_data", "sft"]
+    data = summary["sft_data"]
+    assert (data["split"], data["heldout_tasks"], data["tasks"], data["evaluations"]) == ("task", 1, 4, 8)
+    rows = [json.loads(line) for line in (tmp_path / "sft_data" / "train.jsonl").read_text().splitlines()]
+    assert len(rows) == data["train_trajectories"] > 0 and {row["split"] for row in rows} == {"train"}
+    from datasets import load_dataset
+
+    heldout = load_dataset(str(tmp_path / "sft_data" / "heldout_tasks"))["train"]
+    assert len(heldout) == 1 and heldout[0]["extra_info"]["uuid"] not in {row["uuid"] for row in rows}
+    sft = summary["sft"]
+    assert sft["sft_model"] == str(tmp_path / "sft") and (tmp_path / "sft" / "config.json").is_file()
+    for side in ("before", "after"):
+        assert (sft[side]["num_tasks"], sft[side]["num_samples"]) == (1, 1)
+        for key in ("format_rate", "compile_rate", "correct_rate", "hacked_rate"):
+            assert 0.0 <= sft[side][key] <= 1.0
+        assert (tmp_path / "sft_eval" / side / "summary.json").is_file()
+    assert sft["before"]["model"] == str(tmp_path / "tiny-model") and sft["after"]["model"] == sft["sft_model"]
+    assert "metric          before   after" in done.stdout and "correct_rate" in done.stdout
+
+
+def test_sft_data_rejects_a_heldout_count_out_of_range(tmp_path):
+    bad = pipeline(tmp_path, "--stages", "sft_data", "--sft-tasks", "4", "--sft-heldout-tasks", "4")
+    assert bad.returncode == 1 and "--sft-heldout-tasks must be between 1 and 3" in bad.stderr
