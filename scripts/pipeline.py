@@ -303,7 +303,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="synthetic tasks held out with --sft-split task (default 8)")
     parser.add_argument("--sft-recipe", default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu_sft.yaml"),
                         help="SFT recipe YAML for scripts/sft.py (default: recipes/tiny_cpu_sft.yaml)")
-    parser.add_argument("--sft-steps", type=int, default=150, help="optimiser steps of the sft stage (default 150)")
+    parser.add_argument("--sft-steps", type=int, default=200, help="optimiser steps of the sft stage (default 200)")
     parser.add_argument("--sft-kinds", nargs="+", choices=["single_turn", "multi_turn"], default=["single_turn"],
                         help="trajectory kinds the sft stage trains on (default single_turn: a multi-turn row is "
                         "about twice as long, so it halves the steps that fit in the CPU budget)")
