@@ -43,6 +43,14 @@ class GpuLock:
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         self.on_wait()
+        if not self.share_gpu_phases:  # nothing takes the shared side: the plain exclusive lock is all there is
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
+            self.on_acquired()
+            try:
+                yield
+            finally:
+                fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
+            return
         fcntl.flock(self.turnstile_fd, fcntl.LOCK_EX)  # from here on no new GPU phase starts
         try:
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX)  # the ones under way finish

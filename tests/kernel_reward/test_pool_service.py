@@ -104,13 +104,18 @@ def test_async_cancellation_kills_the_running_candidate():
 def test_ctrl_c_leaves_no_process_behind(tmp_path):
     script = tmp_path / "ctrl_c.py"
     script.write_text(textwrap.dedent(f"""
+        import faulthandler
         import sys
         from kernel_reward.evaluator import Evaluator
         with Evaluator(device="cpu", workers=2, timeout=300, worker_module={FAKE!r}) as ev:
             print("POOL", ev.backend.pools[0].pool_id, flush=True)
             futures = [ev.submit("ref", "def main():\\n    while True:\\n        pass\\n") for _ in range(4)]
             print("RUNNING", flush=True)
-            futures[0].result()
+            try:
+                futures[0].result()
+            except KeyboardInterrupt:  # still alive 20 s into the shutdown: every thread's stack to stderr
+                faulthandler.dump_traceback_later(20)
+                raise
     """))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -122,7 +127,11 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path):
         time.sleep(0.2)
     assert len(pool_processes(pool_id)) >= 3
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"no exit within 30 s of Ctrl-C; the script's stderr (stacks at 20 s):\n{proc.communicate()[1][-6000:]}")
     assert "KeyboardInterrupt" in proc.stderr.read()
     assert wait_no_pool_processes(pool_id, timeout=10) == []
 
