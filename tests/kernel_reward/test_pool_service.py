@@ -118,8 +118,11 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path):
                 raise
     """))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # SIGINT as a terminal gives it: something in the full test run leaves SIGINT ignored in the pytest process, an
+    # ignored disposition survives exec, and Python then installs no KeyboardInterrupt handler (the script never
+    # saw the Ctrl-C: two full-suite runs timed out with an empty stderr)
     proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pool_id = proc.stdout.readline().split()[1]
     assert proc.stdout.readline().strip() == "RUNNING"
     deadline = time.monotonic() + 30
