@@ -174,8 +174,8 @@ def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, time
             phases.setdefault(name, []).append(seconds)
     from kernel_reward.options import EvalOptions
 
-    # What runs in the GPU's exclusive timing slot: timing, re-check and, by the options, the coverage pass.
-    in_slot = ["timing", "recheck"] + (["profile"] if EvalOptions(**options).coverage_in_timing_slot else [])
+    # What runs in the GPU's exclusive timing slot: timing and, by the options, the coverage pass.
+    in_slot = ["timing"] + (["profile"] if EvalOptions(**options).coverage_in_timing_slot else [])
     slot_s = sum(r.phase_seconds.get(phase, 0.0) for r in results for phase in in_slot)
     rows = [{"task": p["task"], "variant": p["variant"], "expected": p["expected"], "status": r.status.value,
              "speedup": r.speedup, "coverage": r.coverage, "attempts": r.attempts, "isolation": r.isolation.get("level"),

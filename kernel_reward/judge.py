@@ -30,7 +30,7 @@ from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
 from kernel_reward.runner_process import RunnerClient, RunnerProcess
-from kernel_reward.tensors import clone_args, compare_outputs, make_inputs, synchronize
+from kernel_reward.tensors import QueuedComparison, clone_args, make_inputs, queue_comparison, synchronize
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
@@ -119,10 +119,10 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
         else:
             with timing_slot():
                 _time_candidate(clock, candidate, client, overhead, before, options, result, phases)
-                with phases("recheck"):
-                    _recheck(task, device, options, seeds)
                 if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
                     _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
+            with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
+                _recheck(task, device, options, seeds)
             if options.profile and not options.coverage_in_timing_slot:  # CUPTI's start-up must not hold the slot
                 with shared():
                     _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
@@ -313,9 +313,9 @@ def compare_timed(clock: judge_timing.BatchClock, candidate: RemoteCandidate, cl
                   overhead: judge_timing.Overhead, before: list[float], options: EvalOptions) -> judge_timing.BatchTiming:
     """Warm the candidate (first-call compiles, autotuning) on verified batches that do not count, then measure;
     the second warm-up pair's wall-clock time sizes the measurement."""
-    judge_timing.time_interleaved(clock, candidate, client, overhead, 1, _validator(options))
+    judge_timing.time_interleaved(clock, candidate, client, 1, _validator(options))
     start = time.perf_counter()
-    judge_timing.time_interleaved(clock, candidate, client, overhead, 1, _validator(options))
+    judge_timing.time_interleaved(clock, candidate, client, 1, _validator(options))
     return measure(clock, candidate, client, overhead, before, options, (time.perf_counter() - start) * 1e3)
 
 
@@ -323,11 +323,10 @@ TIMED_OUTLIER_SHARE = 1e-5  # see compare_outputs: timed batches verify far more
 
 
 def _validator(options: EvalOptions) -> Any:
-    def validate(expected: list[torch.Tensor], got: list[torch.Tensor]) -> str | None:
-        comparison = compare_outputs(got, expected, options.tolerance, TIMED_OUTLIER_SHARE, measure_error=False)
-        return None if comparison.ok else comparison.reason
+    def compare(expected: list[torch.Tensor], got: list[torch.Tensor]) -> QueuedComparison:
+        return queue_comparison(got, expected, options.tolerance, TIMED_OUTLIER_SHARE, measure_error=False)
 
-    return validate
+    return compare
 
 
 def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
@@ -335,7 +334,7 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
             pair_wall_ms: float = 0.0) -> judge_timing.BatchTiming:
     """Interleaved batch pairs within the timing budget, every candidate output verified."""
     batches = _batches(options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms))
-    batches_ms = judge_timing.time_interleaved(clock, candidate, client, overhead, batches, _validator(options))
+    batches_ms = judge_timing.time_interleaved(clock, candidate, client, batches, _validator(options))
     during = [judge_timing.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
     candidate_ms = [judge_timing.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
     reference_ms, phase, slower = judge_timing.pick_reference(before, during)

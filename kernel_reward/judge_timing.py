@@ -11,6 +11,12 @@ on the judge's stream, and the runner's stream meets it at two words of the aren
     runner:  wait(flag >= n) -> K calls -> write(done = n)
     [outside the clock: every captured output compared with the reference's for the same inputs]
 
+A reference batch and a candidate batch on the same inputs form a pair, queued back to back behind ONE host gate
+(which side goes first alternates), so the judge waits once per pair. The outputs' comparisons and the check that
+the inputs are intact are queued on the judge's stream after each pair and read all at once when the measurement
+ends: a wrong answer in any timed batch still fails the candidate, without a host synchronisation per batch
+(under GPU time-slicing, every synchronisation can cost the slot a whole time slice of another process).
+
 Why a runner cannot shorten E1 - E0: the inputs exist only after E0 (they are copied in after it), and the
 outputs are read before E1. Whatever the runner computes on the inputs therefore happens inside the window,
 whichever stream, timer or early ``done`` it uses; an early ``done`` only lets the judge copy out an unfinished
@@ -46,7 +52,7 @@ from kernel_reward.remote import RemoteCandidate, poison
 from kernel_reward.result import TimingStats
 from kernel_reward.runner import execute_call
 from kernel_reward.runner_process import RunnerFault
-from kernel_reward.tensors import synchronize
+from kernel_reward.tensors import QueuedComparison, resolve_all, synchronize
 from kernel_reward.timing import (
     TimingValidationError,
     bootstrap_ratio_ci_unpaired,
@@ -206,6 +212,9 @@ class BatchClock:
                    for outs in slot_outs]
         self.capture_views = {side: [[exchange.view(buffer, r) for r in outs] for outs in shifted]
                               for side, buffer in self.captures.items()}
+        self.capture_stacks = {side: [calls_as_one([views[call][index] for call in range(calls)])
+                                      for index in range(len(self.spec.shapes))]
+                               for side, views in self.capture_views.items()}
         calls_json = [{"args": args, "out": [r.to_json() for r in outs], "mode": "no_grad", "monitor": False,
                        "structure": self.spec.structure, "train": True} for args, outs in zip(slot_args, slot_outs, strict=True)]
         self.run_message = {"type": "run", "model": 0, "calls": calls_json, "dry": False}
@@ -223,14 +232,16 @@ class BatchClock:
                 for view, value in zip(views, values, strict=True):
                     view.copy_(value)
 
-    def inputs_intact(self) -> bool:
-        """Whether the arena's input slots still hold exactly the bytes the judge copied in."""
-        return torch.equal(self.arena.tensor[: self.inputs_end], self.staging)
+    def inputs_changed(self) -> torch.Tensor:
+        """Queued: whether the arena's input slots differ from the bytes the judge copied in (a device bool)."""
+        return bytes_differ(self.arena.tensor[: self.inputs_end], self.staging)
 
     def outputs(self, side: str) -> list[torch.Tensor]:
-        """The last captured outputs of ``side``, one (K, *shape) stack per output (fresh memory)."""
+        """The last captured outputs of ``side``, one (K, *shape) tensor per output: a strided view of the capture
+        buffer where the calls' slots are evenly spaced (always, in practice), else a stacked copy."""
         views = self.capture_views[side]
-        return [torch.stack([views[call][index] for call in range(self.calls)]) for index in range(len(self.spec.shapes))]
+        return [stacked if stacked is not None else torch.stack([views[call][index] for call in range(self.calls)])
+                for index, stacked in enumerate(self.capture_stacks[side])]
 
     # ---------------------------------------------------------------------------------------------- batches
     def _load(self, buffer: torch.Tensor) -> None:
@@ -267,12 +278,7 @@ class BatchClock:
         """ms of one reference batch (its calls run in this process; ``empty``: none, the fixed cost alone)."""
         for outs in self.mirror_outputs:
             poison(outs)
-
-        def calls() -> None:
-            if not empty:
-                for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
-                    execute_call(self.reference, args, outs, self.spec.structure)
-
+        calls = self._reference_calls(empty)
         with torch.no_grad():
             if self.gate is None:
                 return self._host_batch(self.mirror, "reference", calls)
@@ -285,43 +291,67 @@ class BatchClock:
             self.last_work_ms["reference"] = spans.work_ms()
             return spans.total_ms()
 
-    def time_candidate(self, client: Any, model_id: int, *, dry: bool = False) -> tuple[float, list[dict[str, Any]]]:
-        """(ms, per-call reports) of one candidate batch: one message to the runner, K calls (``dry``: the trusted
-        harness answers without calls, the fixed cost alone)."""
-        for outs in self.arena_outputs:
+    def time_pair(self, client: Any, model_id: int, candidate_first: bool, *, empty: bool = False) -> Pair:
+        """One reference batch and one candidate batch on the staged inputs, queued back to back behind one gate
+        (``empty``: no reference calls and a dry run of the trusted harness: both sides' fixed costs)."""
+        for outs in (*self.mirror_outputs, *self.arena_outputs):
             poison(outs)
-        message = {**self.run_message, "model": model_id, "dry": dry}
+        message = {**self.run_message, "model": model_id, "dry": empty}
+        sides = ("candidate", "reference") if candidate_first else ("reference", "candidate")
         with torch.no_grad():
             if self.gate is None:
-                replies: list[dict[str, Any]] = []
-
-                def ask() -> None:
-                    synchronize(self.device)
-                    replies.append(client.ask(message, ("ran",)))
-
-                ms = self._host_batch(self.arena.tensor, "candidate", ask)
-                return ms, _reports(replies[0])
+                return self._host_pair(client, message, sides, empty)
             number = self.gate.close_next()
-
-            def hand_over() -> None:
-                stream_gate.write_value(self.arena.address(self.flag_word), number)
-                stream_gate.wait_value(self.arena.address(self.done_word), number)
-
-            spans = self._queue_batch(self.arena.tensor, "candidate", hand_over)
-            message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
+            spans: dict[str, _Spans] = {}
             try:
+                for side in sides:
+                    if side == "reference":
+                        spans[side] = self._queue_batch(self.mirror, side, self._reference_calls(empty))
+                    else:
+                        spans[side] = self._queue_batch(self.arena.tensor, side, self._hand_over(number))
+                message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
                 reply = client.ask(message, ("ran",))
                 reports = _reports(reply)
                 self.gate.open(number)
-                self._finish(spans.end, client)
+                self._finish(spans[sides[-1]].end, client)
             except BaseException:
                 self._release(number)
                 raise
-            self.last_work_ms["candidate"] = spans.work_ms()
-            claimed = claimed_ms(reply)
-            if claimed is not None:
-                self.runner_claims.append(claimed)
-            return spans.total_ms(), reports
+        for side, span in spans.items():
+            self.last_work_ms[side] = span.work_ms()
+        claimed = claimed_ms(reply)
+        if claimed is not None:
+            self.runner_claims.append(claimed)
+        return Pair(spans["reference"].total_ms(), spans["candidate"].total_ms(), reports)
+
+    def _reference_calls(self, empty: bool) -> Callable[[], None]:
+        def calls() -> None:
+            if not empty:
+                for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
+                    execute_call(self.reference, args, outs, self.spec.structure)
+        return calls
+
+    def _hand_over(self, number: int) -> Callable[[], None]:
+        def hand_over() -> None:
+            stream_gate.write_value(self.arena.address(self.flag_word), number)
+            stream_gate.wait_value(self.arena.address(self.done_word), number)
+        return hand_over
+
+    def _host_pair(self, client: Any, message: dict[str, Any], sides: tuple[str, str], empty: bool) -> Pair:
+        """A pair on the host clock (no gates): each batch synchronised on its own."""
+        replies: list[dict[str, Any]] = []
+
+        def ask() -> None:
+            synchronize(self.device)
+            replies.append(client.ask(message, ("ran",)))
+
+        ms = {}
+        for side in sides:
+            if side == "reference":
+                ms[side] = self._host_batch(self.mirror, side, self._reference_calls(empty))
+            else:
+                ms[side] = self._host_batch(self.arena.tensor, side, ask)
+        return Pair(ms["reference"], ms["candidate"], _reports(replies[0]))
 
     def _finish(self, end: torch.cuda.Event, client: Any) -> None:
         """Wait for the batch's E1; a runner that never writes ``done`` is a timeout."""
@@ -341,6 +371,40 @@ class BatchClock:
         rescue = torch.cuda.Stream(self.device)
         stream_gate.write_value(self.arena.address(self.done_word), number, rescue)
         stream_gate.wait_for_event(_recorded(rescue), time.monotonic() + 10, "releasing the judge's stream")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One timed pair: each side's whole batch (ms on the judge's clock) and the runner's per-call reports."""
+
+    reference_ms: float
+    candidate_ms: float
+    reports: list[dict[str, Any]]
+
+
+def calls_as_one(views: list[torch.Tensor]) -> torch.Tensor | None:
+    """The calls' views of one output as a single (K, *shape) view of their buffer when the slots are contiguous
+    and evenly spaced (no copy), else None."""
+    first = views[0]
+    if not all(v.is_contiguous() for v in views):
+        return None
+    if len(views) == 1:
+        return first.unsqueeze(0)
+    step_bytes = views[1].data_ptr() - first.data_ptr()
+    if step_bytes <= 0 or step_bytes % first.element_size():
+        return None
+    if any(v.data_ptr() - first.data_ptr() != i * step_bytes for i, v in enumerate(views)):
+        return None
+    step = step_bytes // first.element_size()
+    return first.as_strided((len(views), *first.shape), (step, *first.stride()), first.storage_offset())
+
+
+def bytes_differ(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Queued: whether two equally long uint8 tensors differ anywhere (a device bool; compared as 8-byte words
+    where the offsets allow, so the temporary is an eighth of the size)."""
+    words = a.numel() // 8 * 8 if a.data_ptr() % 8 == 0 and b.data_ptr() % 8 == 0 else 0
+    differ = (a[:words].view(torch.int64) != b[:words].view(torch.int64)).any()
+    return differ | (a[words:] != b[words:]).any()
 
 
 @dataclass(frozen=True)
@@ -378,10 +442,6 @@ def _events() -> tuple[torch.cuda.Event, torch.cuda.Event]:
     return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
 
-def _ask(client: Any, message: dict[str, Any]) -> list[dict[str, Any]]:
-    return _reports(client.ask(message, ("ran",)))
-
-
 def _reports(reply: dict[str, Any]) -> list[dict[str, Any]]:
     reports = reply.get("calls")
     if not isinstance(reports, list):
@@ -389,16 +449,19 @@ def _reports(reply: dict[str, Any]) -> list[dict[str, Any]]:
     return reports
 
 
-def calibrate(clock: BatchClock, client: Any, repeats: int = 9) -> Overhead:
-    """Each side's empty-batch cost. Run BEFORE the candidate's code is loaded, while the runner is trusted."""
-    reference, walls = [], []
-    for _ in range(repeats):
+def calibrate(clock: BatchClock, client: Any, repeats: int = 7) -> Overhead:
+    """Each side's empty-batch cost, from empty pairs (the configuration the measurement uses). Run BEFORE the
+    candidate's code is loaded, while the runner is trusted."""
+    reference, candidate, walls = [], [], []
+    for index in range(repeats):
         start = time.perf_counter()
-        reference.append(clock.time_reference(empty=True))
+        pair = clock.time_pair(client, 0, candidate_first=index % 2 == 1, empty=True)
         walls.append((time.perf_counter() - start) * 1e3)
-    candidate = [clock.time_candidate(client, 0, dry=True)[0] for _ in range(repeats)]
+        reference.append(pair.reference_ms)
+        candidate.append(pair.candidate_ms)
     spread = max(_spread(reference), _spread(candidate))
-    return Overhead(float(np.median(reference)), float(np.median(candidate)), spread, float(np.median(walls)))
+    # Half an empty pair's wall time: an upper bound on an empty reference batch's (it has no hand-over).
+    return Overhead(float(np.median(reference)), float(np.median(candidate)), spread, float(np.median(walls)) / 2)
 
 
 def _spread(samples: list[float]) -> float:
@@ -416,33 +479,35 @@ def time_reference_alone(clock: BatchClock, overhead: Overhead, batches: int) ->
     return times
 
 
-def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, overhead: Overhead,
-                     batches: int, validate: Callable[[list[torch.Tensor], list[torch.Tensor]], str | None],
+def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, batches: int,
+                     compare: Callable[[list[torch.Tensor], list[torch.Tensor]], QueuedComparison],
                      ) -> tuple[list[float], list[float]]:
-    """Whole-batch ms of alternating reference / candidate batches on the same fresh inputs (each side's fixed cost
-    still in); every candidate output verified."""
+    """Whole-batch ms of ``batches`` pairs on fresh inputs (each side's fixed cost still in; which side goes first
+    alternates). Every candidate output is compared with the reference's and the inputs are checked intact, all
+    queued on the GPU and read once at the end; the first failing batch raises ``TimingValidationError``."""
     reference_ms, candidate_ms = [], []
+    comparisons: list[QueuedComparison] = []
+    changed: list[torch.Tensor] = []
     for index in range(batches):
         clock.stage()
-        order = ("reference", "candidate") if index % 2 == 0 else ("candidate", "reference")
-        for side in order:
-            if side == "reference":
-                ref_time = clock.time_reference()
-            else:
-                cand_time, reports = clock.time_candidate(client, candidate.model_id)
-        failed = next((r for r in reports if not (isinstance(r, dict) and r.get("ok"))), None)
-        if failed is not None or len(reports) != clock.calls:
+        pair = clock.time_pair(client, candidate.model_id, candidate_first=index % 2 == 1)
+        failed = next((r for r in pair.reports if not (isinstance(r, dict) and r.get("ok"))), None)
+        if failed is not None or len(pair.reports) != clock.calls:
             kind = "error" if failed is not None else "protocol"  # a failing call, or a reply that skips calls
             raise RunnerFault(kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}")
-        if not clock.inputs_intact():
-            raise TimingValidationError(f"timed batch {index} modified its inputs")
-        reason = validate(clock.outputs("reference"), clock.outputs("candidate"))
-        if reason is not None:
-            raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {reason}")
-        reference_ms.append(ref_time)
-        candidate_ms.append(cand_time)
+        with torch.no_grad():
+            changed.append(clock.inputs_changed())
+            comparisons.append(compare(clock.outputs("reference"), clock.outputs("candidate")))
+        reference_ms.append(pair.reference_ms)
+        candidate_ms.append(pair.candidate_ms)
         for side, work in clock.last_work_ms.items():
             clock.work_samples[side].append(work)
+    verdicts = resolve_all(comparisons)  # the one synchronisation: every check above is done after it
+    for index, (verdict, modified) in enumerate(zip(verdicts, torch.stack(changed).tolist() if changed else [], strict=True)):
+        if modified:
+            raise TimingValidationError(f"timed batch {index} modified its inputs")
+        if not verdict.ok:
+            raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}")
     return reference_ms, candidate_ms
 
 

@@ -108,6 +108,14 @@ class EvalOptions:
                   "profiler when a forward cannot be measured gap-free) or 'profiler' (torch.profiler / CUPTI: "
                   "every device kernel named; seconds of CUPTI start-up per worker process)"},
     )
+    coverage_exclusive: bool = field(
+        # Off by default: on the H200 pool (8 workers, 64 mixed pairs, 2026-12-03 run g) the events pass took
+        # 0.78 s per correct candidate inside the slot (0.09 s alone), 39 % of the slot's time, and the slot is
+        # what bounds a GPU's throughput. Outside it, the intervals may hold other evaluations' kernels.
+        default=False,
+        metadata={"help": "run the 'events' coverage pass inside the GPU's exclusive timing slot, so no other "
+                  "evaluation's kernels fall in its intervals (more exact coverage, lower pool throughput)"},
+    )
 
     # --- reward and feedback ----------------------------------------------------------------------------------
     reward_scheme: RewardSchemeName = field(
@@ -169,10 +177,11 @@ class EvalOptions:
 
     @property
     def coverage_in_timing_slot(self) -> bool:
-        """Whether the coverage pass runs inside the GPU's exclusive timing slot: the events method's intervals
-        are device time like the timing's (other processes' kernels would land in them; tens of ms), while the
-        profiler's per-kernel durations are not, and its start-up (seconds) must not hold the slot."""
-        return self.profile and self.coverage_method == "events"
+        """Whether the coverage pass runs inside the GPU's exclusive timing slot: only the events method when
+        ``coverage_exclusive`` asks for it (its intervals are device time like the timing's, and other processes'
+        kernels would land in them); the profiler's per-kernel durations are not, and its start-up (seconds) must
+        never hold the slot."""
+        return self.profile and self.coverage_method == "events" and self.coverage_exclusive
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

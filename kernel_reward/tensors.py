@@ -107,6 +107,99 @@ class Comparison:
 OUTLIER_SLACK = 10.0  # an outlier ``compare_outputs`` lets through is still within 10x the tolerance
 
 
+@dataclass
+class _QueuedOutput:
+    index: int
+    numel: int
+    tolerance: tuple[float, float] | None  # (atol, rtol); None: an integer/bool output compared bitwise
+    figures: torch.Tensor  # on the device, float64: [values outside the tolerance, outside 10x it, max finite error]
+
+
+@dataclass
+class QueuedComparison:
+    """A comparison whose device work is queued and whose figures are not read yet: ``resolve_all`` reads any
+    number of them with one synchronisation (the timed batches verify every pair this way, and read the verdicts
+    once the slot's measurement is over). ``decided`` is a verdict the metadata alone gave (a shape mismatch...)."""
+
+    decided: Comparison | None
+    outputs: list[_QueuedOutput]
+    outlier_share: float
+    measure_error: bool
+
+
+def queue_comparison(
+    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any, outlier_share: float = 0.0,
+    *, measure_error: bool = True,
+) -> QueuedComparison:
+    """Queue ``compare_outputs``'s device work without waiting for it (see ``compare_outputs`` for the rules)."""
+    def decided(reason: str) -> QueuedComparison:
+        return QueuedComparison(Comparison(False, None, reason), [], outlier_share, measure_error)
+
+    if len(candidate) != len(reference):
+        return decided(f"returned {len(candidate)} tensor(s), the reference returns {len(reference)}")
+    queued = []
+    for index, (c, r) in enumerate(zip(candidate, reference, strict=True)):
+        if c.shape != r.shape:
+            return decided(f"output {index}: shape {tuple(c.shape)}, expected {tuple(r.shape)}")
+        if c.dtype != r.dtype:
+            return decided(f"output {index}: dtype {c.dtype}, expected {r.dtype}")
+        if c.device.type != r.device.type:
+            return decided(f"output {index}: on {c.device}, expected {r.device.type}")
+        if c.numel() == 0:
+            continue
+        if not (r.is_floating_point() or r.is_complex()):
+            differing = (c != r).sum().to(torch.float64)
+            zero = torch.zeros((), dtype=torch.float64, device=r.device)
+            queued.append(_QueuedOutput(index, c.numel(), None, torch.stack([differing, differing, zero])))
+            continue
+        atol, rtol = tolerance(str(r.dtype))
+        wide = torch.float64 if r.dtype == torch.float64 else torch.float32
+        cw, rw = c.detach().to(wide), r.detach().to(wide)
+        outside = (~torch.isclose(cw, rw, atol=atol, rtol=rtol, equal_nan=True)).sum().to(torch.float64)
+        # The wider check and the error each cost full passes over the outputs; skipped where they cannot matter.
+        far = (~torch.isclose(cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True)).sum(
+            ).to(torch.float64) if outlier_share > 0 else outside
+        error = _max_finite_error(cw, rw) if measure_error else torch.zeros((), dtype=torch.float64, device=r.device)
+        queued.append(_QueuedOutput(index, c.numel(), (atol, rtol), torch.stack([outside, far, error])))
+    return QueuedComparison(None, queued, outlier_share, measure_error)
+
+
+def resolve_all(comparisons: list[QueuedComparison]) -> list[Comparison]:
+    """The verdicts of queued comparisons, read with a single synchronisation."""
+    figures = [output.figures for comparison in comparisons for output in comparison.outputs]
+    values = iter(torch.stack(figures).cpu().reshape(-1).tolist() if figures else [])
+    return [_verdict(comparison, [(next(values), next(values), next(values)) for _ in comparison.outputs])
+            for comparison in comparisons]
+
+
+def _verdict(comparison: QueuedComparison, figures: list[tuple[float, float, float]]) -> Comparison:
+    """Pure: one comparison's verdict from its outputs' (outside, far outside, max error) figures."""
+    if comparison.decided is not None:
+        return comparison.decided
+    worst = max((error for _, _, error in figures), default=0.0)
+    for output, (outside, far, error) in zip(comparison.outputs, figures, strict=True):
+        if outside == 0:
+            continue
+        if output.tolerance is None:
+            return Comparison(False, None, f"output {output.index}: integer/bool values differ")
+        if outside <= comparison.outlier_share * output.numel and far == 0:
+            continue
+        atol, rtol = output.tolerance
+        measured = f" (max abs error {error:.3g})" if comparison.measure_error else ""
+        return Comparison(False, worst if comparison.measure_error else None,
+                          f"output {output.index}: {int(outside)} of {output.numel} values outside atol={atol:g} "
+                          f"rtol={rtol:g}{measured}")
+    return Comparison(True, worst if comparison.measure_error else None, None)
+
+
+def _max_finite_error(c: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Largest |c - r| where both are finite (0 when none is), on the device as float64. masked_fill, not boolean
+    indexing: the latter materialises int64 indices (1 GiB for a 64M-value output: it ran a pool worker out of its
+    GPU memory cap)."""
+    finite = torch.isfinite(r) & torch.isfinite(c)
+    return (c - r).abs_().masked_fill_(~finite, 0.0).max().to(torch.float64)
+
+
 def compare_outputs(
     candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any, outlier_share: float = 0.0,
     *, measure_error: bool = True,
@@ -117,49 +210,11 @@ def compare_outputs(
     share of an output's values may miss the tolerance if they are within ``OUTLIER_SLACK`` times it. The timed
     batches use it: they verify hundreds of outputs, and an honest fp32 kernel whose summation order differs from
     torch's misses 1e-4 on about one value in 10^8-10^9 (H200, a 1024-deep matmul); a cached, stale, unfinished or
-    lower-precision answer misses on most values. ``measure_error=False``: skip the max-error pass on outputs that
-    pass (the timed batches' check, which runs while the GPU's timing slot is held); ``max_abs_error`` is then None.
+    lower-precision answer misses on most values. ``measure_error=False``: no max-error pass (the timed batches'
+    check, which runs while the GPU's timing slot is held): ``max_abs_error`` is None and a reason gives none.
     """
-    if len(candidate) != len(reference):
-        return Comparison(False, None, f"returned {len(candidate)} tensor(s), the reference returns {len(reference)}")
-    worst = 0.0
-    for index, (c, r) in enumerate(zip(candidate, reference, strict=True)):
-        if c.shape != r.shape:
-            return Comparison(False, None, f"output {index}: shape {tuple(c.shape)}, expected {tuple(r.shape)}")
-        if c.dtype != r.dtype:
-            return Comparison(False, None, f"output {index}: dtype {c.dtype}, expected {r.dtype}")
-        if c.device.type != r.device.type:
-            return Comparison(False, None, f"output {index}: on {c.device}, expected {r.device.type}")
-        if c.numel() == 0:
-            continue
-        if not (r.is_floating_point() or r.is_complex()):
-            if not torch.equal(c, r):
-                return Comparison(False, None, f"output {index}: integer/bool values differ")
-            continue
-        atol, rtol = tolerance(str(r.dtype))
-        wide = torch.float64 if r.dtype == torch.float64 else torch.float32
-        cw, rw = c.detach().to(wide), r.detach().to(wide)
-        close = torch.isclose(cw, rw, atol=atol, rtol=rtol, equal_nan=True)
-        passed = bool(close.all())
-        if passed and not measure_error:
-            continue
-        err = _max_finite_error(cw, rw)
-        worst = max(worst, err)
-        if passed:
-            continue
-        bad = int((~close).sum())
-        if bad <= outlier_share * c.numel() and bool(torch.isclose(
-                cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True).all()):
-            continue
-        return Comparison(False, worst, f"output {index}: {bad} of {c.numel()} values outside atol={atol:g} rtol={rtol:g} (max abs error {err:.3g})")
-    return Comparison(True, worst if measure_error else None, None)
-
-
-def _max_finite_error(c: torch.Tensor, r: torch.Tensor) -> float:
-    """Largest |c - r| where both are finite (0 when none is). masked_fill, not boolean indexing: the latter
-    materialises int64 indices (1 GiB for a 64M-value output: it ran a pool worker out of its GPU memory cap)."""
-    finite = torch.isfinite(r) & torch.isfinite(c)
-    return float((c - r).abs_().masked_fill_(~finite, 0.0).max())
+    return resolve_all([queue_comparison(candidate, reference, tolerance, outlier_share,
+                                         measure_error=measure_error)])[0]
 
 
 def synchronize(device: torch.device) -> None:

@@ -174,3 +174,21 @@ def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_
     assert "timing_unsubtracted" in fallback.flags and fallback.overhead.candidate_ms == 0.0
     low, high = fallback.speedup_ci
     assert low <= fallback.speedup <= high
+
+
+def test_evenly_spaced_call_slots_read_as_one_view_without_a_copy():
+    import torch
+
+    from kernel_reward.judge_timing import bytes_differ, calls_as_one
+
+    buffer = torch.arange(64, dtype=torch.float32)
+    views = [buffer[16 * i : 16 * i + 6].view(2, 3) for i in range(4)]  # four calls' (2, 3) outputs, 64-byte slots
+    stacked = calls_as_one(views)
+    assert stacked is not None and stacked.data_ptr() == buffer.data_ptr()
+    assert torch.equal(stacked, torch.stack(views))
+    assert calls_as_one([buffer[0:6], buffer[10:16], buffer[30:36]]) is None  # uneven spacing: the caller copies
+    a = torch.zeros(77, dtype=torch.uint8)
+    b = a.clone()
+    assert not bytes_differ(a, b)
+    b[76] = 1  # in the tail past the last whole 8-byte word
+    assert bytes_differ(a, b)

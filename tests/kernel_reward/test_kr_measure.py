@@ -68,7 +68,22 @@ def test_max_error_ignores_non_finite_values_and_can_be_skipped():
     skipped = compare_outputs(got, ref, tolerance, measure_error=False)
     assert skipped.ok and skipped.max_abs_error is None
     wrong = compare_outputs([torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance, measure_error=False)
-    assert not wrong.ok and wrong.max_abs_error == pytest.approx(0.5) and "1 of 4" in wrong.reason
+    assert not wrong.ok and wrong.max_abs_error is None and "1 of 4" in wrong.reason and "max abs" not in wrong.reason
+    measured_wrong = compare_outputs([torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance)
+    assert measured_wrong.max_abs_error == pytest.approx(0.5) and "max abs error 0.5" in measured_wrong.reason
+
+
+def test_queued_comparisons_resolve_together_in_order():
+    from kernel_reward.tensors import queue_comparison, resolve_all
+
+    ref = [torch.zeros(8), torch.arange(4)]
+    good = queue_comparison([torch.zeros(8), torch.arange(4)], ref, tolerance, measure_error=False)
+    wrong_ints = queue_comparison([torch.zeros(8), torch.arange(4) + 1], ref, tolerance, measure_error=False)
+    wrong_shape = queue_comparison([torch.zeros(9), torch.arange(4)], ref, tolerance)
+    verdicts = resolve_all([good, wrong_ints, wrong_shape])
+    assert [v.ok for v in verdicts] == [True, False, False]
+    assert "integer/bool" in verdicts[1].reason and "shape" in verdicts[2].reason
+    assert resolve_all([]) == []
 
 
 def test_timed_comparison_lets_rare_near_misses_through_but_not_a_wrong_answer():
