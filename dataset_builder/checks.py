@@ -22,7 +22,7 @@ class DropReason(StrEnum):
     MISSING_GET_INPUTS = "missing_get_inputs"
     MISSING_GET_INIT_INPUTS = "missing_get_init_inputs"
     DUPLICATE = "duplicate"
-    # Runtime reasons (opt-in, `--check-references`), one per `reference_checks.ProblemKind`.
+    # Runtime reasons (opt-in, `--check-references`), one per `reference_checks.verdicts.ProblemKind`.
     CRASH = "crash"
     TIMEOUT = "timeout"
     NONDETERMINISTIC = "nondeterministic"

@@ -1,8 +1,8 @@
 """Bridge to the opt-in runtime checks of `dataset_builder.reference_checks` (`--check-references`).
 
 Runs the checks for many references, grouped by entry point (the checker takes one per call), and maps each
-`reference_checks.ProblemKind` to the `DropReason` of the same name so builds and validation report them
-like the static reasons.
+`reference_checks.verdicts.ProblemKind` to the `DropReason` of the same name so builds and validation report
+them like the static reasons.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def run_reference_checks(
     references: list[str], entry_points: list[str], *, num_proc: int, timeout_s: float
 ) -> list[tuple[tuple[DropReason, ...], str]]:
     """(reasons, first line of the details) for each reference, in input order; () reasons when usable."""
-    from .reference_checks import check_references  # imports torch in the children only when asked for
+    from .reference_checks.run import check_references  # imports torch in the children only when asked for
 
     if len(references) != len(entry_points):
         raise ValueError(f"{len(references)} references but {len(entry_points)} entry points")

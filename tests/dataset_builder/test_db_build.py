@@ -157,7 +157,7 @@ RUNTIME_CASES = {
 
 def test_every_runtime_problem_kind_has_a_drop_reason_and_a_finding():
     from dataset_builder.checks import RUNTIME_REASONS
-    from dataset_builder.reference_checks import ProblemKind
+    from dataset_builder.reference_checks.verdicts import ProblemKind
     from dataset_builder.validate import Finding
 
     kinds = {kind.value for kind in ProblemKind}

@@ -1,0 +1,67 @@
+"""Small reference programs for the reference-check tests: one good, one bad per problem kind."""
+
+from __future__ import annotations
+
+from dataset_builder.reference_checks.verdicts import ProblemKind
+
+# A complete program with a placeholder for the body of forward (indented 8 spaces) and extra module code.
+TEMPLATE = '''"""Synthetic reference for the checker tests."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 8
+DIM = 32
+{module}
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+{body}
+
+
+def get_inputs():
+    return [torch.randn(BATCH, DIM)]
+
+
+def get_init_inputs():
+    return [DIM]
+'''
+
+
+def program(body: str, module: str = "") -> str:
+    return TEMPLATE.format(body="\n".join("        " + line for line in body.splitlines()), module=module)
+
+
+GOOD = program("return torch.tanh(x) * self.weight + x.sum(dim=-1, keepdim=True)")
+
+# One program per problem kind (and a few ways to crash), checked together in one parallel batch.
+BAD = {
+    "crash_forward": (program("raise RuntimeError('boom in forward')"), ProblemKind.CRASH),
+    "crash_missing_get_inputs": (GOOD.replace("def get_inputs", "def make_inputs"), ProblemKind.CRASH),
+    "crash_syntax": (GOOD.replace("def forward(self, x):", "def forward(self, x)"), ProblemKind.CRASH),
+    "crash_killed": (program("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"), ProblemKind.CRASH),
+    "crash_stdin_is_empty": (program("input()\nreturn x"), ProblemKind.CRASH),
+    "crash_noisy": (
+        program("for i in range(20000):\n    print('line', i)\nraise ValueError('late')"),
+        ProblemKind.CRASH,
+    ),
+    "nondeterministic": (program("return F.dropout(x, p=0.5, training=True)"), ProblemKind.NONDETERMINISTIC),
+    "stateful": (program("self.weight.data += 1.0\nreturn x * self.weight"), ProblemKind.NONDETERMINISTIC),
+    "input_independent": (program("return torch.zeros_like(x) + self.weight"), ProblemKind.INPUT_INDEPENDENT),
+    "fixed_inputs": (
+        GOOD.replace("return [torch.randn(BATCH, DIM)]", "return [torch.ones(BATCH, DIM)]"),
+        ProblemKind.INPUT_INDEPENDENT,
+    ),
+    "near_zero": (program("return x * 1e-6"), ProblemKind.NEAR_CONSTANT),
+    "near_constant": (program("return 1000.0 + 1e-3 * x"), ProblemKind.NEAR_CONSTANT),
+    "no_tensor_output": (program("return float(x.sum())"), ProblemKind.NO_TENSOR_OUTPUT),
+    "non_finite": (program("return torch.log(x)"), ProblemKind.NON_FINITE),
+}
+
+# A child needs ~2 s to start and import torch on an idle 2-core box; leave room for a loaded one.
+TIMEOUT_S = 20.0
+HANG_TIMEOUT_S = 4.0
