@@ -28,7 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from dataset_builder.synthetic import DEFAULT_HELD_OUT, FAMILIES, SyntheticTask, generate_tasks, split_tasks
+from dataset_builder.synthetic.generate import generate_tasks
+from dataset_builder.synthetic.split import DEFAULT_HELD_OUT, split_tasks
+from dataset_builder.synthetic.task import FAMILIES, SyntheticTask
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +144,7 @@ def build_trajectories(tasks: Sequence[SyntheticTask], evaluate_many: EvaluateMa
     """Verify every task's answers with ``evaluate_many`` (one call) and build its trajectories.
 
     Args:
-        tasks: synthetic tasks (``dataset_builder.synthetic.generate_tasks``).
+        tasks: synthetic tasks (``dataset_builder.synthetic.generate.generate_tasks``).
         evaluate_many: judges ``(reference, completion)`` pairs in order, e.g. ``Evaluator.evaluate_many``.
         held_out: split names (see ``synthetic.split_tasks``); each trajectory records its task's side.
         kinds: which trajectory kinds to build.

@@ -114,7 +114,7 @@ def _base_model(args: argparse.Namespace) -> str:
 
 def _synthetic_split(args: argparse.Namespace, tasks: list) -> set[str]:
     """The uuids of the held-out synthetic tasks (see --sft-split)."""
-    from dataset_builder.synthetic import DEFAULT_HELD_OUT, split_tasks
+    from dataset_builder.synthetic.split import DEFAULT_HELD_OUT, split_tasks
 
     if args.sft_split == "variant":
         return {task.uuid for task in split_tasks(tasks, DEFAULT_HELD_OUT).held_out}
@@ -144,7 +144,7 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
 
     from dataset_builder import FEATURES
     from dataset_builder.sft_data import build_trajectories, write_jsonl
-    from dataset_builder.synthetic import generate_tasks
+    from dataset_builder.synthetic.generate import generate_tasks
     from kernel_reward import Evaluator
 
     out = Path(args.out) / "sft_data"

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from dataset_builder.sft_data import KINDS, build_trajectories, to_dataset, write_jsonl
-from dataset_builder.synthetic import generate_task
+from dataset_builder.synthetic.generate import generate_task
 
 
 @pytest.fixture(scope="module")
