@@ -296,7 +296,8 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
                 timing = measure(clock, candidate, client, overhead, before, options)
                 if timing.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
-                    timing = judge_timing.unsubtracted(timing)
+                    if judge_timing.calibration_artefact(timing):
+                        timing = judge_timing.unsubtracted(timing)
         except judge_timing.TimingValidationError as exc:
             raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
     result.timing_available = True
@@ -343,9 +344,9 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
         flags.append("timing_noise_dominated")
     if judge_timing.handoff_dominated(overhead, statistics.median(reference_ms), clock.calls):
         flags.append("timing_handoff_dominated")
+    notes = {**judge_timing.diagnostics(clock), **judge_timing.order_speedups(during, candidate_ms)}
     return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
-                                    statistics.median(before), clock.method, flags, judge_timing.diagnostics(clock),
-                                    batches_ms)
+                                    statistics.median(before), clock.method, flags, notes, batches_ms)
 
 
 def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,

@@ -120,14 +120,29 @@ class BatchTiming:
 def unsubtracted(timing: BatchTiming) -> BatchTiming:
     """Pure: the same interleaved batches with each side's fixed cost left in (per call: batch / K). It can only
     make the candidate look slower (its fixed cost holds the hand-over to the runner as well), so it is the
-    fallback when the subtracted speedup stays implausible: a calibration made while the GPU was time-sliced with
-    other processes can exceed the batches it is subtracted from and read an honest kernel as 10^5x."""
+    fallback when the subtracted speedup stays implausible because of a ``calibration_artefact``: a calibration
+    made while the GPU was time-sliced with other processes can exceed the batches it is subtracted from and read
+    an honest kernel as 10^5x."""
     reference, candidate = timing.batches_ms
     calls = max(timing.calls_per_batch, 1)
     return BatchTiming([ms / calls for ms in reference], [ms / calls for ms in candidate], timing.calls_per_batch,
                        Overhead(0.0, 0.0, timing.overhead.spread_ms, timing.overhead.reference_wall_ms), "interleaved",
                        timing.reference_before_ms, timing.method, [*timing.flags, "timing_unsubtracted"],
                        timing.diagnostics, timing.batches_ms)
+
+
+CALIBRATION_ARTEFACT_SHARE = 0.25  # this share of a side's batches at or below its fixed cost: subtraction is void
+
+
+def calibration_artefact(timing: BatchTiming) -> bool:
+    """Pure: did a quarter or more of either side's interleaved batches last no longer than the fixed cost
+    subtracted from them? Then per-call times are clamped near zero and the speedup says nothing (a calibration
+    made while the GPU was time-sliced with other processes); ``unsubtracted`` is the fallback. An honest fast
+    kernel stays far from this: its batches are its fixed cost plus its work."""
+    reference, candidate = timing.batches_ms
+    return any(sum(ms <= fixed for ms in batches) >= CALIBRATION_ARTEFACT_SHARE * len(batches)
+               for batches, fixed in ((reference, timing.overhead.reference_ms), (candidate, timing.overhead.candidate_ms))
+               if batches)
 
 
 def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
@@ -509,6 +524,17 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
         if not verdict.ok:
             raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}")
     return reference_ms, candidate_ms
+
+
+def order_speedups(reference_ms: list[float], candidate_ms: list[float]) -> dict[str, float]:
+    """Pure: the speedup of the pairs where the reference went first (even indices) and of those where the
+    candidate did (odd): a diagnostic of how much a batch's place in its pair weighs."""
+    out = {}
+    for name, start in (("reference_first_speedup", 0), ("candidate_first_speedup", 1)):
+        ref, cand = reference_ms[start::2], candidate_ms[start::2]
+        if ref and cand:
+            out[name] = float(np.median(ref) / max(np.median(cand), 1e-9))
+    return out
 
 
 def diagnostics(clock: BatchClock) -> dict[str, Any]:

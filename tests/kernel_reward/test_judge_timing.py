@@ -160,7 +160,7 @@ def test_judge_clock_times_a_runner_and_verifies_every_call(tmp_path):
 def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_ratio():
     """Batches that beat their calibrated fixed cost (time-slicing during calibration) read as ~0 ms per call and
     an absurd speedup; the fallback leaves each side's fixed cost in, which only slows the candidate down."""
-    from kernel_reward.judge_timing import BatchTiming, unsubtracted
+    from kernel_reward.judge_timing import BatchTiming, calibration_artefact, unsubtracted
 
     overhead = Overhead(reference_ms=0.25, candidate_ms=0.9, spread_ms=0.05)  # hand-over calibrated while busy
     reference_batches = [0.38] * 20  # 0.13 ms of work + 0.25 fixed
@@ -168,7 +168,11 @@ def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_
     subtracted = BatchTiming([per_call_ms(ms, 0.25, 1) for ms in reference_batches],
                              [per_call_ms(ms, 0.9, 1) for ms in candidate_batches], 1, overhead, "interleaved", 0.13,
                              "judge_gpu_events", [], {}, (reference_batches, candidate_batches))
-    assert subtracted.speedup > 1e4
+    assert subtracted.speedup > 1e4 and calibration_artefact(subtracted)
+    honest_fast = BatchTiming([per_call_ms(ms, 0.25, 1) for ms in reference_batches],
+                              [per_call_ms(ms, 0.9, 1) for ms in [0.95] * 20], 1, overhead, "interleaved", 0.13,
+                              "judge_gpu_events", [], {}, (reference_batches, [0.95] * 20))
+    assert honest_fast.speedup > 2 and not calibration_artefact(honest_fast)  # 0.05 ms of work: a real 2.6x
     fallback = unsubtracted(subtracted)
     assert fallback.speedup == pytest.approx(0.38 / 0.68)
     assert "timing_unsubtracted" in fallback.flags and fallback.overhead.candidate_ms == 0.0
