@@ -10,7 +10,8 @@ import sys
 
 logger = logging.getLogger("dataset_builder")
 
-# The values of sources.SourceFormat, spelled out so that --help does not import datasets (a test keeps them equal).
+# The values of sources.formats.SourceFormat, spelled out so that --help does not import datasets (a test keeps
+# them equal).
 FORMATS = ("drkernel", "cudallm", "kernelbench", "sample")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B|B)?\s*$", re.IGNORECASE)
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     from .builder import BuildError
     from .prompt import PromptTemplateError
     from .publish import PublishError
-    from .sources import SourceError
+    from .sources.formats import SourceError
 
     try:
         return {"build": _build, "validate": _validate, "push": _push}[args.command](args)

@@ -34,7 +34,9 @@ from .checks import DropReason, scan_reference
 from .features import FEATURES
 from .prompt import load_template
 from .runtime import run_reference_checks
-from .sources import Chunk, SourceFormat, plan_chunks, read_table
+from .sources.formats import Chunk, SourceFormat
+from .sources.planning import plan_chunks
+from .sources.reading import read_table
 
 logger = logging.getLogger(__name__)
 

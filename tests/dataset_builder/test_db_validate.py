@@ -101,7 +101,7 @@ def _cli(*args, cwd=ROOT):
 
 def test_cli_formats_match_the_source_formats():
     from dataset_builder.__main__ import FORMATS
-    from dataset_builder.sources import SourceFormat
+    from dataset_builder.sources.formats import SourceFormat
 
     assert FORMATS == tuple(f.value for f in SourceFormat)
 
