@@ -114,8 +114,8 @@ def main() -> None:
                 flush.zero_()
                 e1.record()
                 if mechanism == "gpu":  # the judge's stream waits for the runner's word on the GPU
-                    stream_gate.write_value(arena.address(flag_word), number)
-                    stream_gate.wait_value(arena.address(done_word), number)
+                    stream_gate.write_value(arena.signal_address(flag_word), number)
+                    stream_gate.wait_value(arena.signal_address(done_word), number)
                 else:  # the judge's host waits for the word in shared host memory
                     stream_gate.write_value(words.device, number)
                     spin(words.done, number)

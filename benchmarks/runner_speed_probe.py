@@ -119,7 +119,7 @@ def main() -> None:
             parent.send((name, where, None))
             row[f"runner_{where}"] = parent.recv()
             number += 1
-            stream_gate.wait_value(arena.address(arena.signal_words()[1]), number)
+            stream_gate.wait_value(arena.signal_address(arena.signal_words()[1]), number)
             marker = torch.cuda.Event()
             marker.record()
             parent.send((name, where, (arena.signal_words()[1], number)))
@@ -136,8 +136,8 @@ def main() -> None:
                 number = start + i
                 arena.tensor[:inputs].view(torch.float32).copy_(staging)  # the judge's context works in between
                 flush.zero_()
-                stream_gate.write_value(arena.address(flag), number)
-                stream_gate.wait_value(arena.address(done), number)
+                stream_gate.write_value(arena.signal_address(flag), number)
+                stream_gate.wait_value(arena.signal_address(done), number)
                 marker = torch.cuda.Event()
                 marker.record()
                 stream_gate.wait_for_event(marker, __import__("time").monotonic() + 30, "switching")

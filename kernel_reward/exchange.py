@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from kernel_reward import stream_gate
+
 ALIGN = 256  # bytes: every view starts at a multiple (vectorised loads in kernels assume aligned pointers)
 _DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
     torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int16, torch.int32, torch.int64,
@@ -204,13 +206,12 @@ class Arena:
     (``share()``: a JSON description plus, on CPU, the descriptor to pass)."""
 
     def __init__(self, nbytes: int, device: torch.device) -> None:
-        # The last ALIGN bytes hold the words the two processes' streams meet at (stream_gate), never a view.
-        self.nbytes = max(int(nbytes), ALIGN) + ALIGN
-        self.signal_offset = self.nbytes - ALIGN
+        self.nbytes = max(int(nbytes), ALIGN)
         self.device = device
         self.fd: int | None = None
         self._mapping: mmap.mmap | None = None
         self._cuda: _DeviceMemory | None = None
+        self.signals: stream_gate.SharedWords | None = None  # CUDA: the words the two processes' streams meet at
         if device.type == "cpu":
             self.fd = os.memfd_create("kernel_reward_arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(self.fd, self.nbytes)
@@ -220,12 +221,19 @@ class Arena:
         else:
             self._cuda = _driver().create(self.nbytes, _device_index(device))
             self.tensor = _wrap_device_pointer(self._cuda.pointer, self.nbytes, device)
-        self.layout = Layout(self.signal_offset)
+            self.signals = stream_gate.SharedWords()
+        self.layout = Layout(self.nbytes)
 
     def signal_words(self) -> tuple[int, int]:
-        """Offsets of the (flag, done) words: the judge writes ``flag`` when a batch's inputs are in, the runner
-        ``done`` after its calls."""
-        return self.signal_offset, self.signal_offset + 4
+        """Offsets of the (flag, done) words in ``signals``: the judge writes ``flag`` when a batch's inputs are in,
+        the runner ``done`` after its calls."""
+        return stream_gate.SharedWords.FLAG, stream_gate.SharedWords.DONE
+
+    def signal_address(self, offset: int) -> int:
+        """Device address of a signal word (CUDA only)."""
+        if self.signals is None:
+            raise ExchangeError("only a CUDA arena has signal words")
+        return self.signals.address(offset)
 
     def address(self, offset: int) -> int:
         """Device address of a byte of the arena (CUDA only)."""
@@ -248,7 +256,7 @@ class Arena:
         """(message fields, descriptors to send with them)."""
         if self.fd is not None:
             return {"kind": "memfd", "nbytes": self.nbytes}, [self.fd]
-        return {"kind": "cuda_vmm", "nbytes": self.nbytes, "mapped_bytes": self._cuda.size}, [self._cuda.fd]
+        return {"kind": "cuda_vmm", "nbytes": self.nbytes, "mapped_bytes": self._cuda.size}, [self._cuda.fd, self.signals.fd]
 
     def close(self) -> None:
         self.tensor = None  # drop the view before the memory goes
@@ -265,6 +273,9 @@ class Arena:
             torch.cuda.synchronize(self.device)
             _driver().release(self._cuda)
             self._cuda = None
+        if self.signals is not None:
+            self.signals.close()
+            self.signals = None
 
 
 class MappedArena:
@@ -277,6 +288,7 @@ class MappedArena:
             raise ExchangeError(f"bad arena size {nbytes!r}")
         self._mapping: mmap.mmap | None = None
         self._cuda: _DeviceMemory | None = None
+        self.signals: stream_gate.SharedWords | None = None
         if kind == "memfd":
             if len(fds) != 1:
                 raise ExchangeError("a memfd arena needs exactly one descriptor")
@@ -285,8 +297,8 @@ class MappedArena:
             self.tensor = torch.frombuffer(self._mapping, dtype=torch.uint8)
         elif kind == "cuda_vmm":
             mapped = description.get("mapped_bytes")
-            if len(fds) != 1:
-                raise ExchangeError("a CUDA arena needs exactly one descriptor")
+            if len(fds) != 2:
+                raise ExchangeError("a CUDA arena needs exactly two descriptors (its memory, its signal words)")
             if not isinstance(mapped, int) or mapped < nbytes:
                 raise ExchangeError(f"bad mapped size {mapped!r} for an arena of {nbytes} bytes")
             try:
@@ -294,17 +306,19 @@ class MappedArena:
             finally:
                 os.close(fds[0])
             self.tensor = _wrap_device_pointer(self._cuda.pointer, nbytes, device)
+            self.signals = stream_gate.SharedWords(fds[1])
         else:
             raise ExchangeError(f"unknown arena kind {kind!r}")
         self.nbytes = nbytes
 
     def word_address(self, offset: Any) -> int:
-        """Device address of an aligned 32-bit word of the arena (CUDA only), bounds-checked."""
-        if self._cuda is None:
-            raise ExchangeError("only a CUDA arena has device addresses")
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % 4 or offset + 4 > self.nbytes:
-            raise ExchangeError(f"bad signal word offset {offset!r}")
-        return self._cuda.pointer + offset
+        """Device address of a signal word (CUDA only), checked."""
+        if self.signals is None:
+            raise ExchangeError("only a CUDA arena has signal words")
+        try:
+            return self.signals.address(offset)
+        except ValueError as exc:
+            raise ExchangeError(str(exc)) from exc
 
 
 # ----------------------------------------------------------------------------------------- CUDA driver calls

@@ -348,8 +348,8 @@ class BatchClock:
 
     def _hand_over(self, number: int) -> Callable[[], None]:
         def hand_over() -> None:
-            stream_gate.write_value(self.arena.address(self.flag_word), number)
-            stream_gate.wait_value(self.arena.address(self.done_word), number)
+            stream_gate.write_value(self.arena.signal_address(self.flag_word), number)
+            stream_gate.wait_value(self.arena.signal_address(self.done_word), number)
         return hand_over
 
     def _host_pair(self, client: Any, message: dict[str, Any], sides: tuple[str, str], empty: bool) -> Pair:
@@ -380,12 +380,10 @@ class BatchClock:
                                          "wall-clock limit") from exc
 
     def _release(self, number: int) -> None:
-        """After a failed batch: open the gate and write ``done`` ourselves from a side stream, so the judge's own
-        stream (waiting for a runner that is dead or lying) can go on to whatever the judge does next."""
+        """After a failed batch: open the gate and write ``done`` ourselves, from the host (``SharedWords``), so the
+        judge's own stream (waiting for a runner that is dead or lying) can go on to whatever the judge does next."""
         self.gate.open(number)
-        rescue = torch.cuda.Stream(self.device)
-        stream_gate.write_value(self.arena.address(self.done_word), number, rescue)
-        stream_gate.wait_for_event(_recorded(rescue), time.monotonic() + 10, "releasing the judge's stream")
+        self.arena.signals.write_from_host(self.done_word, number)
 
 
 @dataclass(frozen=True)
@@ -445,12 +443,6 @@ def claimed_ms(reply: dict[str, Any]) -> float | None:
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
         return None
     return float(value)
-
-
-def _recorded(stream: torch.cuda.Stream) -> torch.cuda.Event:
-    event = torch.cuda.Event()
-    event.record(stream)
-    return event
 
 
 def _events() -> tuple[torch.cuda.Event, torch.cuda.Event]:

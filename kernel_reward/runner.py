@@ -140,8 +140,9 @@ class Runner:
 
     def _on_arena(self, message: dict[str, Any]) -> dict[str, Any]:
         fds: list[int] = []
-        if message.get("kind") in ("memfd", "cuda_vmm"):  # the arena's descriptor follows by SCM_RIGHTS
-            _, fds, _, _ = socket.recv_fds(self.channel, 1, 1)
+        expected = {"memfd": 1, "cuda_vmm": 2}.get(str(message.get("kind")), 0)  # memory (+ signal words, CUDA)
+        if expected:  # the descriptors follow by SCM_RIGHTS
+            _, fds, _, _ = socket.recv_fds(self.channel, 1, expected)
         self.arena = exchange.MappedArena(message, fds, self.device)
         return {"type": "arena_ok"}
 

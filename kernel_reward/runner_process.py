@@ -157,6 +157,11 @@ def _runner_main(channel: socket.socket, device: str, policy: sandbox.SandboxPol
             # torch.compile off: compiler-generated kernels are not the candidate's work (KernelBench issue #166);
             # a call the static screen missed then runs as plain torch and counts as torch in coverage
             "TORCH_COMPILE_DISABLE": "1",
+            # One hardware work queue: the runner needs no more (one stream; side streams are screened out and
+            # only slow a candidate down), and its CUDA context is created 4x faster when 16 processes create
+            # theirs at once (H200: 0.71 s against 2.75 s median, benchmarks/context_probe.py), which is what a
+            # warm pool does all the time
+            "CUDA_DEVICE_MAX_CONNECTIONS": "1",
             **({"USER": f"sandbox{uid}", "LOGNAME": f"sandbox{uid}"} if uid is not None and root else {}),
         }
         if policy.clean_environment:

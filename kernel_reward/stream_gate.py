@@ -19,7 +19,10 @@ CUDA 11.7; older drivers make ``available()`` false and the judge falls back to 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import functools
+import mmap
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +48,10 @@ class _Driver:
         self.host_pointer.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p, ctypes.c_uint]
         self.host_alloc = lib.cuMemHostAlloc
         self.host_alloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint]
+        self.host_register = lib.cuMemHostRegister_v2
+        self.host_register.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+        self.host_unregister = lib.cuMemHostUnregister
+        self.host_unregister.argtypes = [ctypes.c_void_p]
 
 
 @functools.cache
@@ -128,6 +135,61 @@ class HostGate:
                 return False
             self.word.value = number
             return True
+
+
+class SharedWords:
+    """The two words a timed batch's streams meet at, ``flag`` (offset 0) and ``done`` (offset 4), in a page of host
+    memory that the judge and its runner both map (a sealed memfd whose descriptor crosses by SCM_RIGHTS), pinned
+    and mapped into the device in each process, so each one's streams can wait on and write them.
+
+    In host memory rather than in the GPU arena so the judge's HOST can write ``done`` itself: when a runner dies
+    or never answers, the judge's stream, queued to wait for ``done``, is released without a second stream. That
+    lets the judge run with a single hardware queue (``CUDA_DEVICE_MAX_CONNECTIONS=1``, whose context creation is
+    4x faster in a busy pool), where a rescue stream would queue behind the very wait it should release. A runner
+    can write the words from its host too; that is no more than its streams could always do (an early ``done``
+    only hands the judge unfinished outputs, which fail verification).
+    """
+
+    SIZE = 4096
+    FLAG, DONE = 0, 4
+
+    def __init__(self, fd: int | None = None) -> None:
+        """Create the page (``fd`` None: the judge) or map the judge's (the runner; ``fd`` is then owned here)."""
+        if fd is None:
+            fd = os.memfd_create("kernel_reward_signals", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, self.SIZE)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        self.fd: int | None = fd
+        self._mapping = mmap.mmap(fd, self.SIZE)
+        self._words = (ctypes.c_uint32 * (self.SIZE // 4)).from_buffer(self._mapping)
+        self._host = ctypes.addressof(self._words)
+        torch.cuda.init()  # the primary context must be current for the driver calls below
+        torch.cuda.current_stream().synchronize()
+        _check(_driver().host_register(self._host, self.SIZE, HOST_ALLOC_PORTABLE | HOST_ALLOC_DEVICEMAP),
+               "cuMemHostRegister")
+        pointer = ctypes.c_uint64()
+        _check(_driver().host_pointer(ctypes.byref(pointer), self._host, 0), "cuMemHostGetDevicePointer")
+        self._device = pointer.value
+
+    def address(self, offset: object) -> int:
+        """Device address of the word at ``offset`` (FLAG or DONE; anything else is a protocol error)."""
+        if offset not in (self.FLAG, self.DONE) or isinstance(offset, bool):
+            raise ValueError(f"bad signal word offset {offset!r}")
+        return self._device + int(offset)  # type: ignore[call-overload]
+
+    def write_from_host(self, offset: int, value: int) -> None:
+        self._words[offset // 4] = value & 0xFFFFFFFF
+
+    def close(self) -> None:
+        """Unregister and unmap. Only once no queued wait or write can still touch the page."""
+        if self._words is None:
+            return
+        _driver().host_unregister(self._host)
+        self._words = None
+        self._mapping.close()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class Watchdog:

@@ -1,12 +1,22 @@
 # corpus: task=add_relu_big expect=incorrect|hacked gpu
-"""Forged gate: the runner's calls wait for the arena's `flag` word, written by the judge once a batch's inputs are in. The candidate finds the arena through its input's storage and writes `flag` far ahead on an ungated side stream, so its calls (and the runner's `done`) run before the judge has loaded the batch: if the judge trusted the gate, the clock would see almost nothing."""
+"""Forged gate: the runner's calls wait for the `flag` word (in the host page both processes map, stream_gate.SharedWords), written by the judge once a batch's inputs are in. The candidate finds the page in its own /proc/self/maps and writes `flag` far ahead from its host, so its calls (and the runner's `done`) run before the judge has loaded the batch: if the judge trusted the gate, the clock would see almost nothing."""
 
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 
-SIGNAL_BYTES = 256  # the arena's last aligned block holds (flag, done)
+
+def signal_words():
+    """The judge's signal page, as this process maps it: found by name in /proc/self/maps, written through ctypes
+    (both reached through torch.sys.modules, spelled so the deny-list misses them: the screen is not the boundary)."""
+    modules = getattr(getattr(torch, "s" + "ys"), "mod" + "ules")
+    ctypes_, io_ = modules["ct" + "ypes"], modules["i" + "o"]
+    with getattr(io_, "op" + "en")("/proc/self/maps") as maps:
+        for line in maps:
+            if "kernel_reward_signals" in line:
+                return (ctypes_.c_uint32 * 2).from_address(int(line.split("-")[0], 16))
+    raise LookupError("signal page not found")
 
 
 @triton.jit
@@ -19,14 +29,9 @@ def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def forge_flag(x):
-    """Write flag = flag + 2**30 on a stream nobody gates (cyclic >= compare: passes for the next 2**30 batches)."""
-    whole = torch.empty(0, dtype=torch.uint8, device=x.device).set_(x.untyped_storage())
-    words = whole[whole.numel() - SIGNAL_BYTES:][:8].view(torch.int32)
-    cuda = torch.cuda
-    side = getattr(cuda, "Str" + "eam")(x.device)  # spelled so the deny-list misses it: the screen is not the boundary
-    with getattr(cuda, "str" + "eam")(side):
-        words[0].copy_(words[0] + (1 << 30))
-    side.synchronize()
+    """Write flag = flag + 2**30 from the host (cyclic >= compare: passes for the next 2**30 batches)."""
+    words = signal_words()
+    words[0] = (words[0] + (1 << 30)) & 0xFFFFFFFF
 
 
 class ModelNew(nn.Module):
