@@ -9,8 +9,8 @@ What is looked for, and why:
 * ModelNew derives from, or refers to, the reference class (``class ModelNew(Model)``, ``Model.forward(...)``):
   the answer would come from PyTorch.
 * ``try`` whose ``except`` handler computes something: the classic "kernel, else fall back to torch" shape (a
-  handler that only answers with a constant, logs or re-raises is an environment probe, as production Triton
-  libraries write them, and is allowed).
+  handler that only answers with a constant -- see ``static_constants`` --, logs or re-raises is an environment
+  probe, as production Triton libraries write them, and is allowed).
 * Process / thread / file / network / introspection APIs (threading, multiprocessing, subprocess, ctypes,
   socket, signal, gc, inspect, ``open``, ``exec``, ``os.system``, ``sys.exit``, ``__globals__``...):
   background work, escaping the evaluator, reading the harness' state, exiting early.
@@ -26,6 +26,8 @@ from __future__ import annotations
 import ast
 import enum
 from dataclasses import dataclass, field
+
+from kernel_reward.static_constants import ConstantValues
 
 
 class StaticReason(enum.StrEnum):
@@ -118,7 +120,7 @@ def check_candidate(source: str, entry_point: str = "Model") -> StaticReport:
     except (SyntaxError, ValueError) as exc:  # ValueError: source with NUL bytes
         line = getattr(exc, "lineno", 0) or 0
         return StaticReport([Finding(StaticReason.SYNTAX_ERROR, line, f"{type(exc).__name__}: {exc}")])
-    visitor = _Visitor(entry_point)
+    visitor = _Visitor(entry_point, ConstantValues(tree))
     visitor.visit(tree)
     findings = visitor.findings
     if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
@@ -129,8 +131,10 @@ def check_candidate(source: str, entry_point: str = "Model") -> StaticReport:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, entry_point: str) -> None:
+    def __init__(self, entry_point: str, values: ConstantValues) -> None:
         self.entry_point = entry_point
+        self.values = values
+        self.scopes: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # enclosing functions, innermost last
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted module path it stands for
         self.has_triton_jit = False
@@ -195,7 +199,9 @@ class _Visitor(ast.NodeVisitor):
             dotted = self._dotted(target) or ""
             if dotted in ("triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"):
                 self.has_triton_jit = True
+        self.scopes.append(node)
         self.generic_visit(node)
+        self.scopes.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -212,8 +218,11 @@ class _Visitor(ast.NodeVisitor):
     def visit_Try(self, node: ast.Try) -> None:
         # A fallback is a handler that computes something ("kernel, else torch"). A handler that only answers a
         # question about the environment (an import path, a version compare, a device lookup: `return False`,
-        # `flag = None`, `pass`, re-raise) cannot hide a failing kernel, so production Triton code keeps its probes.
-        if node.handlers and not all(_is_probe_answer(stmt) for handler in node.handlers for stmt in handler.body):
+        # `flag = None`, `pass`, re-raise, or a value that provably is a constant: `static_constants`) cannot hide a
+        # failing kernel, so production Triton code keeps its probes.
+        scope = self.scopes[-1] if self.scopes else None
+        if node.handlers and not all(_is_probe_answer(stmt, self.values, scope)
+                                     for handler in node.handlers for stmt in handler.body):
             self._add(StaticReason.TRY_EXCEPT, node, "try/except whose handler computes (fallback paths hide failing kernels)")
         self.generic_visit(node)
 
@@ -298,15 +307,15 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _is_probe_answer(statement: ast.stmt) -> bool:
+def _is_probe_answer(statement: ast.stmt, values: ConstantValues, scope: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
     """Pure: does this handler statement only answer with a constant, log, or re-raise (no computation)?"""
     if isinstance(statement, ast.Pass | ast.Raise | ast.Import | ast.ImportFrom | ast.Continue | ast.Break):
         return True
     if isinstance(statement, ast.Return):
-        return statement.value is None or isinstance(statement.value, ast.Constant)
+        return values.is_constant(statement.value, scope)
     if isinstance(statement, ast.Assign | ast.AnnAssign):
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        return all(isinstance(t, ast.Name) for t in targets) and isinstance(statement.value, ast.Constant)
+        return all(isinstance(t, ast.Name) for t in targets) and values.is_constant(statement.value, scope)
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         root = statement.value.func
         while isinstance(root, ast.Attribute):

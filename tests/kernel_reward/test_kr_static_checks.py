@@ -134,3 +134,96 @@ def test_import_fallback_try_is_allowed():
         "except ImportError:\n    from triton.language.extra.cuda import libdevice\n"
     )
     assert check_candidate(HONEST + fallback).findings == []
+
+
+# Environment probes written the way production Triton libraries write them (liger-kernel 0.8.5's helpers have
+# these three shapes): the handler answers with a value that cannot be a torch result. Each was a `try_except`
+# false positive on liger's inlined kernels (issue 15).
+PROBES_WITH_CONSTANT_ANSWERS = {
+    "parameter_with_constant_default": (
+        "import functools\n"
+        "@functools.cache\n"
+        "def core_count(default: int = 20) -> int:\n"
+        "    try:\n"
+        "        return int(triton.runtime.driver.active.utils.get_device_properties(0)['cores'])\n"
+        "    except Exception:\n"
+        "        return default\n"
+        "CORES = core_count()\n"
+    ),
+    "empty_tuple": (
+        "try:\n"
+        "    from torch.distributed.tensor import DTensor as _DTensor\n"
+        "except Exception:\n"
+        "    _DTensor = ()\n"
+    ),
+    "local_from_constant_function": (
+        "def device_kind():\n"
+        "    if torch.cuda.is_available():\n"
+        "        return 'cuda'\n"
+        "    return 'cpu'\n"
+        "def arch(index=0):\n"
+        "    kind = device_kind()\n"
+        "    try:\n"
+        "        if kind == 'cuda':\n"
+        "            return 'sm_%d%d' % torch.cuda.get_device_capability(index)\n"
+        "    except Exception:\n"
+        "        return kind\n"
+        "    return kind\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBES_WITH_CONSTANT_ANSWERS))
+def test_probes_answering_with_constant_values_are_not_fallbacks(name):
+    source = HONEST + PROBES_WITH_CONSTANT_ANSWERS[name]
+    assert check_candidate(source).findings == []
+
+
+# The same handler shapes where the value can be a torch result: still fallbacks.
+FALLBACKS_THROUGH_NAMES = {
+    "answer_computed_before_try": (
+        "def f(x, y):\n    ref = torch.relu(x + y)\n    try:\n        return add(x, y)\n"
+        "    except Exception:\n        return ref\n"
+    ),
+    "answer_from_helper": (
+        "def ref_fn(x, y):\n    return torch.relu(x + y)\n"
+        "def f(x, y):\n    r = ref_fn(x, y)\n    try:\n        return add(x, y)\n    except Exception:\n        return r\n"
+    ),
+    "constant_then_rebound": (
+        "def f(x, y):\n    r = None\n    r = torch.relu(x + y)\n    try:\n        return add(x, y)\n"
+        "    except Exception:\n        return r\n"
+    ),
+    "augmented_rebinding": (
+        "def f(x, y):\n    r = 0\n    r += torch.relu(x + y)\n    try:\n        return add(x, y)\n"
+        "    except Exception:\n        return r\n"
+    ),
+    "parameter_passed_the_answer": (
+        "def f(x, y, fallback=None):\n    try:\n        return add(x, y)\n    except Exception:\n        return fallback\n"
+        "def g(x, y):\n    return f(x, y, torch.relu(x + y))\n"
+    ),
+    "parameter_passed_by_keyword": (
+        "def f(x, y, fallback=None):\n    try:\n        return add(x, y)\n    except Exception:\n        return fallback\n"
+        "def g(x, y):\n    return f(x, y, fallback=torch.relu(x + y))\n"
+    ),
+    "function_escapes": (
+        "def f(x, y, fallback=None):\n    try:\n        return add(x, y)\n    except Exception:\n        return fallback\n"
+        "alias = f\ndef g(x, y):\n    return alias(x, y, torch.relu(x + y))\n"
+    ),
+    "decorator_injects_argument": (
+        "def inject(fn):\n    return lambda x, y: fn(x, y, torch.relu(x + y))\n"
+        "@inject\ndef f(x, y, fallback=None):\n    try:\n        return add(x, y)\n    except Exception:\n"
+        "        return fallback\n"
+    ),
+    "tuple_holding_a_result": (
+        "def f(x, y):\n    try:\n        return add(x, y)\n    except Exception:\n        return (torch.relu(x + y),)\n"
+    ),
+    "module_level_name": (
+        "REF = torch.zeros(4)\n"
+        "def f(x, y):\n    try:\n        return add(x, y)\n    except Exception:\n        return REF\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACKS_THROUGH_NAMES))
+def test_handlers_answering_with_computed_values_are_fallbacks(name):
+    assert "try_except" in reasons(HONEST + FALLBACKS_THROUGH_NAMES[name])
