@@ -311,6 +311,25 @@ class MappedArena:
             raise ExchangeError(f"unknown arena kind {kind!r}")
         self.nbytes = nbytes
 
+    def close(self) -> None:
+        """Unmap the arena and its signal words (the judge's memory stays until the judge releases it too). A
+        runner that is handed a new arena closes the old one first: a page left registered would make the next
+        registration at the same address fail (CUDA error 712, seen on the H200)."""
+        self.tensor = None
+        if self._mapping is not None:
+            try:
+                self._mapping.close()
+            except BufferError:  # a view still exported somewhere: the mapping goes with the process
+                pass
+            self._mapping = None
+        if self._cuda is not None:
+            torch.cuda.synchronize()
+            _driver().release(self._cuda)
+            self._cuda = None
+        if self.signals is not None:
+            self.signals.close()
+            self.signals = None
+
     def word_address(self, offset: Any) -> int:
         """Device address of a signal word (CUDA only), checked."""
         if self.signals is None:

@@ -456,9 +456,14 @@ def _reports(reply: dict[str, Any]) -> list[dict[str, Any]]:
     return reports
 
 
-def calibrate(clock: BatchClock, client: Any, repeats: int = 7) -> Overhead:
+CALIBRATION_PAIRS = 15
+
+
+def calibrate(clock: BatchClock, client: Any, repeats: int = CALIBRATION_PAIRS) -> Overhead:
     """Each side's empty-batch cost, from empty pairs (the configuration the measurement uses). Run BEFORE the
-    candidate's code is loaded, while the runner is trusted."""
+    candidate's code is loaded, while the runner is trusted. Fifteen pairs: the hand-over's cost can be bimodal (a
+    GPU context switch now or at the next time slice: a 0.6 ms spread on the H200), and with seven pairs its median
+    jumped between the modes in 2 of 10 evaluations of one honest kernel (1.38x read as 3.5x and 4.2x)."""
     reference, candidate, walls = [], [], []
     for index in range(repeats):
         start = time.perf_counter()

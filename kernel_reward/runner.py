@@ -143,6 +143,9 @@ class Runner:
         expected = {"memfd": 1, "cuda_vmm": 2}.get(str(message.get("kind")), 0)  # memory (+ signal words, CUDA)
         if expected:  # the descriptors follow by SCM_RIGHTS
             _, fds, _, _ = socket.recv_fds(self.channel, 1, expected)
+        if self.arena is not None:
+            self.arena.close()
+            self.arena = None
         self.arena = exchange.MappedArena(message, fds, self.device)
         return {"type": "arena_ok"}
 
