@@ -267,10 +267,16 @@ def time_reference_before(reference_model: Any, reference_module: Any, arena: ex
     slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
     clock.prepare(judge_timing.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
     clock.stage()
-    overhead = judge_timing.calibrate(clock, client)
-    reference_batch_ms = one_call * clock.calls + max(overhead.reference_ms, overhead.reference_wall_ms)
+    blocks = [judge_timing.calibrate(clock, client)]
+    first = judge_timing.overhead_from(blocks)
+    reference_batch_ms = one_call * clock.calls + max(first.reference_ms, first.reference_wall_ms)
     batches = _batches(options.timing_budget_ms * BEFORE_SHARE, reference_batch_ms, minimum=5)
-    before = judge_timing.time_reference_alone(clock, overhead, batches)
+    before_ms = judge_timing.time_reference_alone(clock, batches)  # also spaces the calibration blocks apart
+    blocks.append(judge_timing.calibrate(clock, client))
+    if not judge_timing.blocks_agree(*blocks):
+        blocks.append(judge_timing.calibrate(clock, client))
+    overhead = judge_timing.overhead_from(blocks)
+    before = [judge_timing.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in before_ms]
     return clock, overhead, before
 
 

@@ -196,3 +196,15 @@ def test_evenly_spaced_call_slots_read_as_one_view_without_a_copy():
     assert not bytes_differ(a, b)
     b[76] = 1  # in the tail past the last whole 8-byte word
     assert bytes_differ(a, b)
+
+
+def test_calibration_blocks_outvote_one_caught_in_a_slow_hand_over_state():
+    from kernel_reward.judge_timing import CalibrationBlock, blocks_agree, overhead_from
+
+    usual = CalibrationBlock([0.30] * 8, [0.60] * 8, [2.0] * 8)
+    slow = CalibrationBlock([0.30] * 8, [0.74] * 8, [2.0] * 8)  # the H200's outlier block
+    also_usual = CalibrationBlock([0.31] * 8, [0.61] * 8, [2.0] * 8)
+    assert blocks_agree(usual, also_usual) and not blocks_agree(usual, slow)
+    overhead = overhead_from([slow, usual, also_usual])
+    assert overhead.candidate_ms == pytest.approx(0.605) and overhead.reference_ms == pytest.approx(0.305)
+    assert overhead_from([usual]).candidate_ms == pytest.approx(0.60) and overhead_from([usual]).reference_wall_ms == 1.0
