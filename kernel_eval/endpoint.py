@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from trl_ext.rollout import GenerationOutput
+from trl_ext.generation import GenerationOutput
 
 logger = logging.getLogger(__name__)
 

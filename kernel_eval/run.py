@@ -71,7 +71,8 @@ def build_model_rollouts(config: EvalConfig, environment: Any) -> tuple[Any, Any
     import torch
     from transformers import AutoTokenizer, GenerationConfig
 
-    from trl_ext.rollout import MultiTurnRollout, TransformersBackend, render_prompt_ids
+    from trl_ext.generation import TransformersBackend
+    from trl_ext.rollout import MultiTurnRollout, render_prompt_ids
 
     tokenizer = AutoTokenizer.from_pretrained(config.model)
     if tokenizer.eos_token_id is None:

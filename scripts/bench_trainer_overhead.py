@@ -68,7 +68,7 @@ class ScriptedBackend:
     def generate(self, prompts):
         import torch
 
-        from trl_ext.rollout import GenerationOutput
+        from trl_ext.generation import GenerationOutput
 
         out = []
         for _ in prompts:

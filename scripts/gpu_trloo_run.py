@@ -221,7 +221,7 @@ def main(argv=None):
     from peft import LoraConfig
 
     from kernel_reward.env import KernelEnvironment
-    from trl_ext.rollout import GenerationOutput
+    from trl_ext.generation import GenerationOutput
     from trl_ext.tiny_model import build_tokenizer
     from trl_ext.trainer import TRLOOTrainer
 

@@ -55,9 +55,9 @@ _LAZY = {
     "TRLOOTrainer": "trl_ext.trainer",
     "MultiTurnRollout": "trl_ext.rollout",
     "Trajectory": "trl_ext.rollout",
-    "TransformersBackend": "trl_ext.rollout",
-    "GenerationBackend": "trl_ext.rollout",
-    "GenerationOutput": "trl_ext.rollout",
+    "TransformersBackend": "trl_ext.generation",
+    "GenerationBackend": "trl_ext.generation",
+    "GenerationOutput": "trl_ext.generation",
 }
 
 

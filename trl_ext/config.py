@@ -66,6 +66,24 @@ class MultiTurnKernelConfig(GRPOConfig):
             "last-turn rewards all tie (used by the paper's recipe)."
         },
     )
+    # --- generation ---------------------------------------------------------------------------------------------
+    generation_kv_cache_gib: float | None = field(
+        default=16.0,
+        metadata={
+            "help": "Memory for one generate call's KV cache and logits (GiB): the transformers backend generates a "
+            "step's trajectories in micro-batches of as many sequences as fit it at full length (prompt + "
+            "max_completion_length). None: all in one call (at turn 3, 64 trajectories of an 8B model need ~170 GiB)."
+        },
+    )
+    generation_merge_lora: bool = field(
+        default=False,
+        metadata={
+            "help": "Generate with the LoRA adapters merged into the base weights (merged before each rollout, "
+            "unmerged after; the transformers backend only, not with DeepSpeed ZeRO-3). Unmerged all-linear LoRA "
+            "doubles the cost of a decode step. Needs fp32 base weights: each merge/unmerge round trip rounds them "
+            "(bf16: a base weight moved by 0.01 after 20 round trips; scripts/bench_rollout.py measures it)."
+        },
+    )
     # --- dropout and loss aggregation -----------------------------------------------------------------------
     disable_dropout: bool | None = field(
         default=None,
@@ -161,6 +179,8 @@ class MultiTurnKernelConfig(GRPOConfig):
             )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+        if self.generation_kv_cache_gib is not None and not self.generation_kv_cache_gib > 0:
+            raise ValueError(f"generation_kv_cache_gib must be > 0 (or None: one call), got {self.generation_kv_cache_gib}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
         if self.feedback_max_chars < 1:

@@ -6,8 +6,8 @@ One call runs every task of a batch for up to ``max_turns`` turns:
     turn k: append the feedback of turn k-1 as a user message, *as token ids* (earlier turns are never
             re-tokenised, so the trainer scores exactly the tokens that were sampled) -> generate -> step
 
-Generation is pluggable (``GenerationBackend``: ``TransformersBackend`` here; the trainer wires TRL's vLLM
-client through the same protocol; an OpenAI-compatible endpoint can implement it too) and so is the environment
+Generation is pluggable (``GenerationBackend``: ``trl_ext.generation.TransformersBackend``; the trainer wires
+TRL's vLLM client through the same protocol; an OpenAI-compatible endpoint can implement it too) and so is the environment
 (``trl_ext.env.Environment``). The result is one ``Trajectory`` per task: the prompt ids, the completion ids of
 all turns with the feedback in between, a mask of model tokens (feedback tokens carry no loss), the rollout
 engine's log-probs, the turn of every token, and each turn's text and ``StepResult``.
@@ -15,17 +15,16 @@ engine's log-probs, the turn of every token, and each turn's text and ``StepResu
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
 from trl_ext.env import Environment, StepResult, as_step_result
+from trl_ext.generation import GenerationBackend, GenerationOutput
 
 logger = logging.getLogger(__name__)
 
@@ -99,93 +98,6 @@ class FeedbackTokenizer:
         if len(ends) <= self._turn_ends:  # the feedback turn must close with its own end-of-turn token
             raise ValueError("the chat template does not close the feedback turn with the end-of-turn token")
         return full[ends[self._turn_ends - 1] + 1 :]
-
-
-# ------------------------------------------------------------------------------------------------ generation
-@dataclass
-class GenerationOutput:
-    """One sampled completion: token ids (ending with eos unless truncated) and their rollout log-probs."""
-
-    token_ids: list[int]
-    logprobs: list[float] | None  # log-prob of each sampled token after temperature (None: backend has none)
-
-
-class GenerationBackend(Protocol):
-    """Samples one completion per prompt (prompts are token id lists). Must accept an empty list."""
-
-    def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]: ...
-
-
-class TransformersBackend:
-    """``model.generate`` sampling with processed log-probs (scores after temperature / top-k / top-p).
-
-    Args:
-        model_context: callable returning a context manager that yields the model to generate with (lets the
-            trainer unwrap DDP / DeepSpeed models; pass ``lambda: contextlib.nullcontext(model)`` otherwise).
-        generation_config: a ``transformers.GenerationConfig`` (max_new_tokens, temperature, top_p, top_k...).
-        pad_token_id, eos_token_ids: used for padding and for cutting completions after the first eos.
-        device: where the input ids go.
-        batch_size: prompts per ``generate`` call (None = all at once).
-    """
-
-    def __init__(
-        self,
-        model_context: Callable[[], contextlib.AbstractContextManager],
-        generation_config: Any,
-        pad_token_id: int,
-        eos_token_ids: Sequence[int],
-        device: torch.device | str = "cpu",
-        batch_size: int | None = None,
-    ):
-        self.model_context = model_context
-        # Ask generate for the processed scores (after temperature / top-k / top-p) of every sampled step.
-        self.generation_config = copy.deepcopy(generation_config)
-        self.generation_config.output_scores = True
-        self.generation_config.return_dict_in_generate = True
-        self.pad_token_id = pad_token_id
-        self.eos_token_ids = list(eos_token_ids)
-        self.device = torch.device(device)
-        self.batch_size = batch_size
-
-    def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
-        # An empty call still runs one tiny generation, so every rank makes the same number of collective calls
-        # (DeepSpeed ZeRO-3 gathers parameters inside generate).
-        dummy = not prompts
-        batch = prompts if prompts else [[self.eos_token_ids[0]]]
-        outputs: list[GenerationOutput] = []
-        step = self.batch_size or len(batch)
-        with self.model_context() as model, torch.no_grad():
-            for start in range(0, len(batch), step):
-                outputs.extend(self._generate_batch(model, batch[start : start + step]))
-        return [] if dummy else outputs
-
-    def _generate_batch(self, model: Any, prompts: list[list[int]]) -> list[GenerationOutput]:
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):  # left padding
-            ids[row, width - len(prompt) :] = torch.tensor(prompt)
-            attention[row, width - len(prompt) :] = 1
-        out = model.generate(
-            input_ids=ids.to(self.device),
-            attention_mask=attention.to(self.device),
-            generation_config=self.generation_config,
-        )
-        new_tokens = out.sequences[:, width:].cpu()  # (B, S)
-        # scores are the processed logits of each step: log_softmax gives the sampling distribution's log-probs
-        scores = torch.stack(out.scores, dim=1).float()  # (B, S, V)
-        logps = torch.log_softmax(scores, dim=-1).gather(-1, new_tokens.to(scores.device).unsqueeze(-1))
-        logps = logps.squeeze(-1).cpu()  # (B, S)
-        results = []
-        for row in range(len(prompts)):
-            tokens = new_tokens[row].tolist()
-            end = len(tokens)
-            for pos, tok in enumerate(tokens):
-                if tok in self.eos_token_ids:
-                    end = pos + 1
-                    break
-            results.append(GenerationOutput(tokens[:end], logps[row, :end].tolist()))
-        return results
 
 
 # ------------------------------------------------------------------------------------------------ the loop

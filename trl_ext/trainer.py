@@ -39,14 +39,9 @@ from trl_ext.advantages import (
 )
 from trl_ext.config import MultiTurnKernelConfig
 from trl_ext.env import Environment
+from trl_ext.generation import GenerationOutput, TransformersBackend
 from trl_ext.mrs import abs_log_ratio_sum, mrs_loss_mask, prs_keep_probability, prs_sample
-from trl_ext.rollout import (
-    GenerationOutput,
-    MultiTurnRollout,
-    Trajectory,
-    TransformersBackend,
-    render_prompt_ids,
-)
+from trl_ext.rollout import MultiTurnRollout, Trajectory, render_prompt_ids
 
 # Per-turn statistics gathered across processes for logging (order of the last axis of the stats tensor).
 # Loss types whose normaliser reads only the micro-batch, and those dividing by the generation batch's tokens.
@@ -235,6 +230,9 @@ class TRLOOTrainer(GRPOTrainer):
             pad_token_id=self._tokenizer.pad_token_id,
             eos_token_ids=self.eos_token_ids,
             device=self.accelerator.device,
+            kv_cache_budget_bytes=None if self.args.generation_kv_cache_gib is None
+            else self.args.generation_kv_cache_gib * 2**30,
+            merge_lora=self.args.generation_merge_lora,
         )
 
     def _count_active_globally(self, local: int) -> int:

@@ -15,7 +15,7 @@ from kernel_reward.env import KernelEnvironment  # noqa: E402
 from tests.evaluation.eval_programs import HONEST, WRONG  # noqa: E402
 from tests.evaluation.eval_programs import UNFORMATTED as PROSE  # noqa: E402
 from trl_ext import MultiTurnKernelConfig, TRLOOTrainer  # noqa: E402
-from trl_ext.rollout import GenerationOutput  # noqa: E402
+from trl_ext.generation import GenerationOutput  # noqa: E402
 from trl_ext.tiny_model import save_tiny_model  # noqa: E402
 
 

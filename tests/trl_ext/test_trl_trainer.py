@@ -11,13 +11,8 @@ pytest.importorskip("trl")
 
 from trl_ext import DigitGuessEnvironment, MultiTurnKernelConfig, TRLOOTrainer, make_toy_tasks  # noqa: E402
 from trl_ext.env import StepResult  # noqa: E402
-from trl_ext.rollout import (  # noqa: E402
-    FEEDBACK_TOKEN,
-    FeedbackTokenizer,
-    GenerationOutput,
-    MultiTurnRollout,
-    TransformersBackend,
-)
+from trl_ext.generation import GenerationOutput, TransformersBackend  # noqa: E402
+from trl_ext.rollout import FEEDBACK_TOKEN, FeedbackTokenizer, MultiTurnRollout  # noqa: E402
 from trl_ext.tiny_model import save_tiny_model  # noqa: E402
 
 

@@ -12,7 +12,7 @@ from datasets import Dataset
 
 from trl_ext.config import MultiTurnKernelConfig
 from trl_ext.env import DigitGuessEnvironment, make_toy_tasks
-from trl_ext.rollout import GenerationOutput
+from trl_ext.generation import GenerationOutput
 from trl_ext.tiny_model import build_model, build_tokenizer
 from trl_ext.trainer import TRLOOTrainer
 
