@@ -360,13 +360,28 @@ def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module
     """PR from the runner's own measurement (the judge cannot see inside its process): flagged as self-reported,
     clipped to [0, 1], and a failure only flags."""
     with phases("profile"):
-        candidate.arena.layout.reset()
-        place = candidate.arena.put
-        inputs = [exchange.encode_args(make_inputs(reference_module, seed, device), place) for seed in seeds[-2:]]
+        inputs = place_input_sets(candidate.arena, [lambda seed=seed: make_inputs(reference_module, seed, device)
+                                                    for seed in seeds[-2:]])
         synchronize(device)
         reply = client.ask({"type": "coverage", "model": candidate.model_id, "inputs": inputs,
                             "calls": options.profile_calls, "method": options.coverage_method}, ("coverage", "error"))
     _coverage_from_reply(reply, result)
+
+
+def place_input_sets(arena: exchange.Arena, draws: list[Any]) -> list[Any]:
+    """Encode, from the start of the arena, as many of the input sets ``draws`` make as it holds, in order: at least
+    the first (the arena is sized for one call's inputs and outputs). On the H200 five of liger-kernel's ten
+    kernels at full size failed their coverage pass asking for two input sets in an arena sized for one."""
+    arena.layout.reset()
+    placed: list[Any] = []
+    for draw in draws:
+        try:
+            placed.append(exchange.encode_args(draw(), arena.put))
+        except MemoryError:
+            if not placed:
+                raise
+            break
+    return placed
 
 
 def _coverage_from_reply(reply: dict[str, Any], result: EvalResult) -> None:

@@ -208,3 +208,19 @@ def test_calibration_blocks_outvote_one_caught_in_a_slow_hand_over_state():
     overhead = overhead_from([slow, usual, also_usual])
     assert overhead.candidate_ms == pytest.approx(0.605) and overhead.reference_ms == pytest.approx(0.305)
     assert overhead_from([usual]).candidate_ms == pytest.approx(0.60) and overhead_from([usual]).reference_wall_ms == 1.0
+
+
+def test_coverage_inputs_fill_the_arena_only_as_far_as_it_holds():
+    import torch
+
+    from kernel_reward import exchange
+    from kernel_reward.judge import place_input_sets
+
+    arena = exchange.Arena(3 * 4096, torch.device("cpu"))  # room for one 2 x 4 KiB input set, not two
+    try:
+        sets = place_input_sets(arena, [lambda: [torch.ones(1024), torch.ones(1024)], lambda: [torch.zeros(1024)] * 2])
+        assert len(sets) == 1 and torch.equal(exchange.decode_args(sets[0], arena.tensor)[0], torch.ones(1024))
+        with pytest.raises(MemoryError):
+            place_input_sets(arena, [lambda: [torch.ones(8192)]])  # not even one set: the caller's error
+    finally:
+        arena.close()
