@@ -34,6 +34,7 @@ STATUS_ORDER = [s.value for s in Status]
 STATUS_COLOURS = {
     "format_error": "#9e9e9e", "compile_error": "#6a3d9a", "runtime_error": "#b15928", "timeout": "#fb9a99",
     "crashed": "#333333", "incorrect": "#ff7f00", "hacked": "#e31a1c", "correct": "#33a02c",
+    "interpreter_unsupported": "#cab2d6",
 }
 
 

@@ -127,6 +127,24 @@ def _via_numpy(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+# (text in an error, what the interpreter lacks): failures that are the interpreter's, not the candidate's
+INTERPRETER_GAP_MARKERS = (
+    ("has no implementation under the Triton interpreter", "a libdevice function without an interpreter version"),
+    ("not supported in interpreter mode", "an extern / inline-asm call (no interpreter version)"),
+    ("0 active drivers", "a GPU driver API (no driver under the interpreter)"),
+)
+
+
+def interpreter_gap(error: str | None) -> str | None:
+    """Pure: what the interpreter lacks and the error line that says so, when ``error`` (an interpreter-mode
+    failure's text) is an interpreter gap; else None."""
+    for marker, missing in INTERPRETER_GAP_MARKERS:
+        if error and marker in error:
+            line = next(line.strip() for line in error.splitlines() if marker in line)
+            return f"{missing}: {line[-300:]}"
+    return None
+
+
 def _unsupported(qualified: str) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(

@@ -29,6 +29,10 @@ class Status(enum.StrEnum):
     INCORRECT = "incorrect"  # ran, but outputs do not match the reference
     HACKED = "hacked"  # matched (or tried to) by cheating: see hack_reasons
     CORRECT = "correct"  # every correctness and integrity check passed
+    # CPU mode only: the Triton interpreter cannot run something the candidate uses (a libdevice function without a
+    # CPU version, an extern or inline-asm call, a driver API; named in ``error``). Says nothing about the
+    # candidate (it may well be right on a GPU): unscored.
+    INTERPRETER_UNSUPPORTED = "interpreter_unsupported"
 
 
 @dataclass
@@ -110,7 +114,8 @@ class EvalResult:
         values["status"] = Status(values.get("status", Status.CRASHED.value))
         if "scored" not in values:  # written before the field existed: the rule readers used to apply to the text
             values["scored"] = not ("cancelled" in (values.get("flags") or []) or (
-                values["status"] == Status.CRASHED and str(values.get("error") or "").startswith("infrastructure failure")))
+                values["status"] == Status.CRASHED and str(values.get("error") or "").startswith("infrastructure failure"))
+                or values["status"] == Status.INTERPRETER_UNSUPPORTED)
         if values.get("speedup_ci") is not None:
             values["speedup_ci"] = tuple(values["speedup_ci"])
         values["kernel_table"] = [KernelTiming(**row) for row in values.get("kernel_table") or []]

@@ -196,6 +196,7 @@ def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], 
     """Record the phase times (with the total since ``start``), then the verdict's reward and feedback."""
     phases["total"] = time.perf_counter() - start
     result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
+    mark_interpreter_gap(result)
     result.hacked = result.status == Status.HACKED
     result.correct = result.status == Status.CORRECT
     outcome = compute_reward(
@@ -211,6 +212,22 @@ def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], 
     result.reward = outcome.reward
     result.reward_scheme = outcome.scheme
     result.feedback = render_feedback(result, options.feedback_max_chars)
+
+
+GAP_STATUSES = (Status.RUNTIME_ERROR, Status.COMPILE_ERROR, Status.CRASHED)
+
+
+def mark_interpreter_gap(result: EvalResult) -> None:
+    """In interpreter mode, a failure caused by something the Triton interpreter cannot run is the tool's limit,
+    not the candidate's fault: ``interpreter_unsupported``, unscored, the gap named first in ``error``."""
+    from kernel_reward.interpreter_shims import interpreter_gap
+
+    gap = interpreter_gap(result.error) if result.mode == "interpreter" and result.status in GAP_STATUSES else None
+    if gap is None:
+        return
+    result.status = Status.INTERPRETER_UNSUPPORTED
+    result.scored = False
+    result.error = f"interpreter gap ({gap}); the candidate is not judged on CPU: evaluate it on a GPU\n{result.error}"
 
 
 def _set_failure(result: EvalResult, status: Status, error: str, hack_reasons: list[str] | None = None) -> None:

@@ -3,10 +3,9 @@
 A kernel's ``verdict`` is kernel_reward's status, except:
 
 * ``build_error``: the pair could not be built from the installed wheel (the inliner refused; message kept);
-* ``interpreter_unsupported``: under the CPU interpreter the candidate failed on something the interpreter cannot
-  run (a libdevice function without a CPU version, an extern or inline-asm call, a driver API), named in
-  ``interpreter_gap``. kernel_reward itself reports these as ``runtime_error``; the distinction is made here from
-  the error text, and only in interpreter mode.
+* ``interpreter_unsupported`` (kernel_reward's own status): under the CPU interpreter the candidate failed on
+  something the interpreter cannot run (a libdevice function without a CPU version, an extern or inline-asm call,
+  a driver API), named in ``interpreter_gap``.
 """
 
 from __future__ import annotations
@@ -15,24 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# (text in the error, what the interpreter lacks)
-INTERPRETER_GAP_MARKERS = (
-    ("has no implementation under the Triton interpreter", "a libdevice function without an interpreter version"),
-    ("not supported in interpreter mode", "an extern / inline-asm call (no interpreter version)"),
-    ("0 active drivers", "a GPU driver API (no driver under the interpreter)"),
-)
-GAP_STATUSES = ("runtime_error", "compile_error", "crashed")
-
-
-def interpreter_gap(mode: str, status: str, error: str | None) -> str | None:
-    """Pure: why an interpreter-mode failure is an interpreter gap (what is missing + the error line), else None."""
-    if mode != "interpreter" or status not in GAP_STATUSES or not error:
-        return None
-    for marker, missing in INTERPRETER_GAP_MARKERS:
-        if marker in error:
-            line = next(line.strip() for line in error.splitlines() if marker in line)
-            return f"{missing}: {line[-300:]}"
-    return None
+from kernel_reward.interpreter_shims import interpreter_gap
 
 
 @dataclass
@@ -61,9 +43,9 @@ class Row:
 def row_from_result(kernel: str, result: Any, static_findings: list[str]) -> Row:
     """A row from a kernel_reward ``EvalResult``."""
     status = result.status.value
-    gap = interpreter_gap(result.mode, status, result.error)
+    gap = interpreter_gap(result.error) if status == "interpreter_unsupported" else None
     return Row(
-        kernel=kernel, verdict="interpreter_unsupported" if gap else status, status=status, interpreter_gap=gap,
+        kernel=kernel, verdict=status, status=status, interpreter_gap=gap,
         speedup=result.speedup, speedup_ci=list(result.speedup_ci) if result.speedup_ci else None,
         coverage=result.coverage, hack_reasons=list(result.hack_reasons), flags=list(result.flags),
         error=(result.error or None) and result.error[-4000:], static_findings=static_findings,

@@ -138,3 +138,9 @@ def test_outcome_takes_the_lower_bound_from_the_result():
     result = EvalResult(status=Status.CORRECT, compiled=True, correct=True, speedup=1.1, speedup_ci=(0.95, 1.3),
                         timing_available=True, mode="gpu")
     assert Outcome.from_result(result).speedup_low == 0.95
+
+
+def test_every_status_has_a_plot_colour():
+    from kernel_eval.report import STATUS_COLOURS
+
+    assert {s.value for s in Status} == set(STATUS_COLOURS)

@@ -20,7 +20,6 @@ import pytest
 
 from benchmarks.production_kernels import liger
 from benchmarks.production_kernels.inline import InlineError, inline_module, package_version
-from benchmarks.production_kernels.report import interpreter_gap
 from kernel_reward.static_checks import check_candidate
 from tests.kernel_reward.conftest import REPO_ROOT
 
@@ -121,15 +120,28 @@ def test_cli_table_and_report(cpu_report):
 
 
 def test_interpreter_gaps_are_named_not_bare_runtime_errors():
+    from kernel_reward.interpreter_shims import interpreter_gap
+    from kernel_reward.result import EvalResult, Status
+    from kernel_reward.worker import mark_interpreter_gap
+
     shim_error = ("Traceback ...\nNotImplementedError: triton.language.extra.libdevice.nextafter has no implementation "
                   "under the Triton interpreter (an interpreter gap, not a fault of the kernel: it runs on the GPU)")
-    assert "libdevice function" in interpreter_gap("interpreter", "runtime_error", shim_error)
-    assert "libdevice.nextafter" in interpreter_gap("interpreter", "runtime_error", shim_error)
-    extern = "NotImplementedError: inline_asm not supported in interpreter mode"
-    assert "inline-asm" in interpreter_gap("interpreter", "runtime_error", extern)
-    assert interpreter_gap("interpreter", "runtime_error", "IndexError: list index out of range") is None
-    assert interpreter_gap("gpu", "runtime_error", shim_error) is None  # only the interpreter has these gaps
-    assert interpreter_gap("interpreter", "incorrect", shim_error) is None  # a wrong answer is not a gap
+    assert "libdevice function" in interpreter_gap(shim_error) and "libdevice.nextafter" in interpreter_gap(shim_error)
+    assert "inline-asm" in interpreter_gap("NotImplementedError: inline_asm not supported in interpreter mode")
+    assert interpreter_gap("IndexError: list index out of range") is None
+
+    def marked(mode, status, error):
+        result = EvalResult(status=status, error=error, mode=mode)
+        mark_interpreter_gap(result)
+        return result
+
+    gap = marked("interpreter", Status.RUNTIME_ERROR, shim_error)
+    assert gap.status == Status.INTERPRETER_UNSUPPORTED and not gap.scored and "libdevice.nextafter" in gap.error
+    assert EvalResult.from_dict(gap.to_dict()).status == Status.INTERPRETER_UNSUPPORTED
+    assert marked("gpu", Status.RUNTIME_ERROR, shim_error).status == Status.RUNTIME_ERROR  # only the interpreter's
+    assert marked("interpreter", Status.INCORRECT, shim_error).status == Status.INCORRECT  # a wrong answer is no gap
+    plain = marked("interpreter", Status.RUNTIME_ERROR, "IndexError: list index out of range")
+    assert plain.status == Status.RUNTIME_ERROR and plain.scored
 
 
 @pytest.mark.parametrize("argv, message", [
