@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from kernel_reward import correctness, exchange, gpu_lock, judge_timing, loading
+from kernel_reward import correctness, exchange, gpu_lock, gpu_state, judge_timing, loading
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
@@ -90,6 +90,8 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
     # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
     shared = gpu_lock.shared_gpu(timing_slot)
     with phases("build"), shared():
+        if device.type == "cuda":
+            gpu_state.sample(device)  # NVML's start-up, here rather than inside the timing slot
         reference = _build_reference(reference_module, request.entry_point, device, seeds[-1])
         arena = exchange.Arena(_arena_bytes(device, reference.state, reference.probe, reference.spec), device)
     try:
@@ -295,6 +297,7 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
                     overhead: judge_timing.Overhead, before: list[float], options: EvalOptions, result: EvalResult,
                     phases: Any) -> None:
     with phases("timing"):
+        state_before = gpu_state.sample(clock.device)
         try:
             timing = compare_timed(clock, candidate, client, overhead, before, options)
             if timing.speedup > options.implausible_speedup:
@@ -306,6 +309,7 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
                         timing = judge_timing.unsubtracted(timing)
         except judge_timing.TimingValidationError as exc:
             raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
+        result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
     result.timing_available = True
     result.flags.extend(timing.flags)
     if options.baseline != "eager":

@@ -95,6 +95,8 @@ class EvalResult:
     # False when the service, not the candidate, failed (infrastructure failure after retries, cancellation): the
     # sample says nothing about the candidate and should be rewarded neither way (kernel_reward.trl.unscored).
     scored: bool = True
+    # GPU only: SM clock, temperature and power at the start and end of the candidate's timed phase (gpu_state.py)
+    gpu_state: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
