@@ -22,7 +22,7 @@ import sys
 import torch
 import torch.multiprocessing as mp
 
-from kernel_reward import exchange
+from kernel_reward import cuda_vmm, exchange
 
 CU_MEM_ALLOCATION_TYPE_PINNED = 1
 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
@@ -135,7 +135,7 @@ def child(conn, sock: socket.socket) -> None:
     rows = {}
     legacy = exchange.MappedArena(legacy_description, [], torch.device("cuda"))
     rows["legacy_ipc"] = _workloads(legacy.tensor)
-    vmm = exchange._wrap_device_pointer(vmm_import(fds[0], size), size, torch.device("cuda"))
+    vmm = cuda_vmm.wrap_device_pointer(vmm_import(fds[0], size), size, torch.device("cuda"))
     rows["vmm_import"] = _workloads(vmm)
     private = torch.empty(size, dtype=torch.uint8, device="cuda")
     private.copy_(vmm)
@@ -151,7 +151,7 @@ def main() -> None:
     legacy = exchange.Arena(nbytes, torch.device("cuda"))
     legacy.tensor[: 4 * (M * K + K)].view(torch.float32).normal_()
     pointer, size, fd = vmm_create(legacy.nbytes)
-    vmm = exchange._wrap_device_pointer(pointer, size, torch.device("cuda"))
+    vmm = cuda_vmm.wrap_device_pointer(pointer, size, torch.device("cuda"))
     vmm[: legacy.nbytes].copy_(legacy.tensor)
     rows = {"judge_vmm": _workloads(vmm), "judge_legacy": _workloads(legacy.tensor)}
     ctx = mp.get_context("spawn")

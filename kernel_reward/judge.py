@@ -25,7 +25,16 @@ from typing import Any
 
 import torch
 
-from kernel_reward import correctness, exchange, gpu_lock, gpu_state, judge_timing, loading
+from kernel_reward import (
+    batch_stats,
+    calibration,
+    correctness,
+    exchange,
+    gpu_lock,
+    gpu_state,
+    judge_timing,
+    loading,
+)
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
@@ -250,7 +259,7 @@ def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
 
 def time_reference_before(reference_model: Any, reference_module: Any, arena: exchange.Arena, spec: OutputSpec,
                            device: torch.device, options: EvalOptions, client: RunnerClient,
-                           seeds: list[int]) -> tuple[judge_timing.BatchClock, judge_timing.Overhead, list[float]]:
+                           seeds: list[int]) -> tuple[judge_timing.BatchClock, batch_stats.Overhead, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
     calibration of both sides' fixed costs, and the reference's own baseline."""
     hidden = secrets.randbits(30)
@@ -267,22 +276,22 @@ def time_reference_before(reference_model: Any, reference_module: Any, arena: ex
     empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
     one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
     slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
-    clock.prepare(judge_timing.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
+    clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
     clock.stage()
-    blocks = [judge_timing.calibrate(clock, client)]
-    first = judge_timing.overhead_from(blocks)
+    blocks = [calibration.calibrate(clock, client)]
+    first = calibration.overhead_from(blocks)
     reference_batch_ms = one_call * clock.calls + max(first.reference_ms, first.reference_wall_ms)
     batches = _batches(options.timing_budget_ms * BEFORE_SHARE, reference_batch_ms, minimum=5)
     before_ms = judge_timing.time_reference_alone(clock, batches)  # also spaces the calibration blocks apart
-    blocks.append(judge_timing.calibrate(clock, client))
-    if not judge_timing.blocks_agree(*blocks):
-        blocks.append(judge_timing.calibrate(clock, client))
-    overhead = judge_timing.overhead_from(blocks)
-    before = [judge_timing.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in before_ms]
+    blocks.append(calibration.calibrate(clock, client))
+    if not calibration.blocks_agree(*blocks):
+        blocks.append(calibration.calibrate(clock, client))
+    overhead = calibration.overhead_from(blocks)
+    before = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in before_ms]
     return clock, overhead, before
 
 
-def _batch_ms(call_ms: float, calls: int, overhead: judge_timing.Overhead, pair_wall_ms: float = 0.0) -> float:
+def _batch_ms(call_ms: float, calls: int, overhead: batch_stats.Overhead, pair_wall_ms: float = 0.0) -> float:
     """Time of one batch pair (both sides), for sizing the number of batches to the budget: the GPU's estimate,
     or the measured wall-clock time of a whole pair (staging, hand-over and verification included) when longer,
     so that the budget is the wall-clock budget ``EvalOptions.timing_budget_ms`` says it is."""
@@ -294,7 +303,7 @@ def _batches(budget_ms: float, batch_ms: float, *, minimum: int = MIN_BATCHES) -
 
 
 def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-                    overhead: judge_timing.Overhead, before: list[float], options: EvalOptions, result: EvalResult,
+                    overhead: batch_stats.Overhead, before: list[float], options: EvalOptions, result: EvalResult,
                     phases: Any) -> None:
     with phases("timing"):
         state_before = gpu_state.sample(clock.device)
@@ -305,8 +314,8 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
                 timing = measure(clock, candidate, client, overhead, before, options)
                 if timing.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
-                    if judge_timing.calibration_artefact(timing):
-                        timing = judge_timing.unsubtracted(timing)
+                    if batch_stats.calibration_artefact(timing):
+                        timing = batch_stats.unsubtracted(timing)
         except judge_timing.TimingValidationError as exc:
             raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
         result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
@@ -321,7 +330,7 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
 
 
 def compare_timed(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-                  overhead: judge_timing.Overhead, before: list[float], options: EvalOptions) -> judge_timing.BatchTiming:
+                  overhead: batch_stats.Overhead, before: list[float], options: EvalOptions) -> batch_stats.BatchTiming:
     """Warm the candidate (first-call compiles, autotuning) on verified batches that do not count, then measure;
     the second warm-up pair's wall-clock time sizes the measurement."""
     judge_timing.time_interleaved(clock, candidate, client, 1, _validator(options))
@@ -341,21 +350,21 @@ def _validator(options: EvalOptions) -> Any:
 
 
 def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-            overhead: judge_timing.Overhead, before: list[float], options: EvalOptions,
-            pair_wall_ms: float = 0.0) -> judge_timing.BatchTiming:
+            overhead: batch_stats.Overhead, before: list[float], options: EvalOptions,
+            pair_wall_ms: float = 0.0) -> batch_stats.BatchTiming:
     """Interleaved batch pairs within the timing budget, every candidate output verified."""
     batches = _batches(options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms))
     batches_ms = judge_timing.time_interleaved(clock, candidate, client, batches, _validator(options))
-    during = [judge_timing.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
-    candidate_ms = [judge_timing.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
-    reference_ms, phase, slower = judge_timing.pick_reference(before, during)
+    during = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
+    candidate_ms = [batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
+    reference_ms, phase, slower = batch_stats.pick_reference(before, during)
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
-    if judge_timing.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
+    if batch_stats.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
         flags.append("timing_noise_dominated")
-    if judge_timing.handoff_dominated(overhead, statistics.median(reference_ms), clock.calls):
+    if batch_stats.handoff_dominated(overhead, statistics.median(reference_ms), clock.calls):
         flags.append("timing_handoff_dominated")
-    notes = {**judge_timing.diagnostics(clock), **judge_timing.order_speedups(during, candidate_ms)}
-    return judge_timing.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
+    notes = {**judge_timing.diagnostics(clock), **batch_stats.order_speedups(during, candidate_ms)}
+    return batch_stats.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
                                     statistics.median(before), clock.method, flags, notes, batches_ms)
 
 

@@ -14,15 +14,15 @@ import textwrap
 
 import pytest
 
-from kernel_reward.judge_timing import (
+from kernel_reward.batch_stats import (
     Overhead,
     calls_per_batch,
-    claimed_ms,
     handoff_dominated,
     noise_dominated,
     per_call_ms,
     pick_reference,
 )
+from kernel_reward.judge_timing import claimed_ms
 from kernel_reward.timing import bootstrap_ratio_ci_unpaired
 from tests.kernel_reward.conftest import REPO_ROOT
 
@@ -160,7 +160,7 @@ def test_judge_clock_times_a_runner_and_verifies_every_call(tmp_path):
 def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_ratio():
     """Batches that beat their calibrated fixed cost (time-slicing during calibration) read as ~0 ms per call and
     an absurd speedup; the fallback leaves each side's fixed cost in, which only slows the candidate down."""
-    from kernel_reward.judge_timing import BatchTiming, calibration_artefact, unsubtracted
+    from kernel_reward.batch_stats import BatchTiming, calibration_artefact, unsubtracted
 
     overhead = Overhead(reference_ms=0.25, candidate_ms=0.9, spread_ms=0.05)  # hand-over calibrated while busy
     reference_batches = [0.38] * 20  # 0.13 ms of work + 0.25 fixed
@@ -199,7 +199,7 @@ def test_evenly_spaced_call_slots_read_as_one_view_without_a_copy():
 
 
 def test_calibration_blocks_outvote_one_caught_in_a_slow_hand_over_state():
-    from kernel_reward.judge_timing import CalibrationBlock, blocks_agree, overhead_from
+    from kernel_reward.calibration import CalibrationBlock, blocks_agree, overhead_from
 
     usual = CalibrationBlock([0.30] * 8, [0.60] * 8, [2.0] * 8)
     slow = CalibrationBlock([0.30] * 8, [0.74] * 8, [2.0] * 8)  # the H200's outlier block
