@@ -1,4 +1,4 @@
-"""Throughput benchmark of the execution service (``scripts/bench_reward.py --throughput``).
+"""Throughput benchmark of the execution service (``benchmarks/bench_reward.py --throughput``).
 
 Builds candidate/task pairs on the shipped task set (``dataset_builder.tasks.load_tasks("full")``): for each
 elementwise task an honest Triton kernel at three block sizes, plus a wrong-result kernel, a syntax error, a raising
@@ -290,7 +290,7 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def run_cli(args: Any) -> int:
-    """Entry point used by ``scripts/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
+    """Entry point used by ``benchmarks/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
     report = throughput(device="cuda" if args.device.startswith("cuda") else "cpu", workers=args.workers,
                         baseline_count=args.baseline_count, warm_spares=args.warm_spares, rounds=args.rounds,
                         **({"coverage_method": args.coverage_method} if args.coverage_method else {}))

@@ -81,7 +81,7 @@ class MultiTurnKernelConfig(GRPOConfig):
             "help": "Generate with the LoRA adapters merged into the base weights (merged before each rollout, "
             "unmerged after; the transformers backend only, not with DeepSpeed ZeRO-3). Unmerged all-linear LoRA "
             "doubles the cost of a decode step. Needs fp32 base weights: each merge/unmerge round trip rounds them "
-            "(bf16: a base weight moved by 0.01 after 20 round trips; scripts/bench_rollout.py measures it)."
+            "(bf16: a base weight moved by 0.01 after 20 round trips; benchmarks/bench_rollout.py measures it)."
         },
     )
     # --- dropout and loss aggregation -----------------------------------------------------------------------

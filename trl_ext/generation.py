@@ -128,7 +128,7 @@ def micro_batch_size(budget_bytes: float, kv_bytes_per_token: int, tokens_per_se
 def merged_lora(model: Any) -> Any:
     """Yield ``model`` with its LoRA adapters merged into the base weights, unmerged on the way out: unmerged
     all-linear LoRA doubles the per-step cost of decoding (two extra matmuls per linear layer, H200 measurement in
-    issue 13). Merge and unmerge round in the weights' dtype (``scripts/bench_rollout.py`` measures the drift);
+    issue 13). Merge and unmerge round in the weights' dtype (``benchmarks/bench_rollout.py`` measures the drift);
     a model without adapters is yielded as it is. Refused for base weights below fp32: on the tiny Qwen2, 20
     round trips in bf16 moved a base weight by 0.01 (fp32: 7e-9), and a training run merges once per rollout."""
     if not (hasattr(model, "merge_adapter") and getattr(model, "peft_config", None)):

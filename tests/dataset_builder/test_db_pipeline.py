@@ -1,4 +1,4 @@
-"""scripts/pipeline.py (the README's main job) and scripts/bench_dataset.py: subprocess smoke runs."""
+"""scripts/pipeline.py (the README's main job) and benchmarks/bench_dataset.py: subprocess smoke runs."""
 
 import json
 import subprocess
@@ -39,7 +39,7 @@ def test_pipeline_builds_and_validates_the_shipped_tasks(tmp_path):
 def test_bench_dataset_runs_at_a_tiny_size(tmp_path):
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, "scripts/bench_dataset.py", "--rows", "300", "--num-proc", "1", "--json", str(out)],
+        [sys.executable, "benchmarks/bench_dataset.py", "--rows", "300", "--num-proc", "1", "--json", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

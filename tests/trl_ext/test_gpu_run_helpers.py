@@ -1,4 +1,4 @@
-"""scripts/split_file.py: byte-range split and checked join (how a GGUF model travels to the GPU machine)."""
+"""tools/split_file.py: byte-range split and checked join (how a GGUF model travels to the GPU machine)."""
 
 import hashlib
 import importlib.util
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "split_file.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "split_file.py"
 _spec = importlib.util.spec_from_file_location("split_file", SCRIPT)
 split_file_mod = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(split_file_mod)

@@ -1,9 +1,9 @@
 """Split a large file into N byte-range pieces and join them back, checking size and SHA-256.
 
 The GPU machine takes at most 64 MiB of working tree per call, so a ~98 MB model file travels as two pieces over
-two calls and is reassembled there (``scripts/gpu_trloo_run.py --gguf-parts``).
+two calls and is reassembled there (``tools/gpu_trloo_run.py --gguf-parts``).
 
-    python scripts/split_file.py FILE --parts 2 --to DIR    # writes DIR/part1 .. DIR/partN, prints the SHA-256
+    python tools/split_file.py FILE --parts 2 --to DIR    # writes DIR/part1 .. DIR/partN, prints the SHA-256
 """
 
 from __future__ import annotations

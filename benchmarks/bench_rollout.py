@@ -6,8 +6,8 @@ adapters, ``merged`` for generation). Every setting generates exactly ``--new-to
 prompts, after one untimed warm-up call. The drift section merges and unmerges the adapters ``--merge-cycles``
 times in fp32 and bf16 and reports the largest change of a base weight.
 
-    python scripts/bench_rollout.py                                  # tiny random Qwen2 on this machine
-    python scripts/bench_rollout.py --model PATH --device cuda --batches 8,64 --json-out OUT.json
+    python benchmarks/bench_rollout.py                                  # tiny random Qwen2 on this machine
+    python benchmarks/bench_rollout.py --model PATH --device cuda --batches 8,64 --json-out OUT.json
 """
 
 from __future__ import annotations

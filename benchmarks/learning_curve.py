@@ -4,7 +4,7 @@ The digit-guessing toy (trl_ext.env.DigitGuessEnvironment) hides a digit per tas
 reveals it, so turn-2 reward can only rise if the policy learns to use the feedback. For each estimator and
 seed, a fresh tiny random model is trained for ``--steps`` steps; per-step per-turn rewards go to JSON and a PNG.
 
-    python scripts/learning_curve.py --out runs/learning_curve --steps 150 --seeds 0 1
+    python benchmarks/learning_curve.py --out runs/learning_curve --steps 150 --seeds 0 1
 """
 
 from __future__ import annotations

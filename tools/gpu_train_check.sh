@@ -3,13 +3,13 @@
 #
 # A device call carries at most 64 MiB, and carried paths do not survive to the next call, but the machine's
 # /tmp does while it stays warm (30 s after a call). So the 98 MB SmolLM2-135M-Instruct GGUF
-# (scripts/split_file.py FILE --parts 2 --to DIR) crosses in two pieces, each in its own ignored folder:
+# (tools/split_file.py FILE --parts 2 --to DIR) crosses in two pieces, each in its own ignored folder:
 #
-#   call 1 (carry .gguf_a):        bash scripts/gpu_train_check.sh stage .gguf_a/part1
-#   call 2 (carry .whl .gguf_b):   bash scripts/gpu_train_check.sh train "$OUT" .gguf_b/part2 [extra args...]
+#   call 1 (carry .gguf_a):        bash tools/gpu_train_check.sh stage .gguf_a/part1
+#   call 2 (carry .whl .gguf_b):   bash tools/gpu_train_check.sh train "$OUT" .gguf_b/part2 [extra args...]
 #
 # "train" installs the carried wheels (datasets, trl, gguf, ...), joins the pieces (SHA-256 checked) and runs
-# scripts/gpu_trloo_run.py: 10 steps of 256-token turns fit in about 5 minutes on an H200 (measured: ~43 s a step
+# tools/gpu_trloo_run.py: 10 steps of 256-token turns fit in about 5 minutes on an H200 (measured: ~43 s a step
 # at 384 tokens, 95 % of it generation).
 set -euo pipefail
 KEEP=/tmp/gguf_keep
@@ -25,7 +25,7 @@ case $mode in
     export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
     mkdir -p "$out/train"
     rc=0
-    timeout 560 python3 scripts/gpu_trloo_run.py --out "$out/train" --device cuda --gguf-parts "$KEEP/part1" "$part2" \
+    timeout 560 python3 tools/gpu_trloo_run.py --out "$out/train" --device cuda --gguf-parts "$KEEP/part1" "$part2" \
       --gguf-sha256 "$SHA256" --preset full --steps 10 --scripted-steps 1 --max-completion-length 256 --batch 8 \
       --generations 4 --turns 2 --temperature 0.7 --time-budget-s 480 "$@" >"$out/train_log.txt" 2>&1 || rc=$?
     echo "train rc=$rc"

@@ -14,7 +14,7 @@ over tens of seconds, so every arm runs once per round and the order rotates bet
 checked to see exactly the recorded tokens. Reported: median per-step times over the measured steps of all
 rounds, the relative overhead vs GRPO (CPU time is the headline figure) and its range over rounds.
 
-    python scripts/bench_trainer_overhead.py --out runs/bench_overhead
+    python benchmarks/bench_trainer_overhead.py --out runs/bench_overhead
 """
 
 from __future__ import annotations

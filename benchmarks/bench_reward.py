@@ -1,6 +1,6 @@
 """Benchmark the single-candidate reward on a GPU: timing fidelity, repeatability, cost per evaluation by phase.
 
-    python scripts/bench_reward.py --device cuda --tasks all --json-out $OUT/bench_reward.json
+    python benchmarks/bench_reward.py --device cuda --tasks all --json-out $OUT/bench_reward.json
 
 Sections (each a function, so other modes such as a throughput benchmark can be added beside them):
   fidelity       every selected shipped task (dataset_builder.tasks, "full" sizes) timed against ITSELF with

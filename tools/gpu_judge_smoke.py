@@ -1,7 +1,7 @@
 """GPU smoke check of the judge / runner split: a few corpus candidates through the one-shot path (this process
 judges, one exec'd runner) and through the pool (zygote judges with forked runners). Prints one line each.
 
-    python scripts/gpu_judge_smoke.py [--device cuda] [--json-out FILE]
+    python tools/gpu_judge_smoke.py [--device cuda] [--json-out FILE]
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ Two parts, one process:
 2. ``--scripted-steps`` steps where the generation backend replays known completions (honest / wrong / decoy /
    prose Triton SiLU) so the GPU reward's timing, speedup, coverage, Fast@p and PRS paths are exercised.
 
-    python scripts/gpu_trloo_run.py --out OUT [--device cuda] [--gguf SmolLM2-135M-Instruct.Q4_1.gguf]
-    python scripts/split_file.py FILE --parts 2 --to DIR     # cut a model file for transfer (see that script)
+    python tools/gpu_trloo_run.py --out OUT [--device cuda] [--gguf SmolLM2-135M-Instruct.Q4_1.gguf]
+    python tools/split_file.py FILE --parts 2 --to DIR     # cut a model file for transfer (see that script)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/split_file.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/split_file.py
 
 # Part 2's scripted SiLU completions: the ones the evaluation and kernel-environment tests use, plus a decoy that
 # launches the real kernel and then returns torch's answer (the kernel's result discarded).

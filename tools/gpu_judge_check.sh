@@ -2,7 +2,7 @@
 # The trusted judge's GPU evidence in one device call: timing fidelity of the judge's clock beside the in-process
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
-#   bash scripts/gpu_judge_check.sh OUT [TASKS] [STEPS]   (STEPS: any of bench,throughput,corpus; default all)
+#   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]   (STEPS: any of bench,throughput,corpus; default all)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S (defaults 300, 240, 240).
 set -u
 OUT=${1:?usage: gpu_judge_check.sh OUT [TASKS]}
@@ -14,8 +14,8 @@ summary="$OUT/summary.txt"; : >"$summary"
 step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   case ",$STEPS," in *",$name,"*) ;; *) return;; esac
   timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
-step bench "${BENCH_S:-300}" python3 scripts/bench_reward.py --device cuda --tasks "$TASKS" --repeats 10 --json-out "$OUT/bench_reward.json"
-step throughput "${THROUGHPUT_S:-240}" python3 scripts/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
+step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --tasks "$TASKS" --repeats 10 --json-out "$OUT/bench_reward.json"
+step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
 step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_kr_corpus.py -q -n 6 -p no:cacheprovider --timeout 200
 for name in bench throughput; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20

@@ -11,7 +11,7 @@ median, prompts a ~3.6k-character template plus the reference, as FACTS 1 measur
 Peak memory is the largest sum of proportional set size (PSS, or RSS where PSS is unavailable) over this
 process and its children, sampled every 0.1 s during each phase. Prints a table and writes JSON.
 
-    .venv/bin/python scripts/bench_dataset.py --rows 72000 --num-proc 2 --json out/bench_dataset.json
+    .venv/bin/python benchmarks/bench_dataset.py --rows 72000 --num-proc 2 --json out/bench_dataset.json
 """
 
 from __future__ import annotations
