@@ -123,7 +123,7 @@ class MultiTurnKernelConfig(GRPOConfig):
     reward_scheme: Literal["drkernel", "paper", "ladder", "correctness"] = field(
         default="drkernel",
         metadata={
-            "help": "Kernel reward computed by the environment (kernel_reward.reward): 'drkernel' the released "
+            "help": "Kernel reward computed by the environment (the reward package's schemes): 'drkernel' the released "
             "recipe 0.5*C + 0.5*C*min(speedup,3) + 0.5*C*PR; 'paper' C + C*min(speedup,3) + C*PR; 'ladder' the "
             "discrete ladder; 'correctness' C only (CPU interpreter runs always fall back to it)."
         },

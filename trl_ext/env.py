@@ -1,7 +1,7 @@
 """The environment protocol of multi-turn rollouts, and a toy environment for tests and learning evidence.
 
 An environment scores one model turn at a time, batched over every active episode, and writes the feedback
-that becomes the next user turn. It is a structural protocol: ``kernel_reward.env.KernelEnvironment``
+that becomes the next user turn. It is a structural protocol: the reward package's ``KernelEnvironment``
 implements it without importing this package, and returns its own step objects carrying the same attribute
 names as ``StepResult`` (``as_step_result`` normalises and validates them).
 
@@ -28,7 +28,7 @@ class StepResult:
     reward: float
     feedback: str
     done: bool = False  # the episode ends after this turn (no further turns are generated)
-    status: str | None = None  # e.g. kernel_reward's Status value ("correct", "compile_error", ...)
+    status: str | None = None  # e.g. the reward's Status value ("correct", "compile_error", ...)
     formatted: bool | None = None  # a code block could be extracted
     compiled: bool | None = None
     correct: bool | None = None

@@ -147,7 +147,7 @@ class TRLOOTrainer(GRPOTrainer):
 
     Args:
         model: model id, path or ``PreTrainedModel`` (as for GRPOTrainer).
-        environment: a ``trl_ext.env.Environment`` (e.g. ``kernel_reward.env.KernelEnvironment``).
+        environment: a ``trl_ext.env.Environment`` (e.g. the reward package's ``KernelEnvironment``).
         args: ``MultiTurnKernelConfig``.
         train_dataset / eval_dataset: conversational rows (``prompt`` = list of {role, content}); every column is
             handed to ``environment.reset``.
