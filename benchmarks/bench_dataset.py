@@ -1,7 +1,7 @@
 """Benchmark the dataset builder at the size of hkust-nlp/drkernel-rl-data (72k rows).
 
 Synthesises upstream-like rows (Parquet, `ops` as a JSON string; reference lengths around a 734-character
-median, prompts a ~3.6k-character template plus the reference, as FACTS 1 measures), then times:
+median, prompts a ~3.6k-character template plus the reference, as background §1 measures), then times:
 
     build          python -m dataset_builder build --format drkernel (convert, check, write zstd shards, card)
     first_load     datasets.load_dataset(DIR) into an empty cache

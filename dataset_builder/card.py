@@ -17,7 +17,7 @@ from .features import FEATURES
 if TYPE_CHECKING:
     from .builder import BuildReport
 
-# Licence and provenance of each source format (FACTS 1: upstream licences).
+# Licence and provenance of each source format (background §1: upstream licences).
 PROVENANCE = {
     "drkernel": (
         "mit",

@@ -1,6 +1,6 @@
 """The one declared schema of a dataset row (DESIGN: `dataset_builder.FEATURES`) and the helpers around it.
 
-The layout follows `hkust-nlp/drkernel-rl-data` (verl's RL row schema, FACTS 1) with one deliberate change:
+The layout follows `hkust-nlp/drkernel-rl-data` (verl's RL row schema, background §1) with one deliberate change:
 `extra_info.ops` is a typed list of strings instead of a JSON-encoded string. `parse_ops` accepts both forms
 so upstream rows still read; `to_upstream_row` writes the JSON-string form back for a lossless round trip.
 """

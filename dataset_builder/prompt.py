@@ -1,6 +1,6 @@
 """The first-turn prompt: one versioned template, rendered around a PyTorch reference program.
 
-The wording is this project's own; its structure follows FACTS 1 (task, freedom to fuse or change the
+The wording is this project's own; its structure follows background §1 (task, freedom to fuse or change the
 algorithm, a worked `a + b` example with its Triton kernel, the given architecture, output instructions).
 The template lives in `templates/first_turn_<version>.txt` and holds the marker `{{REFERENCE_CODE}}`
 exactly once; `--prompt-template PATH` swaps in another file with the same marker. A plain marker and
@@ -68,5 +68,5 @@ def render_first_turn(reference_code: str, template_path: str | None = None) -> 
 
 
 def first_turn_messages(reference_code: str, template_path: str | None = None) -> list[dict[str, str]]:
-    """The chat prompt of a task: exactly one user message, no system prompt (FACTS 1)."""
+    """The chat prompt of a task: exactly one user message, no system prompt (background §1)."""
     return [{"role": "user", "content": render_first_turn(reference_code, template_path)}]

@@ -94,7 +94,7 @@ class SampleRecord:
 
 
 def feedback_message(result: EvalResult) -> str:
-    """The user message that answers a turn, exactly as the training environment writes it (FACTS 1)."""
+    """The user message that answers a turn, exactly as the training environment writes it (background §1)."""
     return feedback_turn(result)
 
 

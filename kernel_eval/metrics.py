@@ -1,6 +1,6 @@
 """Pure evaluation metrics over per-turn outcomes (no I/O, no evaluator, no trainer state).
 
-Definitions follow KernelBench / DR.Kernel (FACTS 5):
+Definitions follow KernelBench / DR.Kernel (background §5):
 
 - Every rate is a share of ALL samples (trajectories), never of the ones that compiled or were timed.
 - ``correct`` means the evaluator said "correct": a hacked sample is never correct, whatever its outputs.
@@ -100,7 +100,7 @@ class TurnMetrics:
 
 @dataclass
 class BestOfHistoryMetrics:
-    """Metrics of each trajectory's best turn so far (FACTS 5: "best turn across the history")."""
+    """Metrics of each trajectory's best turn so far (background §5: "best turn across the history")."""
 
     num_samples: int
     correct_rate: float

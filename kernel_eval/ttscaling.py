@@ -1,4 +1,4 @@
-"""Sequential test-time scaling (DR.Kernel, FACTS 5): the full history lives outside the context.
+"""Sequential test-time scaling (DR.Kernel, background §5): the full history lives outside the context.
 
 Each refinement round the model sees the first-turn prompt followed by only the best ``window`` earlier turns
 (by reward; default 4), each as its assistant completion and the feedback user message that followed it, in

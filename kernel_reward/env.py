@@ -6,7 +6,7 @@ attributes ``reward``, ``feedback``, ``done``, ``status``, ``formatted``, ``comp
 ``speedup``, ``coverage`` and ``details`` (the full ``EvalResult`` as a dict).
 
 A step evaluates every active episode's latest completion with one batched ``Evaluator.evaluate_many`` call
-(the evaluator's worker pool runs them in parallel). The feedback is the next user turn as described in FACTS 1:
+(the evaluator's worker pool runs them in parallel). The feedback is the next user turn as described in background §1:
 a short instruction around the evaluator's JSON result.
 """
 

@@ -1,4 +1,4 @@
-"""Code extraction from a model completion (FACTS 1).
+"""Code extraction from a model completion (background §1).
 
 Rule: a fenced block tagged ``answer`` wins (the last one, if several); otherwise the LAST fenced code block;
 no fenced block at all -> None (the caller reports ``format_error``). Text that has no fence but parses as a

@@ -1,6 +1,6 @@
 """Feedback text for the next turn: the evaluation rendered as indented JSON, most important fields first.
 
-Structure follows FACTS 1 (status / flags, runtimes, speedup, reward, error text, top kernels by device time).
+Structure follows background §1 (status / flags, runtimes, speedup, reward, error text, top kernels by device time).
 Order matters because the text is cut to ``max_chars``: the verdict and numbers come first, then the error text
 (trimmed to what is left, keeping its head and its tail, where Python puts the exception), then the kernel
 table. Never mentions hidden seeds or tolerances the candidate could tune to beyond the published defaults.

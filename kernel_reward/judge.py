@@ -175,7 +175,7 @@ def _check_correctness(task: correctness.JudgeTask, device: torch.device, option
     result.correctness = report.details
     result.launched_kernels = report.launched_kernels
     if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
-        result.flags.append("bf16_under_interpreter_unreliable")  # FACTS 7: interpreter bf16 is silently wrong
+        result.flags.append("bf16_under_interpreter_unreliable")  # background §7: interpreter bf16 is silently wrong
     if report.passed:
         return
     status = {correctness.Verdict.INCORRECT: Status.INCORRECT,

@@ -1,6 +1,6 @@
 """Import a program as a real module: the reference in the judge, the candidate in the runner.
 
-Triton reads a kernel's source through ``inspect`` and cannot compile ``exec``'d code (FACTS 7), so programs are
+Triton reads a kernel's source through ``inspect`` and cannot compile ``exec``'d code (background §7), so programs are
 written to files in the process's own work dir and imported from there under module names unique to the process
 (``unique_module_name``: names must never collide within one process).
 """

@@ -11,11 +11,11 @@ Decisions documented here because they change verdicts:
   (``secrets.randbits``), so a candidate cannot tune itself to known inputs. Set an int for reproducible runs.
 * **TF32 policy.** ``allow_tf32=False`` (default): the worker turns TF32 off for torch matmuls and cuDNN
   convolutions, so the reference of an fp32 task is computed in full fp32. A candidate that uses TF32
-  ``tl.dot`` on an fp32 task then shows its real error (FACTS 6: ~0.115 at K=1024) and fails the fp32 tolerance
+  ``tl.dot`` on an fp32 task then shows its real error (background §6: ~0.115 at K=1024) and fails the fp32 tolerance
   honestly; it must ask for ``input_precision="ieee"`` (or loosen nothing). ``allow_tf32=True`` keeps torch's
   defaults and is meant for experiments only.
 * **Speedup baseline.** ``baseline="eager"`` (default) times the reference as written, as KernelBench and the
-  paper's headline numbers do; ``"compile"`` times ``torch.compile(reference)`` instead (FACTS 5: a much
+  paper's headline numbers do; ``"compile"`` times ``torch.compile(reference)`` instead (background §5: a much
   stronger baseline). Correctness is always judged against the eager reference.
 * **Shape generalisation.** One extra run at resized inputs catches fast paths specialised to the shipped shape.
   ``shape_check="report"`` records the outcome without failing; ``"fail"`` makes a failure count as incorrect;
@@ -43,7 +43,7 @@ BASELINES: tuple[str, ...] = get_args(Baseline)
 
 @dataclass
 class EvalOptions:
-    """Knobs of one evaluation. Defaults follow issue 3 and FACTS 2/3/7."""
+    """Knobs of one evaluation. Defaults follow issue 3 and background §2/3/7."""
 
     # --- correctness -------------------------------------------------------------------------------------
     num_trials: int = field(default=5, metadata={"help": "correctness trials, each with fresh hidden-seed inputs (>= 1)"})

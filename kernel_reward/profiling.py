@@ -1,4 +1,4 @@
-"""Profiling pass: per-kernel device time and coverage (PR) of the candidate's own Triton kernels (FACTS 3).
+"""Profiling pass: per-kernel device time and coverage (PR) of the candidate's own Triton kernels (background §3).
 
 coverage = device time of kernels launched by the candidate's Triton functions / total device time of all
 device-side activity over ``profile_calls`` forward calls. Only device time counts: no CPU time and no aten

@@ -1,6 +1,6 @@
 """Reward schemes: pure functions from a verdict (status, speedup, coverage) to a float. No torch, no state.
 
-Schemes (FACTS 3), C = 1 if the candidate is correct and not hacked, else 0; s = speedup; PR = coverage:
+Schemes (background §3), C = 1 if the candidate is correct and not hacked, else 0; s = speedup; PR = coverage:
 
 * ``drkernel`` (released recipe): ``C * (w_correct + w_speed * min(s, cap) + w_coverage * PR)``,
   weights 0.5 / 0.5 / 0.5, cap 3. Failures get 0.

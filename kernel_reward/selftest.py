@@ -1,6 +1,6 @@
 """Known-answer Triton kernel, run once per worker before any candidate.
 
-The Triton interpreter of old Triton releases silently writes nothing when used with numpy 2 (FACTS 7): every
+The Triton interpreter of old Triton releases silently writes nothing when used with numpy 2 (background §7): every
 candidate would then look wrong, or a constant-zero answer right. A tiny add kernel with a known result proves the
 installed Triton really executes kernels on this device before candidates are judged by it. Import this module
 only after ``TRITON_INTERPRET`` has been decided (it imports triton).

@@ -2,7 +2,7 @@
 
 Each finding has a named ``reason`` (a ``StaticReason`` value) so results and tests can say exactly what was
 caught. ``syntax_error`` and ``missing_model_new`` make the candidate a ``compile_error``; every other finding
-is a hack (FACTS 6): the candidate is reported as ``hacked`` without being run.
+is a hack (background §6): the candidate is reported as ``hacked`` without being run.
 
 What is looked for, and why:
 

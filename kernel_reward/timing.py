@@ -1,4 +1,4 @@
-"""Paired GPU timing of reference and candidate in one process (issue 3, step 5; FACTS 7).
+"""Paired GPU timing of reference and candidate in one process (issue 3, step 5; background §7).
 
 Method (one timed call of either side):
   * fresh input buffers cloned from a pool of pre-generated inputs, two neighbouring values swapped per call

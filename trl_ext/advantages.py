@@ -1,6 +1,6 @@
 """Turn-level returns and advantages for multi-turn RL (pure tensor functions, no trainer state).
 
-Follows the Dr. Kernel paper (FACTS 4): a trajectory i of a prompt group has up to T turns with rewards R(i, t);
+Follows the Dr. Kernel paper (background §4): a trajectory i of a prompt group has up to T turns with rewards R(i, t);
 the return is G(i, t) = sum_{t' >= t} gamma^(t'-t) R(i, t'). TRLOO (turn-level REINFORCE leave-one-out) uses as
 baseline the mean return of the *other* samples of the group that reached the same turn, which keeps the policy
 gradient unbiased; the turn-level GRPO baseline includes the sample itself and shrinks the expected gradient by

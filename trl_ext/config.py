@@ -1,4 +1,4 @@
-"""``MultiTurnKernelConfig``: GRPOConfig plus the multi-turn TRLOO / MRS / PR / PRS settings (FACTS 3-4).
+"""``MultiTurnKernelConfig``: GRPOConfig plus the multi-turn TRLOO / MRS / PR / PRS settings (background §3-4).
 
 Every field carries help text (shown by ``scripts/train.py --help``); ``__post_init__`` rejects combinations
 that would silently break the method and says what to set instead.

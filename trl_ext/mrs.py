@@ -1,12 +1,12 @@
 """Mismatch rejection sampling (MRS) and profiling-based rejection sampling (PRS): pure tensor functions.
 
-MRS (FACTS 4): the rollout engine and the trainer can disagree on token probabilities (different kernels,
+MRS (background §4): the rollout engine and the trainer can disagree on token probabilities (different kernels,
 precision, batching). With rho = pi_train / pi_rollout per model token, a trajectory is kept only when the
 geometric mean exp(mean log rho) over its model tokens lies in [lower, upper] and no token has rho < veto.
 Rejected samples get no loss (no importance weights are applied to the kept ones). Turn- and token-level
 variants apply the same test to each turn or to each token.
 
-PRS (FACTS 3): a CORRECT turn is kept with probability clip((PR - threshold) / softness, 0, 1), where PR is the
+PRS (background §3): a CORRECT turn is kept with probability clip((PR - threshold) / softness, 0, 1), where PR is the
 profiling coverage; incorrect turns are always kept. Rejected turns still count in the other samples' baselines
 (the caller only masks the loss).
 

@@ -5,7 +5,7 @@ their files in this process, built from the same seed (the candidate gets the re
 shapes and dtypes match, as the judge does), run once on the same inputs to check the outputs agree, then timed
 under ``torch.no_grad()`` with ``do_bench(..., return_mode="median")`` (L2 flushed before each call by do_bench),
 reference and candidate alternating for ``repeats`` rounds. The speedup is the median of the reference's round
-medians over the median of the candidate's (FACTS 7: two do_bench medians agree within ~1 % p95).
+medians over the median of the candidate's (background §7: two do_bench medians agree within ~1 % p95).
 """
 
 from __future__ import annotations

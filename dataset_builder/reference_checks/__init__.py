@@ -3,7 +3,7 @@
 A task is unusable when the evaluator could not judge candidates against it (it crashes or hangs), when a
 candidate could pass without computing anything (its output does not depend on the input, or is so close to
 zero / to a constant that a fill kernel passes the evaluator's tolerance), or when the reference disagrees with
-itself (a forward pass with randomness or hidden state, e.g. dropout in training mode). FACTS 5 lists such
+itself (a forward pass with randomness or hidden state, e.g. dropout in training mode). background §5 lists such
 tasks in KernelBench itself.
 
 How a check runs, module by module:

@@ -1,4 +1,4 @@
-"""Feedback: FACTS 1 structure, important parts first, cut to the configured length."""
+"""Feedback: background §1 structure, important parts first, cut to the configured length."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Reward schemes are pure functions: exact values from FACTS 3's formulas."""
+"""Reward schemes are pure functions: exact values from background §3's formulas."""
 
 import pytest
 
