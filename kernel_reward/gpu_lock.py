@@ -13,7 +13,7 @@ evaluations a minute in that H200 run, and its fidelity gain under load is not m
 * GPU phases (``shared``) run side by side, but none starts while a judge is waiting to time (no starvation: a
   judge that wants to time takes the turnstile first, and every new GPU phase must pass through it).
 
-Both are ``flock`` locks on two files the service creates (``pool.timing_lock_file``), so they work between
+Both are ``flock`` locks on two files the service creates (``zygote_client.timing_lock_file``), so they work between
 processes of different users and go away with a process that dies holding them.
 """
 

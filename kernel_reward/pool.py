@@ -13,40 +13,33 @@ Outcomes of one attempt:
 * it accepted the request and then died -> ``crashed`` (the candidate killed its worker; never retried);
 * it outlived its wall clock -> ``timeout``; it outgrew its memory limit -> ``runtime_error``.
 
-All slot threads of all pools pull from one shared queue, so GPUs balance themselves.
+All slot threads of all pools pull from one shared queue, so GPUs balance themselves. The zygote's handle is
+``zygote_client``; one attempt's conversation with a child (its events and wall clock) is ``child_session``.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
-import json
 import logging
 import os
 import queue
-import select
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from kernel_reward import sandbox, wire
-from kernel_reward.gpu_lock import TURNSTILE_SUFFIX
+from kernel_reward import sandbox
+from kernel_reward.child_session import ChildSession, Outcome
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
+from kernel_reward.zygote_client import ChildHandle, InfrastructureError, ZygoteClient
 
 log = logging.getLogger(__name__)
 
-GROUP_SCAN_INTERVAL_S = 0.5  # the /proc scan for a candidate's helper processes; its main process every 0.1 s
-POOL_ID_ENV = "KERNEL_REWARD_POOL_ID"  # set in every zygote (and so every child): lets tests find leaks
 
 
 @dataclass
@@ -93,190 +86,7 @@ class Job:
     attempts: int = 0
 
 
-class InfrastructureError(RuntimeError):
-    """The execution machinery failed (not the candidate): the request may be retried."""
-
-
-# ------------------------------------------------------------------------------------------------ zygote client
-
-
-class ChildHandle:
-    """The service's ends of one forked child: its channel, its output pipe and its exit code (when known)."""
-
-    def __init__(self, pid: int, channel: socket.socket, output_fd: int) -> None:
-        self.pid = pid
-        self.channel = channel
-        self.output_fd = output_fd
-        self.reader = wire.MessageReader(channel)
-        self.exited: concurrent.futures.Future = concurrent.futures.Future()
-        self.isolation: dict[str, Any] = {}
-        self.warmup_seconds: dict[str, float] = {}  # the child's own warm-up stages, from its "ready" message
-        self.next_group_scan = 0.0  # monotonic time of the next whole-group memory scan
-        self.ready = False
-        self.closed = False
-        channel.setblocking(False)
-        os.set_blocking(output_fd, False)
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.channel.close()
-            os.close(self.output_fd)
-
-
-class ZygoteClient:
-    """Starts one zygote and talks to it; a reader thread dispatches its replies."""
-
-    def __init__(self, config: PoolConfig, state_dir: Path, pool_id: str) -> None:
-        self.config = config
-        self.pool_id = pool_id
-        self.lock = threading.Lock()
-        self.pending_spawns: dict[int, concurrent.futures.Future] = {}
-        self.children: dict[int, ChildHandle] = {}
-        self.counter = 0
-        self.dead = threading.Event()
-        self.hello: concurrent.futures.Future = concurrent.futures.Future()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.control = ours
-        cuda = config.device != "cpu"
-        # An allow-list, not the service's environment: its tokens and keys never reach a judge or, through the
-        # judge's memory, the runner forked from it. ``PoolConfig.env`` adds what a deployment needs on purpose.
-        env = {name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ}
-        env.update(config.env)
-        env[POOL_ID_ENV] = pool_id
-        # Children import lazily after chdir into their private dir: make our package (and the caller's working
-        # directory, e.g. a checkout without an install) importable by absolute path.
-        package_root = str(Path(__file__).resolve().parents[1])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, os.getcwd(), env.get("PYTHONPATH")) if p)
-        env.setdefault("OMP_NUM_THREADS", "1")
-        if cuda:
-            env.pop("TRITON_INTERPRET", None)
-            env["CUDA_VISIBLE_DEVICES"] = _physical_gpu(int(config.device[5:]))
-        else:
-            env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: the zygote imports it
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        lock_path = timing_lock_file(Path(config.lock_dir or Path(tempfile.gettempdir()) / "kernel_reward_locks"),
-                                     config.device)
-        zygote_config = {
-            "device": "cuda" if cuda else "cpu",
-            "worker_module": config.worker_module,
-            "policy": config.policy.to_dict(),
-            "state_dir": str(state_dir),
-            "lock_path": str(lock_path),
-            "gpu_memory_fraction": (config.gpu_memory_fraction or round(0.9 / config.workers, 3)) if cuda else None,
-            "seed_triton_cache": cuda,
-            "exclusive_gpu_timing": config.exclusive_gpu_timing,
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernel_reward.zygote", "--control-fd", str(theirs.fileno()),
-             "--config", json.dumps(zygote_config)],
-            pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-        theirs.close()
-        self.reader_thread = threading.Thread(target=self._read_loop, name=f"zygote-{config.device}", daemon=True)
-        self.reader_thread.start()
-
-    def wait_started(self, timeout: float) -> None:
-        try:
-            self.hello.result(timeout=timeout)
-        except concurrent.futures.TimeoutError as exc:
-            raise InfrastructureError(f"zygote for {self.config.device} did not start within {timeout:.0f} s") from exc
-
-    def _read_loop(self) -> None:
-        while True:
-            try:
-                data, fds, _, _ = socket.recv_fds(self.control, 65536, 4)
-            except OSError:
-                data, fds = b"", []
-            if not data:
-                break
-            message = json.loads(data)
-            op = message.get("op")
-            if op == "hello":
-                self.hello.set_result(message)
-            elif op == "spawned":
-                child = ChildHandle(message["pid"], socket.socket(fileno=fds[0]), fds[1])
-                with self.lock:
-                    self.children[child.pid] = child
-                    future = self.pending_spawns.pop(message["id"], None)
-                if future is not None:
-                    future.set_result(child)
-            elif op == "exited":
-                with self.lock:
-                    child = self.children.pop(message["pid"], None)
-                if child is not None:
-                    child.exited.set_result(message.get("returncode"))
-        self.dead.set()
-        error = InfrastructureError(f"zygote for {self.config.device} exited (code {self.process.poll()})")
-        if not self.hello.done():
-            self.hello.set_exception(error)
-        with self.lock:
-            pending, self.pending_spawns = list(self.pending_spawns.values()), {}
-            children, self.children = list(self.children.values()), {}
-        for future in pending:
-            future.set_exception(error)
-        for child in children:
-            if not child.exited.done():
-                child.exited.set_result(None)
-
-    def spawn(self, timeout: float = 30.0) -> ChildHandle:
-        if self.dead.is_set():
-            raise InfrastructureError(f"zygote for {self.config.device} is not running")
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        with self.lock:
-            self.counter += 1
-            self.pending_spawns[self.counter] = future
-            self._send({"op": "spawn", "id": self.counter})
-        try:
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError as exc:
-            raise InfrastructureError(f"zygote for {self.config.device} did not fork within {timeout} s") from exc
-
-    def kill(self, child: ChildHandle) -> None:
-        """Kill the child's process group and private uid; the zygote reaps it and reports the exit code."""
-        if not self.dead.is_set() and not child.exited.done():
-            with self.lock:
-                self._send({"op": "kill", "pid": child.pid})
-        child.close()
-
-    def _send(self, message: dict[str, Any]) -> None:
-        try:
-            self.control.send(json.dumps(message).encode())
-        except OSError as exc:
-            raise InfrastructureError(f"zygote for {self.config.device} unreachable: {exc}") from exc
-
-    def close(self, timeout: float = 15.0) -> None:
-        """Closing the control socket makes the zygote kill its children and exit; SIGKILL it if it lingers."""
-        try:
-            self.control.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.control.close()
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            sandbox.kill_process_group(self.process.pid)
-            self.process.wait()
-        self.reader_thread.join(timeout=5)
-
-
-def _physical_gpu(index: int) -> str:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None or visible.strip() == "":
-        return str(index)
-    ids = [part.strip() for part in visible.split(",") if part.strip()]
-    if index >= len(ids):
-        raise ValueError(f"cuda:{index} is not among CUDA_VISIBLE_DEVICES={visible!r}")
-    return ids[index]
-
-
 # ------------------------------------------------------------------------------------------------ device pool
-
-
-@dataclass
-class _Outcome:
-    result: EvalResult | None = None
-    infra_error: str | None = None
 
 
 class DevicePool:
@@ -384,160 +194,12 @@ class DevicePool:
             scored=False,
         )
 
-    def _attempt(self, job: Job, child: ChildHandle) -> _Outcome:
+    def _attempt(self, job: Job, child: ChildHandle) -> Outcome:
         zygote = self.zygote
         try:
-            return self._drive(job, child)
+            return ChildSession(self.config, zygote, child, job, self.stopping).run()
         finally:
             zygote.kill(child)  # always: the child's whole process group and private uid go, whatever happened
-
-    def _drive(self, job: Job, child: ChildHandle) -> _Outcome:
-        limits = self.config.policy.limits
-        warm_output = sandbox.OutputTail(limits.output_bytes)
-        # 1. wait for the child to be warm (its failures are ours, not the candidate's)
-        deadline = time.monotonic() + self.config.warmup_timeout_s
-        while not child.ready:
-            message = self._next_message(child, warm_output, deadline, job)
-            if message is None:
-                return _Outcome(infra_error=self._death_note(child, "during warm-up", warm_output))
-            if message.get("type") == "ready":
-                child.ready = True
-                child.isolation = message.get("isolation") or {}
-                child.warmup_seconds = {str(k): float(v) for k, v in (message.get("warmup") or {}).items()}
-            elif message.get("type") == "error":
-                return _Outcome(infra_error=f"warm-up failed: {str(message.get('error'))[-2000:]}")
-            elif message.get("type") == "cancelled":
-                return _Outcome(result=_cancelled())
-        # 2. hand over the request; from "accepted" on, whatever happens is the candidate's
-        wall_clock = job.request.options.timeout_s + self.config.wall_clock_grace_s
-        try:
-            wire.send_message(child.channel, {"type": "request", "request": job.request.to_dict()})
-        except (OSError, wire.WireError) as exc:
-            return _Outcome(infra_error=f"could not send the request to the worker: {exc}")
-        output = sandbox.OutputTail(limits.output_bytes)
-        start = time.monotonic()
-        deadline = start + wall_clock
-        accepted = False
-        slot_wait_since: float | None = None
-        slot_waited = 0.0
-        remaining = wall_clock
-        # The child reports its final record (rlimits set after the request) with the result; the parent adds the
-        # layers it enforces itself.
-        isolation = {**child.isolation, "wall_clock_s": wall_clock, "memory_watchdog_bytes": limits.memory_bytes}
-        while True:
-            try:
-                message = self._next_message(child, output, deadline, job, watch_memory=accepted)
-            except wire.WireError as exc:
-                return _Outcome(result=self._failure(Status.CRASHED, f"worker sent a malformed message: {exc}", output, isolation))
-            if message is None:
-                if not accepted:
-                    return _Outcome(infra_error=self._death_note(child, "before accepting the request", output))
-                return _Outcome(result=self._failure(Status.CRASHED, self._death_note(child, "while evaluating the candidate", output), output, isolation))
-            kind = message.get("type")
-            if kind == "slot_wait" and accepted and slot_wait_since is None:
-                # Queueing behind other candidates' timing is not this candidate's time: stop its clock (bounded,
-                # since the message could be forged by the candidate).
-                slot_wait_since = time.monotonic()
-                remaining = deadline - slot_wait_since
-                deadline = slot_wait_since + max(0.0, self.config.max_slot_wait_s - slot_waited) + remaining
-            elif kind == "slot_acquired" and slot_wait_since is not None:
-                now = time.monotonic()
-                slot_waited += now - slot_wait_since
-                deadline = now + remaining
-                slot_wait_since = None
-                isolation["slot_wait_s"] = round(slot_waited, 4)
-            elif kind == "accepted":
-                accepted = True
-                isolation.update(message.get("isolation") or {})
-                isolation.update(wall_clock_s=wall_clock, memory_watchdog_bytes=limits.memory_bytes)
-            elif kind == "result":
-                try:
-                    result = EvalResult.from_dict(message["result"])
-                except (KeyError, TypeError, ValueError) as exc:
-                    return _Outcome(result=self._failure(Status.CRASHED, f"worker returned an invalid result: {exc}", output, isolation))
-                result.isolation = {**(result.isolation or {}), **isolation}
-                if output.total:
-                    result.stdout_tail = output.text()
-                result.phase_seconds.setdefault("service_total", round(time.monotonic() - start, 4))
-                # Off the critical path (the child warmed before the request came), reported for capacity planning.
-                for stage, seconds in child.warmup_seconds.items():
-                    result.phase_seconds[f"warmup_{stage}"] = seconds
-                return _Outcome(result=result)
-            elif kind == "error":
-                if not accepted:
-                    return _Outcome(infra_error=f"worker failed before accepting the request: {str(message.get('error'))[-2000:]}")
-                return _Outcome(result=self._failure(Status.CRASHED, f"worker failed: {message.get('error')}", output, isolation))
-            elif kind == "timeout":
-                return _Outcome(result=self._failure(
-                    Status.TIMEOUT, f"exceeded the wall-clock limit of {wall_clock:.1f} s "
-                    f"(timeout_s={job.request.options.timeout_s} + {self.config.wall_clock_grace_s} s grace); "
-                    "its whole process group was killed", output, isolation))
-            elif kind == "memory":
-                return _Outcome(result=self._failure(
-                    Status.RUNTIME_ERROR, f"host memory limit exceeded: resident set {message['rss']} bytes (with its helper processes) > "
-                    f"{limits.memory_bytes} bytes; the process group was killed", output, isolation))
-            elif kind == "cancelled":
-                return _Outcome(result=_cancelled())
-
-    def _next_message(self, child: ChildHandle, output: sandbox.OutputTail, deadline: float, job: Job,
-                      *, watch_memory: bool = False) -> dict[str, Any] | None:
-        """Next message from the child, draining its output meanwhile; synthesises timeout / memory / cancel."""
-        limits = self.config.policy.limits
-        output_open = True
-        while True:
-            message = child.reader.pop()
-            if message is not None:
-                return message
-            if child.reader.eof:
-                if output_open:  # collect the last words (e.g. a segfault trace) before reporting the death
-                    sandbox.read_nonblocking(child.output_fd, output)
-                return None
-            now = time.monotonic()
-            if now >= deadline:
-                return {"type": "timeout"}
-            if job.cancel.is_set() or self.stopping.is_set():
-                return {"type": "cancelled"}
-            if watch_memory and limits.memory_bytes is not None:
-                rss = sandbox.rss_bytes(child.pid)
-                if now >= child.next_group_scan:
-                    # Forked helpers (the group, and every process of the child's private uid) count too.
-                    child.next_group_scan = now + GROUP_SCAN_INTERVAL_S
-                    # The judge leads the group; its runner (the candidate) is in it or, if it left, under its own uid.
-                    runner_uid = (child.isolation.get("runner") or {}).get("uid")
-                    group = sandbox.group_rss_bytes(child.pid, runner_uid if runner_uid is not None else child.isolation.get("uid"))
-                    if group is not None:
-                        rss = max(rss or 0, group)
-                if rss is not None and rss > limits.memory_bytes:
-                    return {"type": "memory", "rss": rss}
-            watch = [child.channel] + ([child.output_fd] if output_open else [])
-            readable, _, _ = select.select(watch, [], [], min(0.1, max(0.0, deadline - now)))
-            if child.output_fd in readable:
-                output_open = sandbox.read_nonblocking(child.output_fd, output)
-            if child.channel in readable:
-                child.reader.feed()
-
-    def _death_note(self, child: ChildHandle, when: str, output: sandbox.OutputTail) -> str:
-        self.zygote.kill(child)
-        try:
-            code = child.exited.result(timeout=3)
-        except concurrent.futures.TimeoutError:
-            code = None
-        if code is None:
-            how = "exited (exit status unknown)"
-        elif code < 0:
-            try:
-                how = f"was killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"was killed by signal {-code}"
-        else:
-            how = f"exited with code {code}"
-        tail = output.text().strip()[-1500:]
-        return f"worker process {how} {when}" + (f"; last output:\n{tail}" if tail else "")
-
-    @staticmethod
-    def _failure(status: Status, error: str, output: sandbox.OutputTail, isolation: dict[str, Any]) -> EvalResult:
-        return EvalResult.failure(status, error, stdout_tail=output.text(), isolation=isolation,
-                                  feedback=f"status: {status.value}\nerror: {error[:2000]}")
 
     # -------------------------------------------------------------- shutdown
     def close(self) -> None:
@@ -546,30 +208,6 @@ class DevicePool:
             thread.join(timeout=10)
         self.zygote.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
-
-
-def _cancelled() -> EvalResult:
-    return EvalResult.failure(Status.CRASHED, "cancelled: the evaluation was stopped before it finished",
-                              flags=["cancelled"], scored=False)
-
-
-def timing_lock_file(lock_dir: Path, device: str) -> Path:
-    """The per-device timing lock every service on this host shares, usable by any user (and its turnstile beside
-    it, ``<path>.turnstile``: see gpu_lock).
-
-    The folder is sticky and world-writable like /tmp (services of different users must serialise their timing
-    on one GPU) and the file world-readable: ``flock`` needs only a read descriptor, so children open it
-    read-only. Creating both here, in the trusted service, keeps a candidate from ever choosing their modes.
-    """
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    if lock_dir.stat().st_uid == os.geteuid():
-        os.chmod(lock_dir, 0o1777)
-    path = lock_dir / f"{device.replace(':', '')}.lock"
-    for file in (path, path.with_name(path.name + TURNSTILE_SUFFIX)):  # the pair gpu_lock.GpuLock needs
-        if not file.exists():
-            file.touch(exist_ok=True)
-            os.chmod(file, 0o644)  # explicit: touch's mode is filtered by the umask
-    return path
 
 
 def default_workers(device: str) -> int:

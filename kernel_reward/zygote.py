@@ -248,7 +248,7 @@ class Zygote:
             os.dup2(devnull, 0)
             os.dup2(out_w, 1)
             os.dup2(out_w, 2)
-            lock_fd = os.open(self.config.lock_path, os.O_RDONLY)  # created by the service (pool.timing_lock_file)
+            lock_fd = os.open(self.config.lock_path, os.O_RDONLY)  # created by the service (zygote_client.timing_lock_file)
             turnstile_fd = os.open(self.config.lock_path + TURNSTILE_SUFFIX, os.O_RDONLY)
             keep = sorted({0, 1, 2, channel.fileno(), lock_fd, turnstile_fd})
             sandbox.close_fds_except(keep)

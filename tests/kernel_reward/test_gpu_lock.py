@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kernel_reward.gpu_lock import GpuLock, shared_gpu
-from kernel_reward.pool import timing_lock_file
+from kernel_reward.zygote_client import timing_lock_file
 
 
 @pytest.fixture

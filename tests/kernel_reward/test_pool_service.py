@@ -171,3 +171,78 @@ def test_each_evaluation_is_a_judge_and_a_sandboxed_runner(monkeypatch):
     assert "KERNEL_REWARD_TEST_SERVICE_TOKEN" not in (isolation["env_kept"] or [])
     assert "warmup_runner_known_answer" in result.phase_seconds
     assert "warmup_known_answer" not in result.phase_seconds
+
+
+def test_wall_clock_pauses_for_the_timing_slot_at_most_max_pause():
+    from kernel_reward.child_session import WallClock
+
+    clock = WallClock(start=100.0, limit_s=10.0, max_pause_s=5.0)
+    clock.pause(104.0)  # 6 s left when it starts queueing
+    assert clock.deadline == 104.0 + 5.0 + 6.0
+    clock.pause(105.0)  # a second pause message changes nothing
+    clock.resume(107.0)  # waited 3 s: the 6 s left start again now
+    assert clock.deadline == 113.0 and clock.waited == 3.0
+    clock.pause(110.0)  # 3 s left; only 2 s of pause remain
+    assert clock.deadline == 110.0 + 2.0 + 3.0
+    clock.resume(120.0)
+    assert clock.waited == 13.0 and clock.deadline == 123.0
+
+
+def _session_with_messages(messages, timeout_s=30.0):
+    """A ChildSession over a fake warm child whose channel delivers ``messages`` (dicts), then nothing."""
+    import collections
+    import concurrent.futures
+    import os
+    import socket
+    import threading
+    from types import SimpleNamespace
+
+    from kernel_reward import sandbox
+    from kernel_reward.child_session import ChildSession
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.request import EvalRequest
+
+    ours, theirs = socket.socketpair()
+    read_end, write_end = os.pipe()
+    queue = collections.deque(messages)
+    reader = SimpleNamespace(pop=lambda: queue.popleft() if queue else None, eof=False, feed=lambda: None)
+    child = SimpleNamespace(ready=True, isolation={}, warmup_seconds={}, channel=ours, reader=reader,
+                            output_fd=read_end, pid=os.getpid(), next_group_scan=0.0,
+                            exited=concurrent.futures.Future())
+    config = SimpleNamespace(policy=sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(memory_bytes=None)),
+                             warmup_timeout_s=5.0, wall_clock_grace_s=0.0, max_slot_wait_s=5.0)
+    job = SimpleNamespace(request=EvalRequest("x = 1", "y = 2", options=EvalOptions(timeout_s=timeout_s)),
+                          cancel=threading.Event())
+    session = ChildSession(config, SimpleNamespace(kill=lambda c: None), child, job, threading.Event())
+    return session, (ours, theirs, read_end, write_end)
+
+
+def test_a_message_that_says_timeout_is_not_the_parent_s_timeout():
+    """What the parent observes (wall clock, memory, cancel, death) are typed events: a child message
+    {"type": "timeout"} is an unknown message and ignored, and the real result that follows is returned."""
+    import os
+
+    from kernel_reward.result import EvalResult, Status
+
+    honest = EvalResult(status=Status.CORRECT, correct=True)
+    session, ends = _session_with_messages([{"type": "accepted"}, {"type": "timeout"}, {"type": "memory", "rss": 1},
+                                            {"type": "result", "result": honest.to_dict()}])
+    try:
+        outcome = session.run()
+    finally:
+        ends[0].close(), ends[1].close(), os.close(ends[2]), os.close(ends[3])
+    assert outcome.result is not None and outcome.result.status == Status.CORRECT, outcome
+
+
+def test_the_parent_s_own_wall_clock_still_ends_a_silent_child():
+    import os
+
+    from kernel_reward.result import Status
+
+    session, ends = _session_with_messages([{"type": "accepted"}], timeout_s=0.3)
+    try:
+        outcome = session.run()
+    finally:
+        ends[0].close(), ends[1].close(), os.close(ends[2]), os.close(ends[3])
+    assert outcome.result is not None and outcome.result.status == Status.TIMEOUT, outcome
+    assert "wall-clock limit of 0.3 s" in outcome.result.error
