@@ -240,3 +240,22 @@ class TransformersBackend:
                     break
             results.append(GenerationOutput(tokens[:end], logps[row, :end].tolist()))
         return results
+
+
+class TRLVLLMBackend:
+    """Generation through TRL's vLLM integration (server or colocate mode), one completion per context.
+
+    Untested here (no vLLM on CPU); TRL syncs the weights before the rollout hook runs.
+    """
+
+    def __init__(self, trainer: Any):
+        self.trainer = trainer
+
+    def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
+        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(
+            prompts=prompts, images=None, num_generations=1
+        )
+        out = []
+        for ids, lps in zip(completion_ids, logprobs, strict=True):
+            out.append(GenerationOutput(list(ids), [float("nan") if lp[0] is None else lp[0] for lp in lps]))
+        return out

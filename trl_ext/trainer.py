@@ -16,6 +16,10 @@ Hooks used (all call the base implementation):
   forward pass itself, masks MRS-rejected tokens out of ``tool_mask`` and hands that same forward to the base
   loss through ``_get_per_token_logps_and_entropies``: MRS then costs no forward pass of its own.
 - ``training_step`` adds the optimisation-time metric and logs the MRS counts of each accumulation window.
+
+Why this module is long (~470 lines): it is one class whose methods override GRPOTrainer's hooks and share its
+state (the accelerator, the metrics, the MRS tally, the loss forward handed between hooks). The pure parts live
+elsewhere: ``advantages``, ``mrs``, ``masks`` (tensor assembly), ``model_setup``, ``generation``.
 """
 
 from __future__ import annotations
@@ -39,21 +43,18 @@ from trl_ext.advantages import (
 )
 from trl_ext.config import MultiTurnKernelConfig
 from trl_ext.env import Environment
-from trl_ext.generation import GenerationOutput, TransformersBackend
+from trl_ext.generation import TransformersBackend, TRLVLLMBackend
+from trl_ext.masks import TURN_STATS, loss_keep, trained_turns, turn_stats, turn_tensors
+from trl_ext.model_setup import disable_attention_dropout, warn_low_precision_trainables
 from trl_ext.mrs import abs_log_ratio_sum, mrs_loss_mask, prs_keep_probability, prs_sample
 from trl_ext.rollout import MultiTurnRollout, Trajectory, render_prompt_ids
 
-# Per-turn statistics gathered across processes for logging (order of the last axis of the stats tensor).
 # Loss types whose normaliser reads only the micro-batch, and those dividing by the generation batch's tokens.
 _MICRO_BATCH_NORMALISED = frozenset({"grpo", "bnpo", "dr_grpo", "luspo", "sapo"})
 _GENERATION_BATCH_NORMALISED = frozenset({"dapo", "cispo", "vespo"})
 
 # Counts summed per accumulation window (in-loss MRS) or generation batch, then over processes, for the MRS metrics.
 _MRS_TALLY = ("abs_log_ratio_sum", "abs_log_ratio_count", "rejected", "judged", "loss_tokens", "model_tokens")
-
-_TURN_STATS = ("reward", "formatted", "compiled", "correct", "hacked", "fast_1", "fast_1.2", "fast_1_lower",
-               "fast_1.2_lower", "speedup", "coverage", "tokens")
-
 
 class TrajectoryReturn:
     """GRPOTrainer bookkeeping reward: a trajectory's summed turn rewards (the trainer overrides advantages)."""
@@ -64,82 +65,6 @@ class TrajectoryReturn:
         if turn_rewards is None:
             raise ValueError("trajectory_return needs the rollout's turn_rewards; use it with TRLOOTrainer only")
         return [float(sum(rewards)) for rewards in turn_rewards]
-
-
-class _TRLVLLMBackend:
-    """Generation through TRL's vLLM integration (server or colocate mode), one completion per context.
-
-    Untested here (no vLLM on CPU); TRL syncs the weights before the rollout hook runs.
-    """
-
-    def __init__(self, trainer: GRPOTrainer):
-        self.trainer = trainer
-
-    def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
-        _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(
-            prompts=prompts, images=None, num_generations=1
-        )
-        out = []
-        for ids, lps in zip(completion_ids, logprobs, strict=True):
-            out.append(GenerationOutput(list(ids), [float("nan") if lp[0] is None else lp[0] for lp in lps]))
-        return out
-
-
-def _turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
-    """(T, K) float stats of one trajectory, NaN for turns that did not happen or fields that do not apply."""
-    stats = torch.full((max_turns, len(_TURN_STATS)), float("nan"))
-    tokens_per_turn = [sum(1 for t in traj.turn_ids if t == k) for k in range(max_turns)]
-    for k, turn in enumerate(traj.turns):
-        r = turn.result
-        good = bool(r.correct) and not bool(r.hacked)
-        timed = r.speedup is not None
-        low = r.speedup_low if r.speedup_low is not None else r.speedup  # no interval: the point estimate
-        values = {
-            "reward": r.reward,
-            "formatted": r.formatted,
-            "compiled": r.compiled,
-            "correct": r.correct,
-            "hacked": r.hacked,
-            # Fast@p counts over all samples; unknown when a correct sample has no timing (CPU interpreter).
-            "fast_1": (good and r.speedup >= 1.0) if timed else (False if not good else None),
-            "fast_1.2": (good and r.speedup >= 1.2) if timed else (False if not good else None),
-            # ...and by the lower end of the speedup's 95 % interval: a claim that is not noise.
-            "fast_1_lower": (good and low >= 1.0) if timed else (False if not good else None),
-            "fast_1.2_lower": (good and low >= 1.2) if timed else (False if not good else None),
-            "speedup": r.speedup if good else None,
-            "coverage": r.coverage if good else None,
-            "tokens": tokens_per_turn[k],
-        }
-        for j, name in enumerate(_TURN_STATS):
-            if values[name] is not None:
-                stats[k, j] = float(values[name])
-    return stats
-
-
-def _disable_attention_dropout(model: torch.nn.Module) -> None:
-    """Zero the functional attention dropout that transformers' attention modules keep as a float attribute."""
-    for module in model.modules():
-        if isinstance(getattr(module, "attention_dropout", None), float):
-            module.attention_dropout = 0.0
-
-
-def _warn_low_precision_trainables(model: torch.nn.Module, deepspeed: bool) -> None:
-    """Warn when trainable weights are bf16 / fp16 and no optimizer keeps fp32 master copies (DeepSpeed does).
-
-    A bf16 weight has an 8-bit mantissa: an AdamW step of lr ~1e-6 on a weight of magnitude ~1e-2 is ~1e-4 of its
-    value, below half a bf16 ulp, and rounds away.
-    """
-    if deepspeed:
-        return
-    low = [p.numel() for p in model.parameters() if p.requires_grad and p.dtype in (torch.bfloat16, torch.float16)]
-    total = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    if low:
-        warnings.warn(
-            f"{sum(low) / max(total, 1):.0%} of the trainable parameters are bf16/fp16 and the optimizer updates them "
-            "in place: small updates (lr ~1e-6) round away. Load the model in float32 and set bf16=True "
-            "(autocast with fp32 master weights), or use DeepSpeed",
-            stacklevel=3,
-        )
 
 
 class TRLOOTrainer(GRPOTrainer):
@@ -193,8 +118,8 @@ class TRLOOTrainer(GRPOTrainer):
                 rollout_func=self._multi_turn_rollout,
             )
         if args.disable_dropout:
-            _disable_attention_dropout(self.model)  # the base zeroed nn.Dropout modules (LoRA's included)
-        _warn_low_precision_trainables(self.model, self.is_deepspeed_enabled)
+            disable_attention_dropout(self.model)  # the base zeroed nn.Dropout modules (LoRA's included)
+        warn_low_precision_trainables(self.model, self.is_deepspeed_enabled)
         self.environment = environment
         self._rollout_tasks: list[Mapping[str, Any]] | None = None
         self._trajectories: list[Trajectory] = []
@@ -223,7 +148,7 @@ class TRLOOTrainer(GRPOTrainer):
 
     def _generation_backend(self):
         if self.use_vllm:
-            return _TRLVLLMBackend(self)
+            return TRLVLLMBackend(self)
         return TransformersBackend(
             model_context=self._model_for_generation,
             generation_config=self.generation_config,
@@ -279,12 +204,8 @@ class TRLOOTrainer(GRPOTrainer):
         trajs = self._trajectories
         num_local, width, max_turns = len(trajs), output["completion_ids"].size(1), args.max_turns
 
-        turn_ids = torch.full((num_local, width), -1, dtype=torch.long)  # (B, L), -1 = feedback / padding
-        rewards = torch.full((num_local, max_turns), float("nan"))  # (B, T)
-        for n, traj in enumerate(trajs):
-            turn_ids[n, : len(traj.turn_ids)] = torch.tensor(traj.turn_ids, dtype=torch.long)
-            rewards[n, : len(traj.turns)] = torch.tensor(traj.rewards)
-        stats = torch.stack([_turn_stats(t, max_turns) for t in trajs])  # (B, T, K)
+        turn_ids, rewards = turn_tensors(trajs, width, max_turns)  # (B, L), -1 = feedback / padding; (B, T)
+        stats = torch.stack([turn_stats(t, max_turns) for t in trajs])  # (B, T, K)
 
         # Groups are contiguous in the gathered order (TRL's RepeatSampler), whichever rank holds each sample.
         all_rewards = self.accelerator.gather(rewards.to(device)).cpu()  # (B_total, T)
@@ -313,7 +234,7 @@ class TRLOOTrainer(GRPOTrainer):
             metrics["filters/tied_group_frac"].append(self._global_frac(~untied, torch.ones_like(untied)))
             keep_rows &= untied
         if args.use_prs:
-            correct, coverage = stats[..., _TURN_STATS.index("correct")] == 1, stats[..., _TURN_STATS.index("coverage")]
+            correct, coverage = stats[..., TURN_STATS.index("correct")] == 1, stats[..., TURN_STATS.index("coverage")]
             prob = prs_keep_probability(coverage, correct, args.prs_threshold, args.prs_softness)  # (B, T)
             drawn = prs_sample(prob, self._prs_generator)
             metrics["prs/rejected_frac_of_correct"].append(self._global_frac(correct & ~drawn, correct))
@@ -340,8 +261,8 @@ class TRLOOTrainer(GRPOTrainer):
                 if kept is not None:
                     keep_tokens &= kept
                 self._flush_mrs_metrics(mode)
-        loss_keep = per_token(keep_turns.float(), turn_ids).bool() & keep_rows.unsqueeze(1) & keep_tokens  # (B, L)
-        output["tool_mask"] = output["tool_mask"] * loss_keep.to(device=device, dtype=output["tool_mask"].dtype)
+        keep = loss_keep(keep_turns, keep_rows, keep_tokens, turn_ids)  # (B, L)
+        output["tool_mask"] = output["tool_mask"] * keep.to(device=device, dtype=output["tool_mask"].dtype)
         # The DAPO / CISPO normaliser counts loss tokens (or turns) across the generation batch: recount after masking.
         loss_mask = output["completion_mask"] * output["tool_mask"]
         output["num_items_in_batch"] = self._loss_normaliser(loss_mask, turn_ids.to(device))
@@ -365,9 +286,7 @@ class TRLOOTrainer(GRPOTrainer):
         if self.args.loss_aggregation == "token_mean":
             local = loss_mask.sum()
         else:
-            turns = torch.arange(self.args.max_turns, device=turn_ids.device)  # (T,)
-            in_turn = turn_ids.unsqueeze(-1) == turns  # (B, L, T)
-            local = (in_turn & loss_mask.bool().unsqueeze(-1)).any(dim=1).sum()  # trained (row, turn) pairs
+            local = trained_turns(loss_mask, turn_ids, self.args.max_turns)
         return self.accelerator.gather(local.to(self.accelerator.device)).sum()
 
     def _train_logps(self, output: dict) -> torch.Tensor:
@@ -512,7 +431,7 @@ class TRLOOTrainer(GRPOTrainer):
             if rows.numel() == 0:
                 continue
             metrics[f"turn_{t + 1}/reached_frac"].append(float(reached[:, t].float().mean()))
-            for j, name in enumerate(_TURN_STATS):
+            for j, name in enumerate(TURN_STATS):
                 column = rows[:, j]
                 known = ~torch.isnan(column)
                 if name.startswith("fast") and not known.all():

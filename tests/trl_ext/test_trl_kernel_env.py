@@ -108,14 +108,14 @@ def test_one_trainer_step_against_real_kernel_reward(kernel_env, tmp_path):
 def test_trainer_logs_fast_p_by_the_interval_lower_bound():
     """The trainer's per-turn stats carry Fast@p both by the median speedup and by its interval's lower end."""
     from trl_ext.env import StepResult
+    from trl_ext.masks import TURN_STATS, turn_stats
     from trl_ext.rollout import Trajectory, TurnRecord
-    from trl_ext.trainer import _TURN_STATS, _turn_stats
 
     noisy = StepResult(reward=1.0, feedback="", correct=True, hacked=False, speedup=1.05, speedup_low=0.97)
     clear = StepResult(reward=1.0, feedback="", correct=True, hacked=False, speedup=1.4, speedup_low=1.25)
     trajectory = Trajectory(task={}, prompt_ids=[], turns=[TurnRecord([], "", noisy, False),
                                                           TurnRecord([], "", clear, False)])
-    stats = _turn_stats(trajectory, 2)
-    column = {name: i for i, name in enumerate(_TURN_STATS)}
+    stats = turn_stats(trajectory, 2)
+    column = {name: i for i, name in enumerate(TURN_STATS)}
     assert stats[0, column["fast_1"]] == 1.0 and stats[0, column["fast_1_lower"]] == 0.0
     assert stats[1, column["fast_1.2"]] == 1.0 and stats[1, column["fast_1.2_lower"]] == 1.0
