@@ -100,12 +100,25 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+SFT_TOKENIZER_VOCAB = 4096  # an upper bound: the training split's word inventory ends near 1.5k tokens
+
+
 def _base_model(args: argparse.Namespace) -> str:
-    """--model, or the tiny model built locally into OUT/tiny-model (the same one for sft and train)."""
+    """--model, or a tiny model built locally: after the sft_data stage, into OUT/tiny-model-sft with its
+    tokenizer's merges also learned from the SFT training split's text (never the held-out tasks'); otherwise into
+    OUT/tiny-model with the built-in corpus only."""
     if args.model is not None:
         return args.model
     from trl_ext.tiny_model import save_tiny_model
 
+    train = Path(args.out) / "sft_data" / "train.jsonl"
+    if train.is_file():
+        folder = Path(args.out) / "tiny-model-sft"
+        if not (folder / "config.json").is_file():
+            texts = [message["content"] for line in train.read_text(encoding="utf-8").splitlines() if line.strip()
+                     for message in json.loads(line)["messages"]]
+            save_tiny_model(folder, vocab_size=SFT_TOKENIZER_VOCAB, extra_corpus=texts)
+        return str(folder)
     folder = Path(args.out) / "tiny-model"
     if not (folder / "config.json").is_file():
         save_tiny_model(folder)
@@ -303,7 +316,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="synthetic tasks held out with --sft-split task (default 8)")
     parser.add_argument("--sft-recipe", default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu_sft.yaml"),
                         help="SFT recipe YAML for scripts/sft.py (default: recipes/tiny_cpu_sft.yaml)")
-    parser.add_argument("--sft-steps", type=int, default=200, help="optimiser steps of the sft stage (default 200)")
+    parser.add_argument("--sft-steps", type=int, default=1500, help="optimiser steps of the sft stage (default 1500)")
     parser.add_argument("--sft-kinds", nargs="+", choices=["single_turn", "multi_turn"], default=["single_turn"],
                         help="trajectory kinds the sft stage trains on (default single_turn: a multi-turn row is "
                         "about twice as long, so it halves the steps that fit in the CPU budget)")

@@ -68,7 +68,11 @@ def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
         for key in ("format_rate", "compile_rate", "correct_rate", "hacked_rate"):
             assert 0.0 <= sft[side][key] <= 1.0
         assert (tmp_path / "sft_eval" / side / "summary.json").is_file()
-    assert sft["before"]["model"] == str(tmp_path / "tiny-model") and sft["after"]["model"] == sft["sft_model"]
+    # the base model's tokenizer learned merges from the SFT training split too: more tokens than the built-in 400
+    assert sft["before"]["model"] == str(tmp_path / "tiny-model-sft") and sft["after"]["model"] == sft["sft_model"]
+    from transformers import AutoTokenizer
+
+    assert len(AutoTokenizer.from_pretrained(str(tmp_path / "tiny-model-sft"))) > 400
     assert "metric          before   after" in done.stdout and "correct_rate" in done.stdout
 
 
