@@ -2,7 +2,7 @@
 
 The entries are the files of tests/kernel_reward/corpus/ named ``forge_*``, ``tamper_*``, ``peek_*``, ``timing_*``
 and ``sandbox_*``: hostile candidates whose own kernel is wrong, so a ``correct`` verdict (or any reward above 0)
-means the attack beat the evaluator. Each entry is evaluated exactly as tests/kernel_reward/test_kr_corpus.py
+means the attack beat the evaluator. Each entry is evaluated exactly as tests/kernel_reward/test_corpus.py
 does it: the file wrapped as a completion, ``python -m kernel_reward.worker --request REQ --out RESULT`` in a
 fresh subprocess (``TRITON_INTERPRET=1`` on the CPU), ``seed_base=1234``. ``--backend pool`` sends the same
 requests through ``kernel_reward.Evaluator`` (today's zygote + sandboxed children) instead.
@@ -40,7 +40,7 @@ def attack_class(source: str) -> str:
 
 def run_oneshot(entry, device: str, timeout_s: float) -> dict:
     from tests.kernel_reward.conftest import run_worker_subprocess
-    from tests.kernel_reward.test_kr_corpus import as_completion
+    from tests.kernel_reward.test_corpus import as_completion
 
     options = dict(entry.options)
     if device == "cuda":
@@ -56,7 +56,7 @@ def run_oneshot(entry, device: str, timeout_s: float) -> dict:
 
 def run_pool(entries: list, device: str, timeout_s: float) -> list[dict]:
     from kernel_reward import Evaluator
-    from tests.kernel_reward.test_kr_corpus import as_completion
+    from tests.kernel_reward.test_corpus import as_completion
 
     extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
     with Evaluator(device=device, timeout=timeout_s, seed_base=1234, **extra) as evaluator:

@@ -16,7 +16,7 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
 step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --tasks "$TASKS" --repeats 10 --json-out "$OUT/bench_reward.json"
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
-step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_kr_corpus.py -q -n 6 -p no:cacheprovider --timeout 200
+step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -q -n 6 -p no:cacheprovider --timeout 200
 for name in bench throughput; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20
 cat "$summary"

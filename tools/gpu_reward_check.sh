@@ -44,7 +44,7 @@ for method in profiler events; do  # steady state: three passes over the pair se
   step steady_$method 240 python3 benchmarks/bench_reward.py --throughput --device cuda --coverage-method $method \
     --rounds 3 --baseline-count 0 --json-out "$OUT/steady_$method.json"
 done
-step covtest 240 python3 -m pytest -m gpu tests/kernel_reward/test_kr_corpus.py -q -p no:cacheprovider -k event \
+step covtest 240 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -q -p no:cacheprovider -k event \
   --timeout 200
 step workers12 150 python3 benchmarks/bench_reward.py --throughput --device cuda --workers 12 --baseline-count 0 \
   --json-out "$OUT/workers12.json"

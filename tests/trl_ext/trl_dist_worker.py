@@ -1,4 +1,4 @@
-"""Worker of test_trl_distributed: one rollout + scoring per rank under `accelerate launch`; writes its samples'
+"""Worker of test_distributed: one rollout + scoring per rank under `accelerate launch`; writes its samples'
 task ids, per-turn rewards and per-turn advantages to OUT/rank{N}.json, and the outcome of one loss with MRS
 decided inside it (rank 0's first trajectory mismatched) to OUT/mrs_rank{N}.json."""
 
