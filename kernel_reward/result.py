@@ -30,8 +30,8 @@ class Status(enum.StrEnum):
     HACKED = "hacked"  # matched (or tried to) by cheating: see hack_reasons
     CORRECT = "correct"  # every correctness and integrity check passed
     # CPU mode only: the Triton interpreter cannot run something the candidate uses (a libdevice function without a
-    # CPU version, an extern or inline-asm call, a driver API; named in ``error``). Says nothing about the
-    # candidate (it may well be right on a GPU): unscored.
+    # CPU version, an extern or inline-asm call, a driver API; named in ``error``): it may well be right on a GPU.
+    # Recognised from the runner's error text, which the candidate can forge, so it is scored like a runtime error.
     INTERPRETER_UNSUPPORTED = "interpreter_unsupported"
 
 
@@ -116,8 +116,7 @@ class EvalResult:
         values["status"] = Status(values.get("status", Status.CRASHED.value))
         if "scored" not in values:  # written before the field existed: the rule readers used to apply to the text
             values["scored"] = not ("cancelled" in (values.get("flags") or []) or (
-                values["status"] == Status.CRASHED and str(values.get("error") or "").startswith("infrastructure failure"))
-                or values["status"] == Status.INTERPRETER_UNSUPPORTED)
+                values["status"] == Status.CRASHED and str(values.get("error") or "").startswith("infrastructure failure")))
         if values.get("speedup_ci") is not None:
             values["speedup_ci"] = tuple(values["speedup_ci"])
         values["kernel_table"] = [KernelTiming(**row) for row in values.get("kernel_table") or []]

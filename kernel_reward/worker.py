@@ -218,15 +218,15 @@ GAP_STATUSES = (Status.RUNTIME_ERROR, Status.COMPILE_ERROR, Status.CRASHED)
 
 
 def mark_interpreter_gap(result: EvalResult) -> None:
-    """In interpreter mode, a failure caused by something the Triton interpreter cannot run is the tool's limit,
-    not the candidate's fault: ``interpreter_unsupported``, unscored, the gap named first in ``error``."""
+    """In interpreter mode, a failure caused by something the Triton interpreter cannot run is labelled
+    ``interpreter_unsupported``, the gap named first in ``error``. A label only: the text comes from the runner,
+    which runs the candidate's code and can write it, so the result stays scored with the failure's reward."""
     from kernel_reward.interpreter_shims import interpreter_gap
 
     gap = interpreter_gap(result.error) if result.mode == "interpreter" and result.status in GAP_STATUSES else None
     if gap is None:
         return
     result.status = Status.INTERPRETER_UNSUPPORTED
-    result.scored = False
     result.error = f"interpreter gap ({gap}); the candidate is not judged on CPU: evaluate it on a GPU\n{result.error}"
 
 

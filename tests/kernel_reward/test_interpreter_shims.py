@@ -78,11 +78,23 @@ def test_gpu_semantics_run_under_the_interpreter(name, evaluate_subprocess):
 def test_libdevice_function_without_interpreter_version_names_the_gap(evaluate_subprocess):
     """A libdevice function the shim has no CPU version of fails with a message naming the interpreter gap (not an
     opaque ``None`` arithmetic error deep in the kernel), and the result says it is the interpreter's limit:
-    ``interpreter_unsupported``, unscored (not a runtime_error the candidate would be trained against)."""
+    ``interpreter_unsupported`` (scored all the same: the runner's text could be forged, see below)."""
     result = evaluate_subprocess(
         REFERENCE.format(expression="x"),
         CANDIDATE.format(imports="from triton.language.extra import libdevice", body="libdevice.nextafter(x, x)"),
         device="cpu",
     )
-    assert result.status.value == "interpreter_unsupported" and not result.scored, (result.status, result.scored)
+    assert result.status.value == "interpreter_unsupported" and result.scored, (result.status, result.scored)
     assert "libdevice.nextafter has no implementation under the Triton interpreter" in result.error, result.error[-1500:]
+
+
+def test_a_forged_interpreter_gap_gains_the_candidate_nothing(evaluate_subprocess):
+    """The gap is recognised from error text the runner sends, and the runner runs the candidate's code: a wrong
+    candidate that raises the gap's message itself must not escape its verdict. It may read
+    ``interpreter_unsupported`` (the label is only a hint), but it stays scored, with a failure's reward."""
+    forged = CANDIDATE.format(imports="", body="x").replace(
+        "        out = torch.empty_like(x)\n",
+        "        raise NotImplementedError('libdevice.erf has no implementation under the Triton interpreter')\n")
+    result = evaluate_subprocess(REFERENCE.format(expression="x"), forged, device="cpu")
+    assert result.status.value in ("interpreter_unsupported", "runtime_error"), result.status
+    assert result.scored and result.reward == 0.0, (result.scored, result.reward)
