@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernel_reward.result import TimingStats
-from kernel_reward.timing import bootstrap_ratio_ci_unpaired, bootstrap_speedup_ci, summarize
+from kernel_reward.timing import bootstrap_ratio_ci_unpaired, bootstrap_speedup_ci, speedup_of, summarize
 
 SLOWDOWN_FLAG_RATIO = 1.05  # reference slower while the candidate was loaded than before: flagged beyond this
 NOISE_SHARE = 0.05  # a batch's fixed-cost spread above this share of its work: per-call times are mostly noise
@@ -56,7 +56,7 @@ class BatchTiming:
     def __post_init__(self) -> None:
         self.reference = summarize(self.reference_ms)
         self.candidate = summarize(self.candidate_ms)
-        self.speedup = float(np.median(self.reference_ms) / max(np.median(self.candidate_ms), 1e-9))
+        self.speedup = speedup_of(self.reference_ms, self.candidate_ms)
         paired = self.reference_phase == "interleaved" and len(self.reference_ms) == len(self.candidate_ms)
         ci = bootstrap_speedup_ci if paired else bootstrap_ratio_ci_unpaired
         self.speedup_ci = ci(self.reference_ms, self.candidate_ms)
@@ -135,5 +135,5 @@ def order_speedups(reference_ms: list[float], candidate_ms: list[float]) -> dict
     for name, start in (("reference_first_speedup", 0), ("candidate_first_speedup", 1)):
         ref, cand = reference_ms[start::2], candidate_ms[start::2]
         if ref and cand:
-            out[name] = float(np.median(ref) / max(np.median(cand), 1e-9))
+            out[name] = speedup_of(ref, cand)
     return out

@@ -257,23 +257,29 @@ class Arena:
         return {"kind": "cuda_vmm", "nbytes": self.nbytes, "mapped_bytes": self._cuda.size}, [self._cuda.fd, self.signals.fd]
 
     def close(self) -> None:
-        self.tensor = None  # drop the view before the memory goes
-        if self._mapping is not None:
-            try:
-                self._mapping.close()
-            except BufferError:  # a view still exported somewhere: the mapping goes with the process
-                pass
-            self._mapping = None
+        release_mapped(self, self.device)
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-        if self._cuda is not None:
-            torch.cuda.synchronize(self.device)
-            cuda_vmm.driver().release(self._cuda)
-            self._cuda = None
-        if self.signals is not None:
-            self.signals.close()
-            self.signals = None
+
+
+def release_mapped(end: Arena | MappedArena, device: torch.device | None = None) -> None:
+    """What both ends of an arena hold, let go: the tensor view (first, before the memory goes), the memfd
+    mapping, the CUDA mapping (after ``device``, default the current one, is idle) and the signal words. Idempotent."""
+    end.tensor = None
+    if end._mapping is not None:
+        try:
+            end._mapping.close()
+        except BufferError:  # a view still exported somewhere: the mapping goes with the process
+            pass
+        end._mapping = None
+    if end._cuda is not None:
+        torch.cuda.synchronize(device)
+        cuda_vmm.driver().release(end._cuda)
+        end._cuda = None
+    if end.signals is not None:
+        end.signals.close()
+        end.signals = None
 
 
 class MappedArena:
@@ -313,20 +319,7 @@ class MappedArena:
         """Unmap the arena and its signal words (the judge's memory stays until the judge releases it too). A
         runner that is handed a new arena closes the old one first: a page left registered would make the next
         registration at the same address fail (CUDA error 712, seen on the H200)."""
-        self.tensor = None
-        if self._mapping is not None:
-            try:
-                self._mapping.close()
-            except BufferError:  # a view still exported somewhere: the mapping goes with the process
-                pass
-            self._mapping = None
-        if self._cuda is not None:
-            torch.cuda.synchronize()
-            cuda_vmm.driver().release(self._cuda)
-            self._cuda = None
-        if self.signals is not None:
-            self.signals.close()
-            self.signals = None
+        release_mapped(self)
 
     def word_address(self, offset: Any) -> int:
         """Device address of a signal word (CUDA only), checked."""
