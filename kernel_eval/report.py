@@ -102,6 +102,7 @@ def _per_task(records: Sequence[SampleRecord], timing_available: bool) -> dict[s
             "num_samples": len(task_records),
             "correct_rate": metrics.final.correct_rate,
             "hacked_rate": metrics.final.hacked_rate,
+            "fast_1": metrics.final.fast_p["1"] if timing_available else None,
             "fast_1.2": metrics.final.fast_p["1.2"] if timing_available else None,
             "best_correct_rate": metrics.best_of_history.correct_rate,
             "best_fast_1.2": metrics.best_of_history.fast_p["1.2"] if timing_available else None,
@@ -332,6 +333,16 @@ def _delta(a: Any, b: Any) -> str:
     return ""
 
 
+def _paired_rows(a: dict[str, Any], b: dict[str, Any]) -> list[list[str]]:
+    """Paired-by-task rows when both runs cover the same tasks (else none: the comparison would not be paired)."""
+    from .paired import paired_summary_differences
+
+    if set(a.get("per_task") or {}) != set(b.get("per_task") or {}):
+        return []
+    return [[d.metric, _fmt(d.mean_a), _fmt(d.mean_b), f"{d.difference:+.3f}", f"[{d.low:+.3f}, {d.high:+.3f}]",
+             str(d.num_tasks)] for d in paired_summary_differences(a, b)]
+
+
 def compare_summaries(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str] = ("A", "B")) -> str:
     """Side-by-side Markdown tables of two runs: final turn, best-of-history, and each turn."""
     keys = ["num_samples", *RATE_KEYS, "mean_speedup", "geomean_speedup", "mean_reward"]
@@ -354,6 +365,11 @@ def compare_summaries(a: dict[str, Any], b: dict[str, Any], names: tuple[str, st
     best_rows += [[f"Fast@{p_key(p)}", _fmt(best_a["fast_p"].get(p_key(p))), _fmt(best_b["fast_p"].get(p_key(p))),
                    _delta(best_a["fast_p"].get(p_key(p)), best_b["fast_p"].get(p_key(p)))] for p in FAST_P_THRESHOLDS]
     parts += ["", "## Best-of-history", "", markdown_table(header, best_rows)]
+    paired = _paired_rows(a, b)
+    if paired:
+        parts += ["", "## Paired by task (final turn; mean of per-task values, 95 % bootstrap interval over tasks)",
+                  "", markdown_table(["metric", names[0], names[1], f"{names[1]} - {names[0]}", "95 % interval",
+                                      "tasks"], paired)]
     for turn in range(1, max(len(a["per_turn"]), len(b["per_turn"])) + 1):
         ta = a["per_turn"][min(turn, len(a["per_turn"])) - 1]
         tb = b["per_turn"][min(turn, len(b["per_turn"])) - 1]

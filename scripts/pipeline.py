@@ -7,7 +7,8 @@ Stages:
     split     hold out --heldout-tasks tasks: OUT/splits/train and OUT/splits/heldout (seeded, disjoint)
     sft_data  --sft-tasks synthetic tasks (dataset_builder.synthetic), split into training and held-out tasks
               (--sft-split); every answer verified by the kernel reward -> OUT/sft_data/train.jsonl (single- and
-              multi-turn trajectories) and OUT/sft_data/heldout_tasks (a dataset of the held-out tasks)
+              multi-turn trajectories) and OUT/sft_data/heldout_tasks (a dataset of the held-out tasks); with
+              --rl-pool-tasks also OUT/sft_data/rl_pool (fresh solvable tasks of the trained variants, for RL)
     sft       cold-start SFT (scripts/sft.py, --sft-recipe) of the base model (--model, else the tiny model built
               locally) on the training trajectories -> OUT/sft; the held-out synthetic tasks are evaluated with
               the base model before and the SFT model after (OUT/sft_eval/{before,after}), printed as a table
@@ -136,28 +137,12 @@ def _synthetic_split(args: argparse.Namespace, tasks: list) -> set[str]:
     return {task.uuid for task in tasks[-args.sft_heldout_tasks:]}  # the last draws: every family in turn
 
 
-def _synthetic_rows(tasks: list) -> list[dict[str, Any]]:
-    """Dataset rows (dataset_builder.FEATURES) of synthetic tasks, for the evaluation harness."""
-    from dataset_builder.prompt import first_turn_messages
-
-    return [{
-        "data_source": "drkernel_rl_synthetic",
-        "prompt": first_turn_messages(task.reference),
-        "ability": "kernel_optimization",
-        "reward_model": {"style": "rule", "ground_truth": task.reference},
-        "extra_info": {"entry_point": "Model", "level": task.level, "module_name": task.uuid, "ops": list(task.ops),
-                       "original_prompt": [], "repo_name": "drkernel-rl", "type": task.family, "uuid": task.uuid},
-    } for task in tasks]
-
-
 def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     import dataclasses
 
-    from datasets import Dataset
-
-    from dataset_builder import FEATURES
     from dataset_builder.sft_data import build_trajectories, write_jsonl
     from dataset_builder.synthetic.generate import generate_tasks
+    from dataset_builder.synthetic.rows import write_task_dataset
     from kernel_reward import Evaluator
 
     out = Path(args.out) / "sft_data"
@@ -166,6 +151,7 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
     with Evaluator(device="cuda" if _cuda() else "cpu", timeout=args.eval_timeout) as evaluator:
         trajectories, report = build_trajectories(
             tasks, lambda pairs: evaluator.evaluate_many(pairs, progress=True), held_out=())
+        pool = _rl_pool(args, tasks, held, evaluator) if args.rl_pool_tasks else []
     trajectories = [dataclasses.replace(t, split="held_out" if t.uuid in held else "train") for t in trajectories]
     train = [t for t in trajectories if t.split == "train"]
     solved = {t.uuid for t in trajectories if t.kind == "single_turn"}  # the honest answer was judged correct
@@ -176,17 +162,43 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
     write_jsonl(train, out / "train.jsonl")
     write_jsonl([t for t in trajectories if t.split == "held_out"], out / "held_out.jsonl")
     (out / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-    Dataset.from_list(_synthetic_rows(heldout_tasks), features=FEATURES).to_parquet(
-        str(out / "heldout_tasks" / "data" / "train-00000-of-00001.parquet"))
+    write_task_dataset(heldout_tasks, out / "heldout_tasks")
+    if pool:
+        write_task_dataset(pool, out / "rl_pool")
     train_solutions = {task.solution for task in tasks if task.uuid not in held}
     novel = sum(task.solution not in train_solutions for task in heldout_tasks)
     print(report.summary())
     print(f"{len(train)} training trajectories; {len(heldout_tasks)} held-out tasks ({args.sft_split} split), "
           f"{novel} of them with a solution program unlike every training task's")
+    if pool:
+        print(f"RL pool: {len(pool)} fresh tasks of the training variants in {out / 'rl_pool'}")
     return {"train": str(out / "train.jsonl"), "train_trajectories": len(train),
             "heldout_dataset": str(out / "heldout_tasks"), "heldout_tasks": len(heldout_tasks),
+            "rl_pool": str(out / "rl_pool") if pool else None, "rl_pool_tasks": len(pool),
             "heldout_novel_solutions": novel, "split": args.sft_split,
             **{k: v for k, v in report.to_dict().items() if k != "drops"}}
+
+
+def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluator) -> list:
+    """--rl-pool-tasks fresh tasks for RL after SFT: drawn from another seed, of the variants SFT trained on (so
+    the held-out variants stay unseen), none equal to an SFT task, each kept only when its honest solution is
+    judged correct (the task is solvable)."""
+    from dataset_builder.sft_data import completion
+    from dataset_builder.synthetic.generate import generate_tasks
+
+    trained_keys = {task.key for task in sft_tasks if task.uuid not in held}  # none held out with --sft-split variant
+    seen = {task.uuid for task in sft_tasks}
+    families = sorted({key.split("/")[0] for key in trained_keys})
+    candidates = [task for task in generate_tasks(4 * args.rl_pool_tasks, seed=args.seed + 1, families=families)
+                  if task.key in trained_keys and task.uuid not in seen]
+    candidates = candidates[:2 * args.rl_pool_tasks]
+    results = evaluator.evaluate_many([(t.reference, completion(t.plan, t.solution)) for t in candidates],
+                                      progress=True)
+    solvable = [task for task, result in zip(candidates, results, strict=True) if result.status.value == "correct"]
+    if len(solvable) < args.rl_pool_tasks:
+        raise StageFailed(f"only {len(solvable)} of {len(candidates)} RL pool candidates are solvable; asked for "
+                          f"{args.rl_pool_tasks}")
+    return solvable[:args.rl_pool_tasks]
 
 
 def _evaluate_synthetic(args: argparse.Namespace, model: str, folder: Path) -> Summary:
@@ -312,6 +324,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="held-out synthetic tasks: 'task' holds out the last --sft-heldout-tasks draws (fresh "
                         "tasks of the training variants); 'variant' holds out whole variants (reduction/amax, "
                         "norm/rms_norm, softmax/log_softmax: computations never trained on) (default task)")
+    parser.add_argument("--rl-pool-tasks", type=int, default=0,
+                        help="also write OUT/sft_data/rl_pool: this many fresh solvable tasks of the variants SFT "
+                        "trained on, for RL after SFT (default 0: none)")
     parser.add_argument("--sft-heldout-tasks", type=int, default=8,
                         help="synthetic tasks held out with --sft-split task (default 8)")
     parser.add_argument("--sft-recipe", default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu_sft.yaml"),

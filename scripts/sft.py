@@ -150,6 +150,8 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
+    from trl_ext.callbacks import LogHistoryWriter
+
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -167,6 +169,7 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
         train_dataset=train_dataset,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
+        callbacks=[LogHistoryWriter(Path(args.output_dir) / "log_history.json")],  # the loss curve, kept current
     )
     resume = args.resume_from_checkpoint
     if isinstance(resume, str) and resume.lower() in ("true", "false"):

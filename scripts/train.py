@@ -43,6 +43,10 @@ class TrainScriptArguments(ScriptArguments):
         default=None,
         metadata={"help": "Override the tokenizer's eos token (must be the chat template's end-of-turn token)."},
     )
+    max_train_seconds: float | None = field(
+        default=None,
+        metadata={"help": "Stop after the first optimizer step that ends past this many seconds (then save)."},
+    )
 
 
 def load_train_dataset(script_args: TrainScriptArguments, seed: int):
@@ -83,6 +87,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
+    from trl_ext.callbacks import LogHistoryWriter, TimeBudget
     from trl_ext.trainer import TRLOOTrainer
 
     if args.use_mrs and model_args.use_peft and model_args.lora_dropout > 0:
@@ -105,6 +110,10 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     train_dataset = load_train_dataset(script_args, args.seed)
     environment = make_environment(script_args, args)
+    # log_history.json: every logged step's metrics (reward, correct, hacked per turn, time split), kept current.
+    callbacks = [LogHistoryWriter(Path(args.output_dir) / "log_history.json")]
+    if script_args.max_train_seconds is not None:
+        callbacks.append(TimeBudget(script_args.max_train_seconds))
     try:
         trainer = TRLOOTrainer(
             model=model,
@@ -113,6 +122,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
             train_dataset=train_dataset,
             processing_class=tokenizer,
             peft_config=get_peft_config(model_args),
+            callbacks=callbacks,
         )
         resume = args.resume_from_checkpoint
         if isinstance(resume, str) and resume.lower() in ("true", "false"):

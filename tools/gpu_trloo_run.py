@@ -83,22 +83,6 @@ def make_config(out, steps, batch, generations, device, **extra):
     return MultiTurnKernelConfig(**values)
 
 
-def time_budget_callback(budget_s: float | None):
-    """A TrainerCallback that ends training after the first step finishing past ``budget_s`` seconds."""
-    from transformers import TrainerCallback
-
-    class TimeBudget(TrainerCallback):
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.started = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if budget_s is not None and time.perf_counter() - self.started > budget_s:
-                logger.warning("time budget of %.0f s spent after step %d: stopping", budget_s, state.global_step)
-                control.should_training_stop = True
-
-    return TimeBudget()
-
-
 def summarize(trainer) -> list[dict]:
     return [h for h in trainer.state.log_history if "turn_1/reward" in h]
 
@@ -221,6 +205,7 @@ def main(argv=None):
     from peft import LoraConfig
 
     from kernel_reward.env import KernelEnvironment
+    from trl_ext.callbacks import TimeBudget
     from trl_ext.generation import GenerationOutput
     from trl_ext.tiny_model import build_tokenizer
     from trl_ext.trainer import TRLOOTrainer
@@ -279,7 +264,8 @@ def main(argv=None):
         )
         trainer = RecordingTrainer(
             model=model, environment=env, args=config, train_dataset=Dataset.from_list(rows(TASKS, args.preset)),
-            processing_class=tok, peft_config=lora, callbacks=[time_budget_callback(args.time_budget_s)],
+            processing_class=tok, peft_config=lora,
+            callbacks=[TimeBudget(args.time_budget_s)] if args.time_budget_s else None,
         )
         t0 = time.perf_counter()
         trainer.train()

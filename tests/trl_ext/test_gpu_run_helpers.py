@@ -70,3 +70,27 @@ def test_cli_splits_and_prints_digest(tmp_path):
     assert hashlib.sha256(data).hexdigest() in proc.stdout
     assert (tmp_path / "p" / "part1").stat().st_size == 501
     assert (tmp_path / "p" / "part2").stat().st_size == 500
+
+
+@pytest.mark.parametrize("drop", [(0, 5), (7, 30), (90, 10), (33, 1)])
+@pytest.mark.parametrize("parts", [1, 3])
+def test_a_dropped_range_travels_as_nothing_and_comes_back_as_zeros(tmp_path, drop, parts):
+    data = bytes(range(1, 101))  # no zero byte, so a misplaced zero range cannot match by luck
+    src = tmp_path / "model.gguf"
+    src.write_bytes(data)
+    pieces = split_file_mod.split_file(src, parts, tmp_path / "parts", drop=drop)
+    assert sum(p.stat().st_size for p in pieces) == len(data) - drop[1]
+    expected = data[:drop[0]] + bytes(drop[1]) + data[drop[0] + drop[1]:]
+    assert split_file_mod._zeroed_sha256(src, drop) == hashlib.sha256(expected).hexdigest()
+    joined = split_file_mod.join_files(pieces, tmp_path / "joined", hashlib.sha256(expected).hexdigest(),
+                                       zero_range=drop)
+    assert joined.read_bytes() == expected
+
+
+def test_a_dropped_range_outside_the_file_is_refused(tmp_path):
+    src = tmp_path / "f"
+    src.write_bytes(b"x" * 10)
+    with pytest.raises(ValueError, match="not inside"):
+        split_file_mod.split_file(src, 2, tmp_path / "parts", drop=(8, 5))
+    with pytest.raises(ValueError, match="OFFSET:LENGTH"):
+        split_file_mod.parse_range("8-5")

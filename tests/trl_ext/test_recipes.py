@@ -15,7 +15,7 @@ from trl import ModelConfig  # noqa: E402
 from trl_ext import MultiTurnKernelConfig  # noqa: E402
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
-GPU_RECIPES = ["qwen3_8b_trloo.yaml", "qwen3_14b_trloo.yaml", "one_gpu_lora.yaml"]
+GPU_RECIPES = ["qwen3_8b_trloo.yaml", "qwen3_14b_trloo.yaml", "one_gpu_lora.yaml", "qwen05b_trloo.yaml"]
 FULL_FINETUNE_RECIPES = ["qwen3_8b_trloo.yaml", "qwen3_14b_trloo.yaml"]
 # What a CPU box needs changed; every other setting (dtype, bf16, lr, optimizer, schedule...) is the recipe's own.
 CPU_OVERRIDES = dict(use_cpu=True, use_vllm=False, report_to="none", save_strategy="no")

