@@ -8,7 +8,7 @@ quantization of the embedding matrix. Measured on Qwen2.5-Coder-0.5B-Instruct Q4
 model's next-token distributions differ from the untied file's by a mean KL of 0.0067 nats on a chat prompt, and
 the first 40 greedy tokens are identical.
 
-    python tools/gguf_to_hf.py --gguf model.gguf --out DIR [--tie-output] [--dtype bfloat16]
+    python tools/gguf_to_hf.py --gguf model.gguf --out DIR [--tie-output] [--eos-token '<|im_end|>'] [--dtype bfloat16]
 """
 
 from __future__ import annotations
@@ -19,12 +19,18 @@ import time
 from pathlib import Path
 
 
-def convert(gguf: Path, out: Path, *, tie_output: bool, dtype: str) -> dict:
+def convert(gguf: Path, out: Path, *, tie_output: bool, dtype: str, eos_token: str | None = None) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    if eos_token is not None:
+        # transformers versions read a GGUF's eos differently (5.17 gives Qwen2.5's <|endoftext|>, 5.24 its
+        # <|im_end|>); generation must stop at the chat template's end-of-turn token, so it is set explicitly.
+        if eos_token not in tokenizer.get_vocab():
+            raise ValueError(f"--eos-token {eos_token!r} is not in the tokenizer's vocabulary")
+        tokenizer.eos_token = eos_token
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     head, embed = model.get_output_embeddings(), model.get_input_embeddings()
     if tie_output:
@@ -48,6 +54,7 @@ def convert(gguf: Path, out: Path, *, tie_output: bool, dtype: str) -> dict:
         raise RuntimeError(f"weights did not map onto the plain model: missing {missing}, unexpected {unexpected}")
     plain.tie_weights()
     plain.generation_config = model.generation_config
+    plain.generation_config.eos_token_id = tokenizer.eos_token_id
     model = plain.to(getattr(torch, dtype))
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
@@ -64,12 +71,15 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the transformers folder to write")
     parser.add_argument("--tie-output", action="store_true",
                         help="tie the (left-out, all-zero) output matrix to the token embeddings")
+    parser.add_argument("--eos-token", default=None,
+                        help="set the tokenizer's eos (the chat template's end-of-turn token, e.g. <|im_end|>)")
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16", "float16"],
                         help="dtype of the saved weights (default bfloat16)")
     args = parser.parse_args(argv)
     if not args.gguf.is_file():
         parser.error(f"no such GGUF file: {args.gguf}")
-    print(json.dumps(convert(args.gguf, args.out, tie_output=args.tie_output, dtype=args.dtype), indent=2))
+    print(json.dumps(convert(args.gguf, args.out, tie_output=args.tie_output, dtype=args.dtype,
+                                     eos_token=args.eos_token), indent=2))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 #   calls 1-6 (carry .gguf/partN alone):    bash tools/gpu_learning_run.sh stage N .gguf/partN
 #   call 7 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh sft "$OUT"
 #   call 8 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh rl "$OUT" [SECONDS]
-#   call 9 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh eval "$OUT"
+#   call 9 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh eval "$OUT" [sft|rl]   (default rl)
 #   then, here:    python tools/learning_run_report.py --run DIR_OF_CALL_7 DIR_OF_CALL_8 DIR_OF_CALL_9 --out docs/training/...
 #
 # "sft" joins the pieces (SHA-256 checked, the left-out output matrix restored as zeros), converts the GGUF to a
@@ -25,7 +25,7 @@ ZERO_RANGE=5947776:144643072                                              # outp
 DATA=${DATA:-runs/learn_data/sft_data}
 EVAL_TASKS=${EVAL_TASKS:-64}
 EVAL_SAMPLES=${EVAL_SAMPLES:-8}
-mode=${1:?usage: gpu_learning_run.sh stage N PIECE | sft OUT | rl OUT [SECONDS] | eval OUT}
+mode=${1:?usage: gpu_learning_run.sh stage N PIECE | sft OUT | rl OUT [SECONDS] | eval OUT [sft|rl]}
 
 setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -63,6 +63,7 @@ case $mode in
       python3 tools/split_file.py --join "$KEEP"/parts/part{1,2,3,4,5,6} --out "$KEEP/model.gguf" --sha256 "$SHA256" \
         --zero-range "$ZERO_RANGE"
       python3 tools/gguf_to_hf.py --gguf "$KEEP/model.gguf" --out "$KEEP/base" --tie-output --dtype bfloat16 \
+        --eos-token "<|im_end|>" \
         | tee "$OUT/conversion.json"
       MODEL_DIR=$KEEP/base
     fi
@@ -93,9 +94,10 @@ for e in json.load(open(sys.argv[1])):
 EOF
     ;;
   eval)
-    OUT=${2:?OUT}; setup; t0=$SECONDS
-    [[ -f $KEEP/rl/config.json ]] || { echo "no RL model in $KEEP/rl (machine went cold?)"; exit 3; }
-    evaluate "$KEEP/rl" rl
-    echo "== eval rl in $((SECONDS - t0)) s" ;;
+    OUT=${2:?OUT}; which=${3:-rl}; setup; t0=$SECONDS
+    [[ $which == sft || $which == rl ]] || { echo "eval takes sft or rl, got $which"; exit 2; }
+    [[ -f $KEEP/$which/config.json ]] || { echo "no model in $KEEP/$which (machine went cold?)"; exit 3; }
+    evaluate "$KEEP/$which" "$which"
+    echo "== eval $which in $((SECONDS - t0)) s" ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -79,3 +79,22 @@ def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
 def test_sft_data_rejects_a_heldout_count_out_of_range(tmp_path):
     bad = pipeline(tmp_path, "--stages", "sft_data", "--sft-tasks", "4", "--sft-heldout-tasks", "4")
     assert bad.returncode == 1 and "--sft-heldout-tasks must be between 1 and 3" in bad.stderr
+
+
+def test_sft_data_writes_an_rl_pool_of_fresh_solvable_tasks_of_the_trained_variants(tmp_path):
+    done = pipeline(tmp_path, "--stages", "sft_data", "--sft-tasks", "12", "--sft-split", "variant",
+                    "--rl-pool-tasks", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads((tmp_path / "pipeline_summary.json").read_text())["sft_data"]
+    assert data["rl_pool_tasks"] == 3 and data["rl_pool"] == str(tmp_path / "sft_data" / "rl_pool")
+    from datasets import load_dataset
+
+    pool = load_dataset(str(tmp_path / "sft_data" / "rl_pool"))["train"]
+    trained = [json.loads(line) for line in (tmp_path / "sft_data" / "train.jsonl").read_text().splitlines()]
+    heldout = load_dataset(str(tmp_path / "sft_data" / "heldout_tasks"))["train"]
+    seen = {row["uuid"] for row in trained} | {row["extra_info"]["uuid"] for row in heldout}
+    pool_ids = [row["extra_info"]["uuid"] for row in pool]
+    assert len(set(pool_ids)) == 3 and not set(pool_ids) & seen
+    # no pool task is of a held-out variant: each of those has an op no trained variant uses
+    held_ops = {"torch.amax", "torch.rsqrt", "torch.nn.functional.log_softmax"}
+    assert all(not set(row["extra_info"]["ops"]) & held_ops for row in pool), [r["extra_info"]["ops"] for r in pool]
