@@ -74,11 +74,13 @@ def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelCon
         return DigitGuessEnvironment()
     from kernel_reward.env import KernelEnvironment
 
+    strict = {} if args.reward_min_coverage is None else {"min_coverage": args.reward_min_coverage}
     return KernelEnvironment(
         device=args.reward_device,
         timeout=args.reward_timeout,
         reward_scheme=args.reward_scheme,
         reward_params=args.reward_params(),
+        **strict,
     )
 
 

@@ -142,6 +142,15 @@ class MultiTurnKernelConfig(GRPOConfig):
     reward_timeout: float | None = field(
         default=None, metadata={"help": "Per-candidate evaluation timeout in seconds (None: evaluator default)."}
     )
+    reward_min_coverage: float | None = field(
+        default=None,
+        metadata={
+            "help": "Strict mode of the kernel reward: a correct candidate whose Triton coverage (PR) is below this "
+            "floor is hacked (low_coverage), e.g. a Triton copy wrapped around a torch answer. The GPU recipes set "
+            "0.3: no false positive among 84 correct honest candidates measured on an H200 (lowest: liger's RoPE "
+            "at 0.38; docs/training/EVIDENCE.md). None: coverage only weighs in the reward (PR / PRS)."
+        },
+    )
     use_prs: bool = field(
         default=False,
         metadata={
@@ -223,6 +232,8 @@ class MultiTurnKernelConfig(GRPOConfig):
             raise ValueError(f"prs_softness must be > 0, got {self.prs_softness}")
         if self.pr_weight is not None and self.pr_weight < 0.0:
             raise ValueError(f"pr_weight must be >= 0, got {self.pr_weight}")
+        if self.reward_min_coverage is not None and not 0.0 <= self.reward_min_coverage <= 1.0:
+            raise ValueError(f"reward_min_coverage must be in [0, 1] (or None), got {self.reward_min_coverage}")
         if self.pr_weight is not None and self.reward_scheme not in ("drkernel", "paper"):
             raise ValueError(f"pr_weight applies to reward_scheme 'drkernel' or 'paper', not {self.reward_scheme!r}")
         if self.use_prs and self.pr_weight == 0.0:

@@ -72,3 +72,29 @@ def test_recipe_precision_and_lr_change_most_weights_in_one_step(name, tmp_path)
     changed = sum(int((p.detach() != before[n]).sum()) for n, p in model.named_parameters() if n in before)
     total = sum(t.numel() for t in before.values())
     assert changed / total > 0.9, f"{name}: one step changed {changed / total:.1%} of the trainable weights"
+
+
+@pytest.mark.parametrize("name", GPU_RECIPES)
+def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch):
+    """Strict mode (a correct candidate under the coverage floor is hacked) is on in every GPU recipe, and the
+    training script hands the floor to the evaluator."""
+    import importlib.util
+    import sys
+
+    import kernel_reward.env
+
+    args, _ = recipe_configs(name, tmp_path)
+    assert args.reward_min_coverage == 0.3
+    spec = importlib.util.spec_from_file_location("train_script", RECIPES.parent / "scripts" / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "train_script", train)  # dataclasses look their module up there
+    spec.loader.exec_module(train)
+    seen = {}
+    monkeypatch.setattr(kernel_reward.env, "KernelEnvironment", lambda **kwargs: seen.update(kwargs) or "env")
+    assert train.make_environment(train.TrainScriptArguments(dataset_name="x"), args) == "env"
+    assert seen["min_coverage"] == 0.3 and seen["reward_scheme"] == args.reward_scheme
+
+
+def test_the_coverage_floor_must_be_a_fraction(tmp_path):
+    with pytest.raises(ValueError, match="reward_min_coverage must be in \\[0, 1\\]"):
+        recipe_configs("one_gpu_lora.yaml", tmp_path, reward_min_coverage=30)
