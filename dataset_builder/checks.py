@@ -15,14 +15,15 @@ from enum import StrEnum
 
 
 class DropReason(StrEnum):
-    """Why a row was left out of a dataset (the report counts rows per reason)."""
+    """Why a row was left out of a dataset (the report counts rows per reason): the one enum for it, used by the
+    static checks here, the runtime reference checks (``reference_checks``) and validation (``validate``)."""
 
     PARSE_ERROR = "parse_error"
     MISSING_MODEL = "missing_model"
     MISSING_GET_INPUTS = "missing_get_inputs"
     MISSING_GET_INIT_INPUTS = "missing_get_init_inputs"
     DUPLICATE = "duplicate"
-    # Runtime reasons (opt-in, `--check-references`), one per `reference_checks.verdicts.ProblemKind`.
+    # Runtime reasons (opt-in, `--check-references`): the verdicts of `reference_checks`.
     CRASH = "crash"
     TIMEOUT = "timeout"
     NONDETERMINISTIC = "nondeterministic"

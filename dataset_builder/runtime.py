@@ -1,8 +1,7 @@
 """Bridge to the opt-in runtime checks of `dataset_builder.reference_checks` (`--check-references`).
 
-Runs the checks for many references, grouped by entry point (the checker takes one per call), and maps each
-`reference_checks.verdicts.ProblemKind` to the `DropReason` of the same name so builds and validation report
-them like the static reasons.
+Runs the checks for many references, grouped by entry point (the checker takes one per call); their verdicts
+are `DropReason`s already, so builds and validation report them like the static reasons.
 """
 
 from __future__ import annotations
@@ -34,5 +33,5 @@ def run_reference_checks(
         for index, check in zip(indices, checks, strict=True):
             # details can end with a child's output tail: reports keep the first line
             detail = check.details.splitlines()[0][:300] if check.details and not check.ok else ""
-            results[index] = (tuple(DropReason(problem.value) for problem in check.problems), detail)
+            results[index] = (tuple(check.problems), detail)
     return results

@@ -16,41 +16,29 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .checks import scan_reference
+from .checks import DropReason, scan_reference
 from .features import ARROW_SCHEMA, FEATURES
 
 logger = logging.getLogger(__name__)
 
 
 class Finding(StrEnum):
-    """What is wrong; the first group concerns files, the rest single rows (static reasons as in DropReason)."""
+    """What validation finds wrong beyond the reasons a build drops rows for (``DropReason``, also reported): the
+    first group concerns files, the rest single rows."""
 
     NO_DATA = "no_data"
     CARD = "card"
     SCHEMA = "schema"
     UNREADABLE = "unreadable"
-    PARSE_ERROR = "parse_error"
-    MISSING_MODEL = "missing_model"
-    MISSING_GET_INPUTS = "missing_get_inputs"
-    MISSING_GET_INIT_INPUTS = "missing_get_init_inputs"
-    DUPLICATE = "duplicate"
     DUPLICATE_UUID = "duplicate_uuid"
     BAD_PROMPT = "bad_prompt"
     EMPTY_FIELD = "empty_field"
-    # Runtime reasons (with check_references=True)
-    CRASH = "crash"
-    TIMEOUT = "timeout"
-    NONDETERMINISTIC = "nondeterministic"
-    INPUT_INDEPENDENT = "input_independent"
-    NEAR_CONSTANT = "near_constant"
-    NO_TENSOR_OUTPUT = "no_tensor_output"
-    NON_FINITE = "non_finite"
 
 
 @dataclass(frozen=True)
 class Problem:
     where: str
-    finding: Finding
+    finding: Finding | DropReason
     detail: str = ""
 
 
@@ -64,7 +52,7 @@ class ValidationReport:
     def ok(self) -> bool:
         return not self.problems
 
-    def add(self, where: str, finding: Finding, detail: str = "") -> None:
+    def add(self, where: str, finding: Finding | DropReason, detail: str = "") -> None:
         self.problems.append(Problem(where, finding, detail))
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,9 +186,9 @@ def validate_dataset(
                 )
             problems, digest = scan_reference(reference, extra["entry_point"] or "Model")
             for problem in problems:
-                report.add(where, Finding(problem.value))
+                report.add(where, problem)
             if digest in seen_digest:
-                report.add(where, Finding.DUPLICATE, f"same normalised reference as {seen_digest[digest]}")
+                report.add(where, DropReason.DUPLICATE, f"same normalised reference as {seen_digest[digest]}")
             seen_digest.setdefault(digest, where)
             if uuid in seen_uuid:
                 report.add(where, Finding.DUPLICATE_UUID, f"uuid already used by {seen_uuid[uuid]}")
@@ -222,5 +210,5 @@ def validate_dataset(
         )
         for (where, _, _), (reasons, detail) in zip(to_run, results, strict=True):
             for reason in reasons:
-                report.add(where, Finding(reason.value), detail)
+                report.add(where, reason, detail)
     return report

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 
+from ..checks import DropReason
 from .child import OutputStats
 from .isolation import Workspace, read_json
-from .verdicts import ProblemKind, ReferenceCheck, classify_outputs
+from .verdicts import ReferenceCheck, classify_outputs
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +21,7 @@ def verdict(
     if timed_out:
         stage = f" during {report['stage']}" if report else ""
         return _failed(
-            ProblemKind.TIMEOUT,
+            DropReason.TIMEOUT,
             f"no result after {timeout_s:g} s{stage}; process group killed",
             tail,
             seconds,
@@ -30,11 +31,11 @@ def verdict(
             how = "exit status unknown"
         else:
             how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
-        return _failed(ProblemKind.CRASH, f"child died without a result ({how})", tail, seconds)
+        return _failed(DropReason.CRASH, f"child died without a result ({how})", tail, seconds)
     if report.get("error") is not None:
         err = report["error"]
         reason = f"{err['stage']} raised {err['type']}: {err['message']}\n{err['traceback']}"
-        return _failed(ProblemKind.CRASH, reason, tail, seconds)
+        return _failed(DropReason.CRASH, reason, tail, seconds)
 
     outputs = [OutputStats.from_dict(o) for o in report["outputs"]]
     found = classify_outputs(outputs, inputs_identical=report["inputs_identical"])
@@ -44,7 +45,7 @@ def verdict(
     )
 
 
-def _failed(kind: ProblemKind, reason: str, tail: str, seconds: float) -> ReferenceCheck:
+def _failed(kind: DropReason, reason: str, tail: str, seconds: float) -> ReferenceCheck:
     details = f"{kind.value}: {reason}"
     if tail.strip():
         details += f"\n--- child output (tail) ---\n{tail}"

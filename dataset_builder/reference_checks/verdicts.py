@@ -6,10 +6,10 @@ the thresholds below; the reasoning is the evaluator's correctness test, allclos
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from ..checks import DropReason  # the one enum of why a task is unusable (its runtime reasons)
 from .child import OutputStats
 
 # The evaluator's default tolerances per output dtype (kernel_reward, issue 3: fp32 1e-4, fp16/bf16 1e-2).
@@ -41,24 +41,12 @@ def tolerance_for(dtype: str) -> float:
     return EVAL_TOLERANCE.get(dtype.removeprefix("torch."), 0.0)
 
 
-class ProblemKind(enum.StrEnum):
-    """Why a reference program cannot serve as a task."""
-
-    CRASH = "crash"  # import, build, get_inputs or forward raised, or the process died
-    TIMEOUT = "timeout"  # did not finish within the wall-clock budget
-    NONDETERMINISTIC = "nondeterministic"  # identical inputs, different outputs
-    INPUT_INDEPENDENT = "input_independent"  # (almost) the same output for two different random inputs
-    NEAR_CONSTANT = "near_constant"  # all |y| within tolerance of 0, or one value almost everywhere
-    NO_TENSOR_OUTPUT = "no_tensor_output"  # forward returned no tensor at all
-    NON_FINITE = "non_finite"  # NaN or Inf in the output: allclose can never pass
-
-
 @dataclass
 class ReferenceCheck:
     """Verdict on one reference program. ``ok`` only when it ran to the end with no problem (fail closed)."""
 
     ok: bool = False
-    problems: list[ProblemKind] = field(default_factory=list)
+    problems: list[DropReason] = field(default_factory=list)
     details: str = ""
     seconds: float = 0.0
     outputs: list[OutputStats] = field(default_factory=list)
@@ -71,7 +59,7 @@ class ReferenceCheck:
 
 def classify_outputs(
     outputs: Sequence[OutputStats], *, inputs_identical: bool = False
-) -> list[tuple[ProblemKind, str]]:
+) -> list[tuple[DropReason, str]]:
     """Problems shown by the output statistics of one reference, each with a one-line reason.
 
     Args:
@@ -82,38 +70,38 @@ def classify_outputs(
         ``(kind, reason)`` pairs, at most one per kind, in a fixed order; empty when the outputs look usable.
     """
     if not outputs:
-        return [(ProblemKind.NO_TENSOR_OUTPUT, "forward returned no tensor")]
-    found: dict[ProblemKind, str] = {}
+        return [(DropReason.NO_TENSOR_OUTPUT, "forward returned no tensor")]
+    found: dict[DropReason, str] = {}
 
-    def add(kind: ProblemKind, reason: str) -> None:
+    def add(kind: DropReason, reason: str) -> None:
         found.setdefault(kind, reason)
 
     for out in outputs:
         tol = tolerance_for(out.dtype)
         name = f"output {out.index} {out.dtype}{list(out.shape)}"
         if not out.finite:
-            add(ProblemKind.NON_FINITE, f"{name} holds NaN or Inf")
+            add(DropReason.NON_FINITE, f"{name} holds NaN or Inf")
             continue  # differences and spreads of non-finite values mean nothing
         if out.repeat_max_abs_diff > NONDETERMINISM_REL * out.max_abs:
             add(
-                ProblemKind.NONDETERMINISTIC,
+                DropReason.NONDETERMINISTIC,
                 f"{name}: two calls on identical inputs differ by up to {out.repeat_max_abs_diff:.3g}",
             )
         if out.other_input_max_abs_diff <= tol + INPUT_DEPENDENCE_REL * out.max_abs:
             why = " (get_inputs() returned the same inputs under both seeds)" if inputs_identical else ""
             add(
-                ProblemKind.INPUT_INDEPENDENT,
+                DropReason.INPUT_INDEPENDENT,
                 f"{name}: outputs for two different inputs differ by only {out.other_input_max_abs_diff:.3g}{why}",
             )
         if out.max_abs <= tol:
             add(
-                ProblemKind.NEAR_CONSTANT,
+                DropReason.NEAR_CONSTANT,
                 f"{name}: all |y| <= {out.max_abs:.3g}, so an all-zeros output passes",
             )
         elif out.numel > 1 and out.std <= NEAR_CONSTANT_REL_STD * out.rms:
             add(
-                ProblemKind.NEAR_CONSTANT,
+                DropReason.NEAR_CONSTANT,
                 f"{name}: std {out.std:.3g} is tiny against RMS {out.rms:.3g}, so a constant fill nearly passes",
             )
-    order = list(ProblemKind)
+    order = list(DropReason)
     return sorted(found.items(), key=lambda item: order.index(item[0]))

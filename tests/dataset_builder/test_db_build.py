@@ -155,14 +155,14 @@ RUNTIME_CASES = {
 }
 
 
-def test_every_runtime_problem_kind_has_a_drop_reason_and_a_finding():
+def test_runtime_verdicts_are_drop_reasons_and_validation_adds_only_its_own_findings():
+    """One enum for why a task is unusable: the reference checks' verdicts are DropReasons, and validation's own
+    findings (files, uuids, prompts) do not repeat any of them."""
     from dataset_builder.checks import RUNTIME_REASONS
-    from dataset_builder.reference_checks.verdicts import ProblemKind
     from dataset_builder.validate import Finding
 
-    kinds = {kind.value for kind in ProblemKind}
-    assert kinds == {reason.value for reason in RUNTIME_REASONS}
-    assert kinds <= {finding.value for finding in Finding}
+    assert RUNTIME_REASONS <= set(DropReason)
+    assert not {finding.value for finding in Finding} & {reason.value for reason in DropReason}
 
 
 def test_runtime_checks_use_each_rows_entry_point(tmp_path):

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataset_builder import build_dataset, validate_dataset
+from dataset_builder.checks import DropReason
 from dataset_builder.features import ARROW_SCHEMA
 from dataset_builder.validate import Finding, type_differences
 
@@ -49,9 +50,9 @@ def test_row_problems_are_named(tmp_path):
     found = {(p.where.split(" (uuid")[0].rsplit("/", 1)[-1], p.finding) for p in report.problems}
     shard = next((out / "data").glob("*.parquet")).name
     assert (f"{shard} row 1", Finding.DUPLICATE_UUID) in found
-    assert (f"{shard} row 2", Finding.MISSING_GET_INPUTS) in found
+    assert (f"{shard} row 2", DropReason.MISSING_GET_INPUTS) in found
     assert (f"{shard} row 3", Finding.BAD_PROMPT) in found
-    assert (f"{shard} row 4", Finding.DUPLICATE) in found
+    assert (f"{shard} row 4", DropReason.DUPLICATE) in found
     assert ("README.md", Finding.CARD) in found  # card declares 4 rows, data holds 5
     assert not report.ok
 
@@ -72,7 +73,7 @@ def test_schema_break_names_the_column(tmp_path):
 def test_validate_can_run_the_references(tmp_path):
     out = _built(tmp_path, [reference("torch.tanh(x)"), reference("x * 0.0")])
     report = validate_dataset(out, check_references=True, num_proc=2, reference_timeout_s=60)
-    assert Finding.NEAR_CONSTANT in {p.finding for p in report.problems}  # x * 0 lets a zero kernel pass
+    assert DropReason.NEAR_CONSTANT in {p.finding for p in report.problems}  # x * 0 lets a zero kernel pass
     assert all(" row 1 " in p.where for p in report.problems)  # the tanh task is fine
 
 

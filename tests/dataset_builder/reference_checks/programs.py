@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataset_builder.reference_checks.verdicts import ProblemKind
+from dataset_builder.checks import DropReason
 
 # A complete program with a placeholder for the body of forward (indented 8 spaces) and extra module code.
 TEMPLATE = '''"""Synthetic reference for the checker tests."""
@@ -40,26 +40,26 @@ GOOD = program("return torch.tanh(x) * self.weight + x.sum(dim=-1, keepdim=True)
 
 # One program per problem kind (and a few ways to crash), checked together in one parallel batch.
 BAD = {
-    "crash_forward": (program("raise RuntimeError('boom in forward')"), ProblemKind.CRASH),
-    "crash_missing_get_inputs": (GOOD.replace("def get_inputs", "def make_inputs"), ProblemKind.CRASH),
-    "crash_syntax": (GOOD.replace("def forward(self, x):", "def forward(self, x)"), ProblemKind.CRASH),
-    "crash_killed": (program("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"), ProblemKind.CRASH),
-    "crash_stdin_is_empty": (program("input()\nreturn x"), ProblemKind.CRASH),
+    "crash_forward": (program("raise RuntimeError('boom in forward')"), DropReason.CRASH),
+    "crash_missing_get_inputs": (GOOD.replace("def get_inputs", "def make_inputs"), DropReason.CRASH),
+    "crash_syntax": (GOOD.replace("def forward(self, x):", "def forward(self, x)"), DropReason.CRASH),
+    "crash_killed": (program("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"), DropReason.CRASH),
+    "crash_stdin_is_empty": (program("input()\nreturn x"), DropReason.CRASH),
     "crash_noisy": (
         program("for i in range(20000):\n    print('line', i)\nraise ValueError('late')"),
-        ProblemKind.CRASH,
+        DropReason.CRASH,
     ),
-    "nondeterministic": (program("return F.dropout(x, p=0.5, training=True)"), ProblemKind.NONDETERMINISTIC),
-    "stateful": (program("self.weight.data += 1.0\nreturn x * self.weight"), ProblemKind.NONDETERMINISTIC),
-    "input_independent": (program("return torch.zeros_like(x) + self.weight"), ProblemKind.INPUT_INDEPENDENT),
+    "nondeterministic": (program("return F.dropout(x, p=0.5, training=True)"), DropReason.NONDETERMINISTIC),
+    "stateful": (program("self.weight.data += 1.0\nreturn x * self.weight"), DropReason.NONDETERMINISTIC),
+    "input_independent": (program("return torch.zeros_like(x) + self.weight"), DropReason.INPUT_INDEPENDENT),
     "fixed_inputs": (
         GOOD.replace("return [torch.randn(BATCH, DIM)]", "return [torch.ones(BATCH, DIM)]"),
-        ProblemKind.INPUT_INDEPENDENT,
+        DropReason.INPUT_INDEPENDENT,
     ),
-    "near_zero": (program("return x * 1e-6"), ProblemKind.NEAR_CONSTANT),
-    "near_constant": (program("return 1000.0 + 1e-3 * x"), ProblemKind.NEAR_CONSTANT),
-    "no_tensor_output": (program("return float(x.sum())"), ProblemKind.NO_TENSOR_OUTPUT),
-    "non_finite": (program("return torch.log(x)"), ProblemKind.NON_FINITE),
+    "near_zero": (program("return x * 1e-6"), DropReason.NEAR_CONSTANT),
+    "near_constant": (program("return 1000.0 + 1e-3 * x"), DropReason.NEAR_CONSTANT),
+    "no_tensor_output": (program("return float(x.sum())"), DropReason.NO_TENSOR_OUTPUT),
+    "non_finite": (program("return torch.log(x)"), DropReason.NON_FINITE),
 }
 
 # A child needs ~2 s to start and import torch on an idle 2-core box; leave room for a loaded one.

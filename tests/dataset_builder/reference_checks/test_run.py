@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dataset_builder.checks import DropReason
 from dataset_builder.reference_checks.child import OUTPUT_TAIL_BYTES
 from dataset_builder.reference_checks.run import check_reference, check_references
-from dataset_builder.reference_checks.verdicts import ProblemKind, ReferenceCheck
+from dataset_builder.reference_checks.verdicts import ReferenceCheck
 from dataset_builder.tasks import load_tasks
 
 from .programs import BAD, GOOD, HANG_TIMEOUT_S, TIMEOUT_S, program
@@ -69,14 +70,14 @@ def test_child_output_is_truncated_to_its_tail(batch_results):
 def test_input_independence_reason_mentions_fixed_inputs(batch_results):
     assert "same inputs under both seeds" in batch_results["fixed_inputs"].details
     # The honest dependence on the weight alone does not make it near-constant.
-    assert ProblemKind.NEAR_CONSTANT not in batch_results["input_independent"].problems
+    assert DropReason.NEAR_CONSTANT not in batch_results["input_independent"].problems
 
 
 def test_good_references_pass_and_keep_input_order(batch_results):
     good = batch_results["good"]
     assert good.ok and good.problems == [] and good.details == "ok"
     assert good.outputs[0].shape == (8, 32) and good.outputs[0].dtype == "float32"
-    assert batch_results["named_net"].problems == [ProblemKind.CRASH]  # no class named Model
+    assert batch_results["named_net"].problems == [DropReason.CRASH]  # no class named Model
     assert "['Model']" in batch_results["named_net"].details
 
 
@@ -99,7 +100,7 @@ def test_hanging_reference_times_out():
     started = time.perf_counter()
     result = check_reference(source, timeout_s=HANG_TIMEOUT_S)
     elapsed = time.perf_counter() - started
-    assert result.problems == [ProblemKind.TIMEOUT], result.details
+    assert result.problems == [DropReason.TIMEOUT], result.details
     assert f"no result after {HANG_TIMEOUT_S:g} s" in result.details
     assert HANG_TIMEOUT_S <= elapsed < HANG_TIMEOUT_S + 10
 
@@ -107,7 +108,7 @@ def test_hanging_reference_times_out():
 def test_warm_server_survives_a_timeout_and_keeps_serving():
     hang = program("import time\nwhile True:\n    time.sleep(1)")
     results = check_references([hang, GOOD], num_workers=1, timeout_s=HANG_TIMEOUT_S, progress=False)
-    assert [r.problems for r in results] == [[ProblemKind.TIMEOUT], []]
+    assert [r.problems for r in results] == [[DropReason.TIMEOUT], []]
     assert "during forward" in results[0].details  # warm children start with torch imported
     assert results[1].ok and results[1].seconds < HANG_TIMEOUT_S
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import math
 
+from dataset_builder.checks import DropReason
 from dataset_builder.reference_checks.child import OutputStats
 from dataset_builder.reference_checks.verdicts import (
-    ProblemKind,
     ReferenceCheck,
     classify_outputs,
     tolerance_for,
@@ -22,35 +22,35 @@ def stats(**changes) -> OutputStats:
     return OutputStats(**{**base, **changes})
 
 
-def kinds(outputs, **kwargs) -> list[ProblemKind]:
+def kinds(outputs, **kwargs) -> list[DropReason]:
     return [k for k, _ in classify_outputs(outputs, **kwargs)]
 
 
 def test_classify_outputs_thresholds():
     assert kinds([stats()]) == []
-    assert kinds([]) == [ProblemKind.NO_TENSOR_OUTPUT]
-    assert kinds([stats(finite=False, repeat_max_abs_diff=math.nan)]) == [ProblemKind.NON_FINITE]
+    assert kinds([]) == [DropReason.NO_TENSOR_OUTPUT]
+    assert kinds([stats(finite=False, repeat_max_abs_diff=math.nan)]) == [DropReason.NON_FINITE]
     # Reassociation-sized differences are fine; larger ones are nondeterminism.
     assert kinds([stats(repeat_max_abs_diff=1e-7)]) == []
-    assert kinds([stats(repeat_max_abs_diff=1e-4)]) == [ProblemKind.NONDETERMINISTIC]
-    assert kinds([stats(repeat_max_abs_diff=math.inf)]) == [ProblemKind.NONDETERMINISTIC]
+    assert kinds([stats(repeat_max_abs_diff=1e-4)]) == [DropReason.NONDETERMINISTIC]
+    assert kinds([stats(repeat_max_abs_diff=math.inf)]) == [DropReason.NONDETERMINISTIC]
     # Input dependence is judged against the evaluator tolerance plus a relative margin.
-    assert kinds([stats(other_input_max_abs_diff=0.0)]) == [ProblemKind.INPUT_INDEPENDENT]
-    assert kinds([stats(other_input_max_abs_diff=2e-3)]) == [ProblemKind.INPUT_INDEPENDENT]
+    assert kinds([stats(other_input_max_abs_diff=0.0)]) == [DropReason.INPUT_INDEPENDENT]
+    assert kinds([stats(other_input_max_abs_diff=2e-3)]) == [DropReason.INPUT_INDEPENDENT]
     assert kinds([stats(other_input_max_abs_diff=5e-3)]) == []
     assert kinds([stats(other_input_max_abs_diff=math.inf)]) == []  # shape changed with the input
     # Near zero at the dtype's tolerance; near constant when std is tiny against RMS (never for one element).
     assert kinds([stats(max_abs=5e-5, rms=3e-5, std=3e-5, other_input_max_abs_diff=1.0)]) == [
-        ProblemKind.NEAR_CONSTANT
+        DropReason.NEAR_CONSTANT
     ]
     assert kinds(
         [stats(dtype="float16", max_abs=5e-3, rms=3e-3, std=3e-3, other_input_max_abs_diff=1.0)]
-    ) == [ProblemKind.NEAR_CONSTANT]
+    ) == [DropReason.NEAR_CONSTANT]
     assert (
         kinds([stats(dtype="float16", max_abs=5e-2, rms=3e-2, std=3e-2, other_input_max_abs_diff=1.0)]) == []
     )
     assert kinds([stats(rms=5.0, std=4e-3, max_abs=6.0, other_input_max_abs_diff=1.0)]) == [
-        ProblemKind.NEAR_CONSTANT
+        DropReason.NEAR_CONSTANT
     ]
     assert (
         kinds([stats(rms=5.0, std=4e-3, max_abs=6.0, numel=1, shape=(), other_input_max_abs_diff=1.0)]) == []
@@ -59,7 +59,7 @@ def test_classify_outputs_thresholds():
     found = classify_outputs(
         [stats(), stats(index=1, other_input_max_abs_diff=0.0), stats(index=2, other_input_max_abs_diff=0.0)]
     )
-    assert [k for k, _ in found] == [ProblemKind.INPUT_INDEPENDENT] and "output 1" in found[0][1]
+    assert [k for k, _ in found] == [DropReason.INPUT_INDEPENDENT] and "output 1" in found[0][1]
 
 
 def test_tolerance_for_dtypes():
@@ -70,7 +70,7 @@ def test_tolerance_for_dtypes():
 
 def test_result_to_dict_is_json_ready():
     result = ReferenceCheck(
-        ok=False, problems=[ProblemKind.TIMEOUT], details="x", seconds=1.5, outputs=[stats()]
+        ok=False, problems=[DropReason.TIMEOUT], details="x", seconds=1.5, outputs=[stats()]
     )
     data = json.loads(json.dumps(result.to_dict()))
     assert data["problems"] == ["timeout"] and data["outputs"][0]["shape"] == [4, 8]
