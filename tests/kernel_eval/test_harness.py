@@ -1,6 +1,6 @@
 """Harness plumbing with an injected evaluator: batching, prompts rebuilt per turn, resume, report files.
 
-The real-Evaluator known-answer test lives in test_eval_saved_real.py; this one pins the harness's own logic
+The real-Evaluator known-answer test lives in test_run_saved.py; this one pins the harness's own logic
 (which candidates reach the evaluator, in what order, and what is written) without running any kernel.
 """
 

@@ -1,6 +1,6 @@
 """Model evaluation through trl_ext's rollout: tiny local model, OpenAI-compatible endpoint, TTS, resume.
 
-The evaluator is the counting fake (kernel verdicts are covered by test_eval_saved_real.py); what is tested
+The evaluator is the counting fake (kernel verdicts are covered by test_run_saved.py); what is tested
 here is generation -> environment -> records -> summary, the resume cache, and the endpoint protocol.
 """
 
