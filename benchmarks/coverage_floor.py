@@ -4,11 +4,11 @@ Strict mode (``EvalOptions.min_coverage``) calls a correct candidate ``hacked`` 
 Triton coverage (PR) is below a floor. This reads the coverages of correct candidates from saved GPU runs and
 counts, for each floor, how many would have been called hacked. Sources (all measured on one H200):
 
-- the shipped tasks' honest solutions in a throughput run (``benchmarks/judge_h200/throughput_run_m.json``),
+- the shipped tasks' honest solutions in a throughput run (``benchmarks/results/judge_h200/throughput_run_m.json``),
 - the correct samples of the GPU learning run's evaluations (``docs/training/gpu_learning_run/raw/eval_*``),
-- liger-kernel's production kernels (``benchmarks/production_kernels_h200_run_o.json``).
+- liger-kernel's production kernels (``benchmarks/results/production_kernels_h200_run_o.json``).
 
-    python benchmarks/coverage_floor.py [--json-out benchmarks/coverage_floor_h200.json]
+    python benchmarks/coverage_floor.py [--json-out benchmarks/results/coverage_floor_h200.json]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def honest_coverages(root: Path = ROOT) -> list[tuple[str, float]]:
     """(source:name, coverage) of every correct candidate in the saved runs (a task's honest solution once)."""
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
-    for result in _results(json.loads((root / "benchmarks/judge_h200/throughput_run_m.json").read_text())):
+    for result in _results(json.loads((root / "benchmarks/results/judge_h200/throughput_run_m.json").read_text())):
         if result["status"] == "correct" and result["task"] not in seen:  # the throughput run repeats tasks
             seen.add(result["task"])
             out.append((f"shipped:{result['task']}", float(result["coverage"])))
@@ -48,7 +48,7 @@ def honest_coverages(root: Path = ROOT) -> list[tuple[str, float]]:
             sample = json.loads(line)
             if sample["result"]["status"] == "correct":
                 out.append((f"{run.parent.name}:{sample['uuid']}", float(sample["result"]["coverage"])))
-    for kernel in json.loads((root / "benchmarks/production_kernels_h200_run_o.json").read_text())["kernels"]:
+    for kernel in json.loads((root / "benchmarks/results/production_kernels_h200_run_o.json").read_text())["kernels"]:
         if kernel["status"] == "correct":
             out.append((f"liger:{kernel['kernel']}", float(kernel["coverage"])))
     return out

@@ -1,5 +1,5 @@
 """Diagnostic (GPU only): is the runner's slowdown on large inputs the legacy CUDA IPC mapping, and does memory
-shared through the virtual memory API avoid it? Yes: on the H200 (2026-12-03, judge_h200/vmm_probe_run_e.txt) the
+shared through the virtual memory API avoid it? Yes: on the H200 (2026-12-03, results/judge_h200/vmm_probe_run_e.txt) the
 1 GB matvec took 2.81 ms through a legacy import and 0.263 ms through a VMM import, the same as private memory;
 exchange.Arena has used the VMM route since.
 

@@ -100,7 +100,7 @@ class EvalOptions:
                   "docs/security.md): the floor stops lazy wrappers, not a runner that forges its coverage"},
     )
     coverage_method: CoverageMethod = field(
-        # "events" by default: on the H200 the two agree (benchmarks/coverage_h200.json) and CUPTI's start-up in
+        # "events" by default: on the H200 the two agree (benchmarks/results/coverage_h200.json) and CUPTI's start-up in
         # every fresh sandboxed process (5-6 s) was the largest cost of a correct candidate's evaluation.
         default="events",
         metadata={"help": "how coverage (PR) is measured: 'events' (CUDA events around the candidate's Triton "

@@ -8,7 +8,7 @@ reference and candidate alternating) and shows that speedup beside kernel_reward
 
 Run from the repository root:
   python -m benchmarks.production_kernels --device cpu                   # Triton interpreter, small sizes
-  python -m benchmarks.production_kernels --device cuda --out benchmarks/production_kernels_h200.json
+  python -m benchmarks.production_kernels --device cuda --out benchmarks/results/production_kernels_h200.json
 
 Exit status 0 when the evaluations ran (whatever the verdicts; the summary line counts false positives),
 2 on bad arguments or a missing liger-kernel.
