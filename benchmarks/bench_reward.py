@@ -104,7 +104,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     import torch
 
     from dataset_builder.tasks import load_tasks
-    from kernel_reward import exchange, judge
+    from kernel_reward import exchange, judge, judge_measure
     from kernel_reward.loading import unload, write_and_import
     from kernel_reward.options import EvalOptions
     from kernel_reward.remote import RemoteCandidate, output_spec
@@ -135,14 +135,14 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                     state = dict(model.state_dict())
                     arena = exchange.Arena(judge._arena_bytes(torch_device, state, probe, spec), torch_device)
                     judge.share_arena(client, arena)
-                    clock, overhead, before = judge.time_reference_before(model, module, arena, spec, torch_device,
+                    clock, overhead, before = judge_measure.time_reference_before(model, module, arena, spec, torch_device,
                                                                           options, client, [1, 2, 3])
                     client.ask({"type": "load", "code": task.source + "\n\nModelNew = Model\n",
                                 "allow_tf32": options.allow_tf32}, ("loaded",))
                     judge.build_remote(client, arena, 0, seed, init, state)
                     candidate = RemoteCandidate(client, arena, spec, 0)
 
-                    timing = judge.compare_timed(clock, candidate, client, overhead, before, options)
+                    timing = judge_measure.compare_timed(clock, candidate, client, overhead, before, options)
                     rows.append({"task": task.name, "ref_ms": timing.reference.median_ms,
                                  "cand_ms": timing.candidate.median_ms, "speedup": timing.speedup,
                                  "abs_log": abs(math.log(timing.speedup)), "ci_low": timing.speedup_ci[0],

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     config, namespace = parse_config(argv)
     logging.basicConfig(level=namespace.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if config is None:
-        from .report import compare_summaries, load_summary
+        from .compare import compare_summaries, load_summary
 
         a, b = namespace.compare
         sys.stdout.write(compare_summaries(load_summary(a), load_summary(b), names=(a, b)))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tqdm.auto import tqdm
@@ -28,13 +27,10 @@ from kernel_reward.result import EvalResult
 
 from .cache import ResultCache, cache_key
 from .completions import SavedTrajectory
-from .metrics import Outcome
+from .records import Messages, SampleRecord, TurnRecord
 from .tasks import EvalTask
 
 logger = logging.getLogger(__name__)
-
-Messages = list[dict[str, str]]
-
 
 class PairEvaluator(Protocol):
     """What the harness needs from ``kernel_reward.Evaluator``: batched, order-preserving evaluation of
@@ -46,51 +42,6 @@ class PairEvaluator(Protocol):
 def evaluation_pair(reference: str, candidate: str, entry_point: str = "Model") -> tuple[str, ...]:
     """The evaluator input for one candidate (the entry point only travels when it is not the default)."""
     return (reference, candidate) if entry_point == "Model" else (reference, candidate, entry_point)
-
-
-@dataclass
-class TurnRecord:
-    """One evaluated turn: what the model saw, what it wrote, what was extracted, and the verdict."""
-
-    uuid: str
-    sample: int
-    turn: int  # 1-based
-    prompt: Messages  # the chat the model answered
-    completion: str
-    code: str | None  # the extracted code (None: format error)
-    result: EvalResult
-    cached: bool = False  # loaded from the resume cache rather than computed in this run
-    phase: str = "multi_turn"  # "multi_turn" or "tts" (test-time scaling round)
-
-    @property
-    def outcome(self) -> Outcome:
-        return Outcome.from_result(self.result)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "uuid": self.uuid,
-            "sample": self.sample,
-            "turn": self.turn,
-            "phase": self.phase,
-            "cached": self.cached,
-            "prompt": self.prompt,
-            "completion": self.completion,
-            "code": self.code,
-            "result": self.result.to_dict(),
-        }
-
-
-@dataclass
-class SampleRecord:
-    """All turns of one sample (trajectory) of one task."""
-
-    task: EvalTask
-    sample: int
-    turns: list[TurnRecord] = field(default_factory=list)
-
-    @property
-    def outcomes(self) -> list[Outcome]:
-        return [t.outcome for t in self.turns]
 
 
 def feedback_message(result: EvalResult) -> str:

@@ -23,8 +23,8 @@ from typing import Any
 from kernel_reward.result import Status
 
 from .completions import SavedTrajectory, write_completions
-from .harness import SampleRecord
 from .metrics import FAST_P_THRESHOLDS, Outcome, TurnMetrics, p_key, run_metrics, turn_metrics
+from .records import SampleRecord
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def _per_task(records: Sequence[SampleRecord], timing_available: bool) -> dict[s
     return table
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -121,11 +121,11 @@ def _fmt(value: Any) -> str:
 def _metric_rows(entries: Sequence[dict[str, Any]]) -> list[list[str]]:
     rows = []
     for entry in entries:
-        row = [_fmt(entry.get("turn", "")), _fmt(entry["num_samples"])]
-        row += [_fmt(entry[k]) for k in RATE_KEYS]
-        row += [_fmt(entry["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
-        row += [_fmt(entry["fast_p_lower"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
-        row += [_fmt(entry["mean_speedup"]), _fmt(entry["geomean_speedup"]), _fmt(entry["mean_reward"])]
+        row = [format_value(entry.get("turn", "")), format_value(entry["num_samples"])]
+        row += [format_value(entry[k]) for k in RATE_KEYS]
+        row += [format_value(entry["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
+        row += [format_value(entry["fast_p_lower"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
+        row += [format_value(entry["mean_speedup"]), format_value(entry["geomean_speedup"]), format_value(entry["mean_reward"])]
         rows.append(row)
     return rows
 
@@ -167,16 +167,16 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
     ]
     parts.append(markdown_table(
         ["after turn", "correct", *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup"],
-        [[str(e["turn"]), _fmt(e["best_so_far"]["correct_rate"]),
-          *[_fmt(e["best_so_far"]["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS],
-          _fmt(e["best_so_far"]["mean_speedup"])] for e in summary["per_turn"]],
+        [[str(e["turn"]), format_value(e["best_so_far"]["correct_rate"]),
+          *[format_value(e["best_so_far"]["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS],
+          format_value(e["best_so_far"]["mean_speedup"])] for e in summary["per_turn"]],
     ))
     parts += ["", "Over the whole history:", ""]
     best = summary["best_of_history"]
     parts.append(markdown_table(
         ["samples", "correct", *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup", "best turn histogram"],
-        [[_fmt(best["num_samples"]), _fmt(best["correct_rate"]),
-          *[_fmt(best["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS], _fmt(best["mean_speedup"]),
+        [[format_value(best["num_samples"]), format_value(best["correct_rate"]),
+          *[format_value(best["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS], format_value(best["mean_speedup"]),
           ", ".join(f"turn {k}: {v}" for k, v in best["best_turn_histogram"].items())]],
     ))
     parts += ["", "## Final turn by level", ""]
@@ -188,8 +188,8 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
     parts += ["", "## Per task (final turn, and best turn of the history)", ""]
     parts.append(markdown_table(
         ["task", "level", "samples", "correct", "hacked", "Fast@1.2", "best correct", "best Fast@1.2"],
-        [[uuid, row["level"], str(row["num_samples"]), _fmt(row["correct_rate"]), _fmt(row["hacked_rate"]),
-          _fmt(row["fast_1.2"]), _fmt(row["best_correct_rate"]), _fmt(row["best_fast_1.2"])]
+        [[uuid, row["level"], str(row["num_samples"]), format_value(row["correct_rate"]), format_value(row["hacked_rate"]),
+          format_value(row["fast_1.2"]), format_value(row["best_correct_rate"]), format_value(row["best_fast_1.2"])]
          for uuid, row in summary["per_task"].items()],
     ))
     parts += ["", "## Final-turn verdicts", ""]
@@ -317,61 +317,10 @@ def write_run(
 # --- comparing runs -----------------------------------------------------------------------------------------
 
 
-def load_summary(path: str | Path) -> dict[str, Any]:
-    """A summary.json, given the file or the run folder that holds it."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "summary.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"no summary.json at {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
+def __getattr__(name: str) -> Any:
+    """``compare_summaries`` and ``load_summary`` moved to ``kernel_eval.compare``; the old names keep working."""
+    if name in ("compare_summaries", "load_summary"):
+        from . import compare
 
-
-def _delta(a: Any, b: Any) -> str:
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return f"{b - a:+.3f}"
-    return ""
-
-
-def _paired_rows(a: dict[str, Any], b: dict[str, Any]) -> list[list[str]]:
-    """Paired-by-task rows when both runs cover the same tasks (else none: the comparison would not be paired)."""
-    from .paired import paired_summary_differences
-
-    if set(a.get("per_task") or {}) != set(b.get("per_task") or {}):
-        return []
-    return [[d.metric, _fmt(d.mean_a), _fmt(d.mean_b), f"{d.difference:+.3f}", f"[{d.low:+.3f}, {d.high:+.3f}]",
-             str(d.num_tasks)] for d in paired_summary_differences(a, b)]
-
-
-def compare_summaries(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str] = ("A", "B")) -> str:
-    """Side-by-side Markdown tables of two runs: final turn, best-of-history, and each turn."""
-    keys = ["num_samples", *RATE_KEYS, "mean_speedup", "geomean_speedup", "mean_reward"]
-
-    def rows(x: dict[str, Any], y: dict[str, Any]) -> list[list[str]]:
-        out = [[k, _fmt(x.get(k)), _fmt(y.get(k)), _delta(x.get(k), y.get(k))] for k in keys]
-        out += [[f"Fast@{p_key(p)}", _fmt(x["fast_p"].get(p_key(p))), _fmt(y["fast_p"].get(p_key(p))),
-                 _delta(x["fast_p"].get(p_key(p)), y["fast_p"].get(p_key(p)))] for p in FAST_P_THRESHOLDS]
-        # summaries written before the lower-bound metric lack it: shown as n/a
-        low_x, low_y = x.get("fast_p_lower") or {}, y.get("fast_p_lower") or {}
-        out += [[f"Fast@{p_key(p)} (low)", _fmt(low_x.get(p_key(p))), _fmt(low_y.get(p_key(p))),
-                 _delta(low_x.get(p_key(p)), low_y.get(p_key(p)))] for p in FAST_P_THRESHOLDS]
-        return out
-
-    header = ["metric", names[0], names[1], f"{names[1]} - {names[0]}"]
-    parts = ["## Final turn", "", markdown_table(header, rows(a, b))]
-    best_keys = ["correct_rate", "mean_speedup", "geomean_speedup"]
-    best_a, best_b = a["best_of_history"], b["best_of_history"]
-    best_rows = [[k, _fmt(best_a.get(k)), _fmt(best_b.get(k)), _delta(best_a.get(k), best_b.get(k))] for k in best_keys]
-    best_rows += [[f"Fast@{p_key(p)}", _fmt(best_a["fast_p"].get(p_key(p))), _fmt(best_b["fast_p"].get(p_key(p))),
-                   _delta(best_a["fast_p"].get(p_key(p)), best_b["fast_p"].get(p_key(p)))] for p in FAST_P_THRESHOLDS]
-    parts += ["", "## Best-of-history", "", markdown_table(header, best_rows)]
-    paired = _paired_rows(a, b)
-    if paired:
-        parts += ["", "## Paired by task (final turn; mean of per-task values, 95 % bootstrap interval over tasks)",
-                  "", markdown_table(["metric", names[0], names[1], f"{names[1]} - {names[0]}", "95 % interval",
-                                      "tasks"], paired)]
-    for turn in range(1, max(len(a["per_turn"]), len(b["per_turn"])) + 1):
-        ta = a["per_turn"][min(turn, len(a["per_turn"])) - 1]
-        tb = b["per_turn"][min(turn, len(b["per_turn"])) - 1]
-        parts += ["", f"## Turn {turn}", "", markdown_table(header, rows(ta, tb))]
-    return "\n".join(parts) + "\n"
+        return getattr(compare, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,10 +27,9 @@ EvaluatorFactory = Callable[[EvalConfig], contextlib.AbstractContextManager[Pair
 
 def evaluator_options(config: EvalConfig) -> dict[str, Any]:
     """The kernel_reward options (EvalOptions fields) this run sets."""
-    options: dict[str, Any] = {"baseline": config.baseline}
-    if config.timeout is not None:
-        options["timeout_s"] = config.timeout
-    return options
+    from kernel_reward.options import with_timeout
+
+    return with_timeout({"baseline": config.baseline}, config.timeout)
 
 
 def evaluator_settings(config: EvalConfig) -> dict[str, Any]:
@@ -42,10 +41,8 @@ def default_evaluator(config: EvalConfig) -> contextlib.AbstractContextManager[P
     """``kernel_reward.Evaluator`` for the configured device, timeout, workers and options."""
     from kernel_reward import Evaluator
 
-    options = evaluator_options(config)
-    options.pop("timeout_s", None)  # passed as timeout=
     # progress=False: the harness shows its own bar over all turns.
-    return Evaluator(device=config.device, timeout=config.timeout, workers=config.workers, progress=False, **options)
+    return Evaluator(device=config.device, workers=config.workers, progress=False, **evaluator_options(config))
 
 
 def _model_fingerprint(path: str) -> str:

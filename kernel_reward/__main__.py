@@ -34,14 +34,11 @@ def cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     reference = _read(parser, args.reference, "--reference")
     candidate = _read(parser, args.candidate, "--candidate")
-    options = {}
-    if args.timeout is not None:
-        if args.timeout <= 0:
-            parser.error(f"--timeout must be > 0, got {args.timeout}")
-        options["timeout_s"] = args.timeout
+    if args.timeout is not None and args.timeout <= 0:
+        parser.error(f"--timeout must be > 0, got {args.timeout}")
     try:
-        with Evaluator(device=args.device, workers=1, progress=False) as evaluator:
-            result: EvalResult = evaluator.evaluate(reference, candidate, entry_point=args.entry_point, **options)
+        with Evaluator(device=args.device, timeout=args.timeout, workers=1, progress=False) as evaluator:
+            result: EvalResult = evaluator.evaluate(reference, candidate, entry_point=args.entry_point)
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"error: no evaluation could run: {exc}", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from kernel_reward.evaluator import Evaluator
+from kernel_reward.options import with_timeout
 from kernel_reward.result import EvalResult
 
 _shared: dict[str, Evaluator] = {}
@@ -43,6 +44,5 @@ def evaluate(reference_code: str, candidate: str, *, entry_point: str = "Model",
     ``timeout``: per-candidate wall-clock limit in seconds (default ``EvalOptions.timeout_s``).
     ``options``: any ``EvalOptions`` field, e.g. ``num_trials=3`` or ``reward_scheme="paper"``.
     """
-    if timeout is not None:
-        options["timeout_s"] = float(timeout)
+    options = with_timeout(options, timeout)
     return shared_evaluator(device).evaluate(reference_code, candidate, entry_point=entry_point, **options)

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
-from kernel_reward.options import EvalOptions
+from kernel_reward.options import EvalOptions, with_timeout
 from kernel_reward.pool import DevicePool, Job, PoolConfig, default_workers
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
@@ -130,9 +130,7 @@ class Evaluator:
         num_actors: int | None = None,
         **options: Any,
     ) -> None:
-        if timeout is not None:
-            options["timeout_s"] = float(timeout)
-        self.options = EvalOptions(**options)  # validates every option once, up front
+        self.options = EvalOptions(**with_timeout(options, timeout))  # validates every option once, up front
         self.progress = progress
         policy = policy or SandboxPolicy()
         devices = resolve_devices(device) if backend == "local" else [device] if isinstance(device, str) else []
@@ -167,9 +165,7 @@ class Evaluator:
     def make_request(self, reference: str, candidate: str, *, entry_point: str = "Model",
                      **options: Any) -> EvalRequest:
         merged = self.options.to_dict()
-        if "timeout" in options:
-            options["timeout_s"] = options.pop("timeout")
-        merged.update(options)
+        merged.update(with_timeout(options, options.pop("timeout", None)))
         return EvalRequest(reference_code=reference, candidate=candidate, entry_point=entry_point,
                            options=EvalOptions.from_dict(merged))
 

@@ -193,3 +193,19 @@ class EvalOptions:
         if unknown:
             raise ValueError(f"EvalOptions.from_dict: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
         return cls(**data)
+
+
+def with_timeout(options: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    """``options`` (``EvalOptions`` fields) with the public ``timeout`` keyword stored as the ``timeout_s`` field.
+
+    Entry points (``evaluate``, ``Evaluator``, ``KernelEnvironment``, ``make_request``) take ``timeout=`` in
+    seconds, as Python APIs do; the option is named ``timeout_s``. This is the one place the two names meet.
+
+    Raises:
+        ValueError: ``timeout`` and ``options["timeout_s"]`` are both given and differ.
+    """
+    if timeout is None:
+        return options
+    if options.get("timeout_s") not in (None, float(timeout)):
+        raise ValueError(f"timeout={timeout!r} and timeout_s={options['timeout_s']!r} disagree; give one")
+    return {**options, "timeout_s": float(timeout)}

@@ -21,6 +21,10 @@ imported and raises a clear error when it is too late).
 
 One-shot CLI (also the "fresh process per evaluation" baseline: this process judges, one fresh runner runs):
     python -m kernel_reward.worker --request REQ.json --out RESULT.json [--work-dir DIR]
+
+Why one module (~365 lines): it is the evaluation's whole pipeline from the worker's side (set-up, screen,
+phases, failure mapping, the interpreter-gap label) around one call of ``judge``; the pieces share the
+``EvalResult`` being filled and the phase timer, and each is short.
 """
 
 from __future__ import annotations

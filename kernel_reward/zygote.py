@@ -19,6 +19,10 @@ Child protocol (length-prefixed JSON over a stream socket, see ``wire``):
     child -> service: {"type": "ready", "isolation": {...}}  (or {"type": "error", ...} when warm-up failed)
     service -> child: {"type": "request", "request": EvalRequest.to_dict(), "wall_clock_s": t}
     child -> service: {"type": "accepted"}, then {"type": "result", "result": EvalResult.to_dict()}
+
+Why one module (~390 lines): the fork server and the child it forks are one protocol (the control socket's
+messages, the fork, the child's sandbox set-up, the evaluation, the reaping); splitting the two halves would
+separate each message from its handler.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ trainer, its reward and the evaluation use the GPU; without it, the CPU and the 
 
     .venv/bin/python scripts/pipeline.py                      # build ... evaluate into ./out
     .venv/bin/python scripts/pipeline.py --stages build --preset full --out /tmp/run
+
+Why one file (~385 lines): one function per stage plus the argument parser, in the order they run; each stage
+is short and the file is the main job's whole script.
 """
 
 from __future__ import annotations

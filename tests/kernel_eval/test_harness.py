@@ -9,9 +9,10 @@ import json
 import pytest
 
 from kernel_eval.cache import ResultCache
+from kernel_eval.compare import compare_summaries
 from kernel_eval.completions import SavedTrajectory
 from kernel_eval.harness import evaluate_saved
-from kernel_eval.report import compare_summaries, write_run
+from kernel_eval.report import write_run
 from kernel_eval.tasks import EvalTask, filter_tasks, tasks_from_rows
 from tests.kernel_eval.eval_fakes import CountingEvaluator, block
 

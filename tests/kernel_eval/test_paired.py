@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from kernel_eval.compare import compare_summaries
 from kernel_eval.paired import paired_difference, paired_summary_differences
-from kernel_eval.report import compare_summaries
 
 
 def test_a_constant_shift_has_a_zero_width_interval_at_the_shift():

@@ -72,7 +72,7 @@ def test_unpaired_interval_holds_the_ratio_of_medians():
 
 SCRIPT_TEMPLATE = textwrap.dedent('''
     import json, statistics, torch
-    from kernel_reward import exchange, judge, judge_timing
+    from kernel_reward import exchange, judge, judge_measure, judge_timing
     from kernel_reward.options import EvalOptions
     from kernel_reward.remote import RemoteCandidate, output_spec
     from kernel_reward.runner_process import RunnerClient
@@ -97,7 +97,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
     try:
         judge.share_arena(client, arena)
         options = EvalOptions(timing_budget_ms=60.0, l2_flush_mb=0)  # no 256 MB CPU memset per batch
-        clock, overhead, before = judge.time_reference_before(model, module, arena, spec, device, options, client, [1])
+        clock, overhead, before = judge_measure.time_reference_before(model, module, arena, spec, device, options, client, [1])
         for name, code in (("self", SOURCE + "\\nModelNew = Model\\n"),
                            ("wrong_when_batched", SOURCE + "\\nclass ModelNew(Model):\\n    calls = 0\\n"
                             "    def forward(self, x, y):\\n        ModelNew.calls += 1\\n"
@@ -106,7 +106,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
             judge.build_remote(client, arena, 0, 0, [], {})
             candidate = RemoteCandidate(client, arena, spec, 0)
             try:
-                timing = judge.measure(clock, candidate, client, overhead, before, options)
+                timing = judge_measure.measure(clock, candidate, client, overhead, before, options)
                 out[name] = {"speedup": timing.speedup, "ci": timing.speedup_ci, "calls": timing.calls_per_batch,
                              "batches": timing.candidate.num_samples}
             except judge_timing.TimingValidationError as exc:

@@ -88,3 +88,13 @@ def test_reward_scheme_names_agree_everywhere():
 
     trainer_names = get_args(get_type_hints(MultiTurnKernelConfig)["reward_scheme"])
     assert set(REWARD_SCHEMES) == set(SCHEME_PARAMS) == set(trainer_names)
+
+
+def test_the_timeout_keyword_becomes_timeout_s_in_one_place():
+    from kernel_reward.options import with_timeout
+
+    assert with_timeout({"num_trials": 3}, None) == {"num_trials": 3}
+    assert with_timeout({"num_trials": 3}, 7) == {"num_trials": 3, "timeout_s": 7.0}
+    assert with_timeout({"timeout_s": 7.0}, 7) == {"timeout_s": 7.0}
+    with pytest.raises(ValueError, match="timeout=5 and timeout_s=7.0 disagree"):
+        with_timeout({"timeout_s": 7.0}, 5)
