@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/split_file.py
 
 # Part 2's scripted SiLU completions: the ones the evaluation and kernel-environment tests use, plus a decoy that
 # launches the real kernel and then returns torch's answer (the kernel's result discarded).
-from tests.kernel_eval.eval_programs import HONEST, WRONG  # noqa: E402
-from tests.kernel_eval.eval_programs import UNFORMATTED as PROSE  # noqa: E402
+from tests.support.eval_programs import HONEST, WRONG  # noqa: E402
+from tests.support.eval_programs import UNFORMATTED as PROSE  # noqa: E402
 
 logger = logging.getLogger("gpu_trloo_run")
 

@@ -8,8 +8,14 @@ from dataset_builder import FEATURES, build_dataset, to_upstream_row
 from dataset_builder.builder import BuildError
 from dataset_builder.checks import DropReason
 from dataset_builder.validate import validate_dataset
-
-from .db_rows import cudallm_row, distinct_references, reference, upstream_row, write_jsonl, write_parquet
+from tests.support.db_rows import (
+    cudallm_row,
+    distinct_references,
+    reference,
+    upstream_row,
+    write_jsonl,
+    write_parquet,
+)
 
 
 def _load(out):

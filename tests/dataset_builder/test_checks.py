@@ -3,8 +3,7 @@
 import pytest
 
 from dataset_builder.checks import DropReason, content_hash, content_uuid, scan_reference, static_problems
-
-from .db_rows import reference
+from tests.support.db_rows import reference
 
 
 @pytest.mark.parametrize(

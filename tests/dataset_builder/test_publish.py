@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from dataset_builder import build_dataset
-
-from .db_rows import distinct_references, upstream_row, write_jsonl
-from .hub_server import LocalHub
+from tests.support.db_rows import distinct_references, upstream_row, write_jsonl
+from tests.support.hub_server import LocalHub
 
 ROOT = Path(__file__).resolve().parents[2]
 

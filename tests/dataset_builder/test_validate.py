@@ -11,8 +11,7 @@ from dataset_builder import build_dataset, validate_dataset
 from dataset_builder.checks import DropReason
 from dataset_builder.features import ARROW_SCHEMA
 from dataset_builder.validate import Finding, type_differences
-
-from .db_rows import distinct_references, reference, upstream_row, write_jsonl
+from tests.support.db_rows import distinct_references, reference, upstream_row, write_jsonl
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ import pytest
 
 from kernel_eval.config import EvalConfig
 from kernel_eval.run import run_evaluation
-from tests.kernel_eval.eval_fakes import write_shipped_dataset
-from tests.kernel_eval.eval_programs import HONEST, WRONG
+from tests.support.eval_fakes import write_shipped_dataset
+from tests.support.eval_programs import HONEST, WRONG
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from kernel_eval.completions import SavedTrajectory
 from kernel_eval.harness import evaluate_saved
 from kernel_eval.report import write_run
 from kernel_eval.tasks import EvalTask, filter_tasks, tasks_from_rows
-from tests.kernel_eval.eval_fakes import CountingEvaluator, block
+from tests.support.eval_fakes import CountingEvaluator, block
 
 TASKS = [EvalTask(uuid=f"t{i}", reference_code=f"# ref {i}", prompt=({"role": "user", "content": f"p{i}"},),
                   level=str(1 + i % 2)) for i in range(2)]

@@ -12,7 +12,7 @@ import pytest
 
 from kernel_eval.config import EvalConfig
 from kernel_eval.run import run_evaluation
-from tests.kernel_eval.eval_fakes import CountingEvaluator, block, write_dataset
+from tests.support.eval_fakes import CountingEvaluator, block, write_dataset
 
 
 @pytest.fixture(scope="module")

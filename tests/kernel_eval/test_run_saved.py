@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.kernel_eval.eval_fakes import write_shipped_dataset
-from tests.kernel_eval.eval_programs import DECOY, HONEST, UNFORMATTED, WRONG
+from tests.support.eval_fakes import write_shipped_dataset
+from tests.support.eval_programs import DECOY, HONEST, UNFORMATTED, WRONG
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.kernel_reward import service_programs as programs
+from tests.support import service_programs as programs
 
 REPO = Path(__file__).resolve().parents[2]
 

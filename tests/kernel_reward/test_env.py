@@ -12,8 +12,8 @@ from dataset_builder.tasks import load_tasks  # noqa: E402
 from kernel_reward.env import KernelEnvironment  # noqa: E402
 
 # The same silu completions the evaluation tests use: honest, wrong values, prose with no code block.
-from tests.kernel_eval.eval_programs import HONEST, WRONG  # noqa: E402
-from tests.kernel_eval.eval_programs import UNFORMATTED as PROSE  # noqa: E402
+from tests.support.eval_programs import HONEST, WRONG  # noqa: E402
+from tests.support.eval_programs import UNFORMATTED as PROSE  # noqa: E402
 from trl_ext import MultiTurnKernelConfig, TRLOOTrainer  # noqa: E402
 from trl_ext.generation import GenerationOutput  # noqa: E402
 from trl_ext.tiny_model import save_tiny_model  # noqa: E402

@@ -10,8 +10,8 @@ import pytest
 
 from kernel_reward.evaluator import Evaluator
 from kernel_reward.result import Status
-from tests.kernel_reward import service_programs as programs
-from tests.kernel_reward.service_helpers import pool_ids, wait_no_pool_processes
+from tests.support import service_programs as programs
+from tests.support.service_helpers import pool_ids, wait_no_pool_processes
 
 pytestmark = pytest.mark.gpu
 

@@ -19,10 +19,10 @@ import pytest
 from kernel_reward.evaluator import Evaluator
 from kernel_reward.result import Status
 from kernel_reward.sandbox import SandboxLimits, SandboxPolicy, processes_of_uid
-from tests.kernel_reward import service_programs as programs
-from tests.kernel_reward.service_helpers import pool_ids, wait_no_pool_processes
+from tests.support import service_programs as programs
+from tests.support.service_helpers import pool_ids, wait_no_pool_processes
 
-FAKE = "tests.kernel_reward.service_fake_worker"
+FAKE = "tests.support.service_fake_worker"
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="namespaces and the uid drop need root (they degrade otherwise)")
 

@@ -18,10 +18,10 @@ import pytest
 
 from kernel_reward.evaluator import Evaluator
 from kernel_reward.result import Status
-from tests.kernel_reward import service_programs as programs
-from tests.kernel_reward.service_helpers import pool_ids, pool_processes, wait_no_pool_processes
+from tests.support import service_programs as programs
+from tests.support.service_helpers import pool_ids, pool_processes, wait_no_pool_processes
 
-FAKE = "tests.kernel_reward.service_fake_worker"
+FAKE = "tests.support.service_fake_worker"
 REPO = Path(__file__).resolve().parents[2]
 
 FAULTS = [

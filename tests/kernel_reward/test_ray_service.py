@@ -13,8 +13,8 @@ ray = pytest.importorskip("ray")
 
 from kernel_reward.evaluator import Evaluator  # noqa: E402
 from kernel_reward.result import Status  # noqa: E402
-from tests.kernel_reward import service_programs as programs  # noqa: E402
-from tests.kernel_reward.service_helpers import wait_no_pool_processes  # noqa: E402
+from tests.support import service_programs as programs  # noqa: E402
+from tests.support.service_helpers import wait_no_pool_processes  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from kernel_reward.trl import KernelReward, batch_metrics
-from tests.kernel_reward import service_programs as programs
+from tests.support import service_programs as programs
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_missing_reference_is_a_clear_error(reward):
 
 def test_unscorable_rows_return_none():
     fn = KernelReward(device="cpu", timeout=5, evaluator_kwargs={
-        "workers": 1, "max_attempts": 1, "worker_module": "tests.kernel_reward.service_fake_worker",
+        "workers": 1, "max_attempts": 1, "worker_module": "tests.support.service_fake_worker",
         "pool_options": {"env": {"FAKE_WORKER_FAIL_WARMUP": "1"}}})
     metrics = {}
     try:

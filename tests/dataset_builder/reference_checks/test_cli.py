@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .programs import BAD, GOOD, TIMEOUT_S
+from tests.support.reference_programs import BAD, GOOD, TIMEOUT_S
 
 
 def test_cli_help_and_exit_codes(tmp_path):

@@ -14,8 +14,7 @@ from dataset_builder.reference_checks.child import OUTPUT_TAIL_BYTES
 from dataset_builder.reference_checks.run import check_reference, check_references
 from dataset_builder.reference_checks.verdicts import ReferenceCheck
 from dataset_builder.tasks import load_tasks
-
-from .programs import BAD, GOOD, HANG_TIMEOUT_S, TIMEOUT_S, program
+from tests.support.reference_programs import BAD, GOOD, HANG_TIMEOUT_S, TIMEOUT_S, program
 
 
 def spawner_program(pid_file: Path) -> str:

@@ -5,8 +5,8 @@ import pytest
 from dataset_builder.checks import content_uuid
 from dataset_builder.prompt import render_first_turn
 from dataset_builder.sources.formats import SourceError
+from tests.support.db_rows import cudallm_row, reference, write_jsonl, write_parquet
 
-from ..db_rows import cudallm_row, reference, write_jsonl, write_parquet
 from .support import read_all
 
 

@@ -7,8 +7,8 @@ from dataset_builder import to_upstream_row
 from dataset_builder.sources.formats import SourceError
 from dataset_builder.sources.planning import plan_chunks
 from dataset_builder.sources.reading import read_chunk, read_table
+from tests.support.db_rows import reference, upstream_row, write_jsonl, write_parquet
 
-from ..db_rows import reference, upstream_row, write_jsonl, write_parquet
 from .support import read_all
 
 

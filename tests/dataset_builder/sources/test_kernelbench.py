@@ -7,8 +7,8 @@ from dataset_builder.prompt import render_first_turn
 from dataset_builder.sources.formats import SourceError
 from dataset_builder.sources.kernelbench import referenced_ops
 from dataset_builder.sources.planning import plan_chunks
+from tests.support.db_rows import reference
 
-from ..db_rows import reference
 from .support import read_all
 
 

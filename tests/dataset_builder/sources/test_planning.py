@@ -9,8 +9,8 @@ import dataset_builder.sources.planning as planning
 from dataset_builder.sources.formats import SourceError
 from dataset_builder.sources.planning import plan_chunks
 from dataset_builder.sources.reading import read_chunk
+from tests.support.db_rows import reference, upstream_row, write_jsonl, write_parquet
 
-from ..db_rows import reference, upstream_row, write_jsonl, write_parquet
 from .support import read_all
 
 
