@@ -58,8 +58,8 @@ def cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from kernel_reward.pool import ServiceConfig
     from kernel_reward.ray_backend import NAMESPACE, _ray, find_served_workers, start_workers
-    from kernel_reward.sandbox import SandboxPolicy
 
     ray = _ray()
     ray.init(address=args.address, namespace=NAMESPACE, include_dashboard=False)
@@ -69,9 +69,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     device = args.device or ("cuda" if gpus else "cpu")
     count = args.num_actors or (gpus if device == "cuda" else max(1, int(resources.get("CPU", 1)) // 2))
     workers = args.workers or (1 if device == "cpu" else 4)
-    actors = start_workers(ray, num_actors=count, device=device, workers=workers, policy=SandboxPolicy(),
-                           worker_module="kernel_reward.worker", max_attempts=3, detached=True,
-                           name_offset=len(existing))
+    actors = start_workers(ray, num_actors=count, device=device, workers=workers, service=ServiceConfig(),
+                           detached=True, name_offset=len(existing))
     infos = ray.get([actor.info.remote() for actor in actors])
     for info in infos:
         log.info("reward worker on %s: device %s, %d warm workers", info["host"], info["device"], info["workers"])

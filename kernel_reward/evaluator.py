@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 from kernel_reward.options import EvalOptions, with_timeout
-from kernel_reward.pool import DevicePool, Job, PoolConfig, default_workers
+from kernel_reward.pool import DevicePool, Job, ServiceConfig
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.sandbox import SandboxPolicy
@@ -75,15 +75,12 @@ def resolve_devices(device: str | Sequence[str] | None) -> list[str]:
 class LocalBackend:
     """One warm pool per device; slot threads of all pools take jobs from one queue."""
 
-    def __init__(self, devices: list[str], *, workers: int | None, policy: SandboxPolicy, worker_module: str,
-                 max_attempts: int, pool_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, devices: list[str], service: ServiceConfig) -> None:
         self.queue: queue.Queue = queue.Queue()
         self.pools: list[DevicePool] = []
         try:
             for device in devices:
-                config = PoolConfig(device=device, workers=workers or default_workers(device), policy=policy,
-                                    worker_module=worker_module, max_attempts=max_attempts, **(pool_kwargs or {}))
-                self.pools.append(DevicePool(config, self.queue))
+                self.pools.append(DevicePool(service.for_device(device), self.queue))
         except BaseException:
             self.close()
             raise
@@ -128,22 +125,26 @@ class Evaluator:
         pool_options: dict[str, Any] | None = None,
         ray_address: str | None = None,
         num_actors: int | None = None,
+        service: ServiceConfig | None = None,
         **options: Any,
     ) -> None:
         self.options = EvalOptions(**with_timeout(options, timeout))  # validates every option once, up front
         self.progress = progress
-        policy = policy or SandboxPolicy()
+        if service is None:
+            service = ServiceConfig(workers=workers, policy=policy or SandboxPolicy(), worker_module=worker_module,
+                                    max_attempts=max_attempts, pool_options=dict(pool_options or {}))
+        elif (workers, policy, worker_module, max_attempts, pool_options) != (None, None, "kernel_reward.worker", 3,
+                                                                               None):
+            raise ValueError("Evaluator: give service=ServiceConfig(...) or its fields (workers, policy, "
+                             "worker_module, max_attempts, pool_options), not both")
+        self.service = service
         devices = resolve_devices(device) if backend == "local" else [device] if isinstance(device, str) else []
         if backend == "local":
-            self.backend: Backend = LocalBackend(devices, workers=workers, policy=policy,
-                                                 worker_module=worker_module, max_attempts=max_attempts,
-                                                 pool_kwargs=pool_options)
+            self.backend: Backend = LocalBackend(devices, service)
         elif backend == "ray":
             from kernel_reward.ray_backend import RayBackend
 
-            self.backend = RayBackend(device=device, address=ray_address, num_actors=num_actors, workers=workers,
-                                      policy=policy, worker_module=worker_module, max_attempts=max_attempts,
-                                      pool_options=pool_options)
+            self.backend = RayBackend(device=device, address=ray_address, num_actors=num_actors, service=service)
         else:
             raise ValueError(f"Evaluator: backend must be 'local' or 'ray', got {backend!r}")
         limit = max_in_flight or 4 * self.backend.capacity
@@ -155,7 +156,7 @@ class Evaluator:
         # where the result's mode (GPU or interpreter: the reward scheme depends on it) is known without asking
         # a worker: not for a Ray cluster of unnamed devices or a mix of CPU and GPUs.
         kinds = {"interpreter" if d == "cpu" else "gpu" for d in devices}
-        screen = getattr(importlib.import_module(worker_module), "screen_request", None)
+        screen = getattr(importlib.import_module(service.worker_module), "screen_request", None)
         self._screen = screen if len(kinds) == 1 else None
         self._screen_mode = kinds.pop() if len(kinds) == 1 else None
         self._closed = False

@@ -29,8 +29,9 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kernel_reward import sandbox
 from kernel_reward.child_session import ChildSession, Outcome
@@ -74,6 +75,42 @@ class PoolConfig:
             raise ValueError(f"PoolConfig.warm_spares must be >= 1, got {self.warm_spares}")
         if self.max_attempts < 1:
             raise ValueError(f"PoolConfig.max_attempts must be >= 1, got {self.max_attempts}")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """How the service runs candidates, the same for every device it serves (a local pool per device, or a Ray
+    actor per device): one value handed from the ``Evaluator`` to whichever backend runs the pools.
+    ``PoolConfig`` is this plus the device (``for_device``)."""
+
+    workers: int | None = None  # concurrent candidates per device; None: default_workers(device)
+    policy: sandbox.SandboxPolicy = field(default_factory=sandbox.SandboxPolicy)
+    worker_module: str = "kernel_reward.worker"  # tests swap in a fake worker
+    max_attempts: int = 3  # executions of one request in all (1 + infrastructure retries)
+    pool_options: dict[str, Any] = field(default_factory=dict)  # any other PoolConfig field, e.g. warm_spares
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"ServiceConfig.workers must be >= 1 (or None), got {self.workers}")
+        if self.max_attempts < 1:
+            raise ValueError(f"ServiceConfig.max_attempts must be >= 1, got {self.max_attempts}")
+        reserved = {"device", "workers", "policy", "worker_module", "max_attempts"} & set(self.pool_options)
+        if reserved:
+            raise ValueError(f"ServiceConfig.pool_options cannot set {sorted(reserved)}: they are its own fields")
+
+    def for_device(self, device: str, workers: int | None = None) -> PoolConfig:
+        """The pool configuration of one device (``workers`` overrides this config's own count)."""
+        return PoolConfig(device=device, workers=workers or self.workers or default_workers(device),
+                          policy=self.policy, worker_module=self.worker_module, max_attempts=self.max_attempts,
+                          **self.pool_options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for a Ray actor's constructor."""
+        return {**asdict(self), "policy": self.policy.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServiceConfig:
+        return cls(**{**data, "policy": sandbox.SandboxPolicy.from_dict(data["policy"])})
 
 
 @dataclass

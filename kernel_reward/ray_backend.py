@@ -23,10 +23,9 @@ import threading
 import time
 from typing import Any
 
-from kernel_reward.pool import DevicePool, Job, PoolConfig, default_workers
+from kernel_reward.pool import DevicePool, Job, ServiceConfig, default_workers
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
-from kernel_reward.sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +44,14 @@ def _ray():
 class RewardWorkerImpl:
     """The body of a reward worker actor (wrapped with ``ray.remote`` lazily, so importing needs no Ray)."""
 
-    def __init__(self, device: str, workers: int, policy: dict[str, Any], worker_module: str, max_attempts: int,
-                 pool_options: dict[str, Any] | None = None) -> None:
+    def __init__(self, device: str, workers: int, service: dict[str, Any]) -> None:
         import queue
 
         if device == "cuda":
             device = "cuda:0"  # Ray gives the actor one GPU through CUDA_VISIBLE_DEVICES
         self.device = device
         self.queue: queue.Queue = queue.Queue()
-        config = PoolConfig(device=device, workers=workers, policy=SandboxPolicy.from_dict(policy),
-                            worker_module=worker_module, max_attempts=max_attempts, **(pool_options or {}))
-        self.pool = DevicePool(config, self.queue)
+        self.pool = DevicePool(ServiceConfig.from_dict(service).for_device(device, workers), self.queue)
 
     def evaluate(self, request: dict[str, Any]) -> dict[str, Any]:
         job = Job(request=EvalRequest.from_dict(request))
@@ -79,8 +75,7 @@ def remote_worker_class(ray: Any, *, gpu: bool, workers: int) -> Any:
     return ray.remote(max_concurrency=max(4, 4 * workers), max_restarts=2, **resources)(RewardWorkerImpl)
 
 
-def start_workers(ray: Any, *, num_actors: int, device: str, workers: int, policy: SandboxPolicy,
-                  worker_module: str, max_attempts: int, pool_options: dict[str, Any] | None = None,
+def start_workers(ray: Any, *, num_actors: int, device: str, workers: int, service: ServiceConfig,
                   detached: bool = False, name_offset: int = 0) -> list[Any]:
     gpu = device != "cpu"
     cls = remote_worker_class(ray, gpu=gpu, workers=workers)
@@ -89,8 +84,7 @@ def start_workers(ray: Any, *, num_actors: int, device: str, workers: int, polic
         options: dict[str, Any] = {}
         if detached:
             options = {"name": f"{ACTOR_PREFIX}{name_offset + i}", "lifetime": "detached", "namespace": NAMESPACE}
-        actors.append(cls.options(**options).remote("cuda" if gpu else "cpu", workers, policy.to_dict(),
-                                                    worker_module, max_attempts, pool_options))
+        actors.append(cls.options(**options).remote("cuda" if gpu else "cpu", workers, service.to_dict()))
     ray.get([actor.info.remote() for actor in actors])  # fail now, clearly, if an actor cannot start
     return actors
 
@@ -105,27 +99,25 @@ class RayBackend:
     """Dispatches jobs to reward worker actors and retries them elsewhere when an actor dies."""
 
     def __init__(self, *, device: Any = None, address: str | None = None, num_actors: int | None = None,
-                 workers: int | None = None, policy: SandboxPolicy, worker_module: str, max_attempts: int,
-                 pool_options: dict[str, Any] | None = None) -> None:
+                 service: ServiceConfig) -> None:
         ray = self.ray = _ray()
         self.initialized_here = not ray.is_initialized()
         if self.initialized_here:
             ray.init(address=address, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
-        self.max_attempts = max_attempts
+        self.max_attempts = service.max_attempts
         self.owned: list[Any] = []
         self.actors = find_served_workers(ray)
         if self.actors:
-            self.workers_per_actor = workers or 2
+            self.workers_per_actor = service.workers or 2
             log.info("using %d served reward workers", len(self.actors))
         else:
             resources = ray.cluster_resources()
             gpus = int(resources.get("GPU", 0))
             cpu_only = device == "cpu" or gpus == 0
             count = num_actors or (max(1, int(resources.get("CPU", 1)) // 2) if cpu_only else gpus)
-            self.workers_per_actor = workers or (1 if cpu_only else default_workers("cuda:0"))
+            self.workers_per_actor = service.workers or (1 if cpu_only else default_workers("cuda:0"))
             self.owned = start_workers(ray, num_actors=count, device="cpu" if cpu_only else "cuda",
-                                       workers=self.workers_per_actor, policy=policy, worker_module=worker_module,
-                                       max_attempts=max_attempts, pool_options=pool_options)
+                                       workers=self.workers_per_actor, service=service)
             self.actors = list(self.owned)
         self.in_flight: dict[Any, tuple[Job, Any]] = {}  # ObjectRef -> (job, actor)
         self.load = {id(a): 0 for a in self.actors}
