@@ -11,7 +11,7 @@ import pytest
 
 from kernel_eval.config import EvalConfig
 from kernel_eval.run import run_evaluation
-from tests.support.eval_fakes import write_shipped_dataset
+from tests.support.eval_fakes import reply_json, write_shipped_dataset
 from tests.support.eval_programs import HONEST, WRONG
 
 
@@ -37,12 +37,7 @@ def test_feedback_loop_with_real_evaluator(tmp_path, tiny_model):
                 fixed = "Server feedback (status/metrics/errors):" in prompt
                 seen_feedback.append(fixed and '"status": "incorrect"' in prompt)
                 choices.append({"index": index, "text": HONEST if fixed else WRONG, "finish_reason": "stop"})
-            data = json.dumps({"choices": choices}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply_json(self, {"choices": choices})
 
         def log_message(self, *args):
             pass

@@ -12,7 +12,7 @@ import pytest
 
 from kernel_eval.config import EvalConfig
 from kernel_eval.run import run_evaluation
-from tests.support.eval_fakes import CountingEvaluator, block, write_dataset
+from tests.support.eval_fakes import CountingEvaluator, block, reply_json, write_dataset
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +76,7 @@ class _Completions(BaseHTTPRequestHandler):
         type(self).requests.append((self.path, body))
         choices = [{"index": i, "text": block("HONEST" if i % 2 == 0 else "WRONG"), "finish_reason": "stop"}
                    for i in range(len(body["prompt"]))]
-        data = json.dumps({"choices": list(reversed(choices))}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply_json(self, {"choices": list(reversed(choices))})
 
     def log_message(self, *args):
         pass

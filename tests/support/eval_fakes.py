@@ -1,6 +1,8 @@
 """Test helpers: a counting evaluator judged by marker words, and a tiny dataset folder writer."""
 
+import json
 from pathlib import Path
+from typing import Any
 
 from kernel_reward.result import EvalResult, Status
 
@@ -81,3 +83,13 @@ def write_shipped_dataset(folder: Path, names: list[str]) -> Path:
     (folder / "data").mkdir(parents=True, exist_ok=True)
     Dataset.from_list(rows).to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
     return folder
+
+
+def reply_json(handler: Any, payload: Any) -> None:
+    """Answer an ``http.server`` request with ``payload`` as a 200 JSON response (the fake endpoints' reply)."""
+    data = json.dumps(payload).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
