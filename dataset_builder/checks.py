@@ -30,6 +30,7 @@ class DropReason(StrEnum):
     INPUT_INDEPENDENT = "input_independent"
     NEAR_CONSTANT = "near_constant"
     NO_TENSOR_OUTPUT = "no_tensor_output"
+    UNSUPPORTED_OUTPUT = "unsupported_output"  # tensors the reward cannot compare (a dict, a nested tuple ...)
     NON_FINITE = "non_finite"
 
 
@@ -41,6 +42,7 @@ RUNTIME_REASONS = frozenset(
         DropReason.INPUT_INDEPENDENT,
         DropReason.NEAR_CONSTANT,
         DropReason.NO_TENSOR_OUTPUT,
+        DropReason.UNSUPPORTED_OUTPUT,
         DropReason.NON_FINITE,
     }
 )

@@ -22,6 +22,7 @@ How a check runs, module by module:
   pure function ``verdicts.classify_outputs`` and its thresholds;
 - ``cli``: ``python -m dataset_builder.reference_checks [FILE ...] [--tasks small|full]``.
 
-Importing any of these modules imports only the standard library (torch is imported in the child), so they can
-be used without ``kernel_reward`` or ``datasets``.
+Importing any of these modules imports only the standard library (torch is imported in the child). Two rules come
+from ``kernel_reward`` itself, imported where they are used so that the two cannot drift: which outputs the reward
+can compare (the child) and its tolerances (``verdicts.tolerance_for``).
 """

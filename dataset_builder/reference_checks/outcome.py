@@ -39,6 +39,9 @@ def verdict(
 
     outputs = [OutputStats.from_dict(o) for o in report["outputs"]]
     found = classify_outputs(outputs, inputs_identical=report["inputs_identical"])
+    format_error = report.get("output_format_error")
+    if format_error and outputs:  # no tensor at all is no_tensor_output already
+        found.append((DropReason.UNSUPPORTED_OUTPUT, f"the reward cannot compare this output: {format_error}"))
     details = "; ".join(f"{kind.value}: {reason}" for kind, reason in found) or "ok"
     return ReferenceCheck(
         ok=not found, problems=[k for k, _ in found], details=details, seconds=seconds, outputs=outputs

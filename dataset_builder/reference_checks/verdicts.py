@@ -12,15 +12,6 @@ from dataclasses import asdict, dataclass, field
 from ..checks import DropReason  # the one enum of why a task is unusable (its runtime reasons)
 from .child import OutputStats
 
-# The evaluator's default tolerances per output dtype (kernel_reward, issue 3: fp32 1e-4, fp16/bf16 1e-2).
-# Integer and boolean outputs are compared exactly (tolerance 0).
-EVAL_TOLERANCE: dict[str, float] = {
-    "float64": 1e-4,
-    "float32": 1e-4,
-    "float16": 1e-2,
-    "bfloat16": 1e-2,
-}
-
 # near_constant: an output whose standard deviation is below this fraction of its RMS is one value almost
 # everywhere, so a kernel that fills the output with a single constant passes for (nearly) every element.
 NEAR_CONSTANT_REL_STD = 1e-3
@@ -37,8 +28,15 @@ NONDETERMINISM_REL = 1e-6
 
 
 def tolerance_for(dtype: str) -> float:
-    """Evaluator tolerance for an output dtype name such as ``"float32"`` (0 for integer / bool outputs)."""
-    return EVAL_TOLERANCE.get(dtype.removeprefix("torch."), 0.0)
+    """The evaluator's default tolerance for an output dtype name such as ``"float32"``: the larger of its atol and
+    rtol (the lenient side decides whether a constant could pass), read from ``kernel_reward.EvalOptions`` so the
+    two cannot drift; 0 for integer / bool outputs, which it compares exactly."""
+    name = dtype.removeprefix("torch.")
+    if name not in ("float64", "float32", "float16", "bfloat16"):
+        return 0.0
+    from kernel_reward.options import EvalOptions
+
+    return max(EvalOptions().tolerance(name))
 
 
 @dataclass

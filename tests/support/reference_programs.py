@@ -60,6 +60,9 @@ BAD = {
     "near_constant": (program("return 1000.0 + 1e-3 * x"), DropReason.NEAR_CONSTANT),
     "no_tensor_output": (program("return float(x.sum())"), DropReason.NO_TENSOR_OUTPUT),
     "non_finite": (program("return torch.log(x)"), DropReason.NON_FINITE),
+    # outputs the reward cannot compare (it takes a tensor or a flat tuple / list of tensors)
+    "dict_output": (program("return {'y': torch.tanh(x)}"), DropReason.UNSUPPORTED_OUTPUT),
+    "nested_output": (program("return (torch.tanh(x), (x * 2, x * 3))"), DropReason.UNSUPPORTED_OUTPUT),
 }
 
 # A child needs ~2 s to start and import torch on an idle 2-core box; leave room for a loaded one.
