@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from kernel_reward.reference_run import OutputStats
+
 from ..checks import DropReason  # the one enum of why a task is unusable (its runtime reasons)
-from .child import OutputStats
 
 # near_constant: an output whose standard deviation is below this fraction of its RMS is one value almost
 # everywhere, so a kernel that fills the output with a single constant passes for (nearly) every element.

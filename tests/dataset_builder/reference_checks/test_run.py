@@ -1,43 +1,33 @@
-"""reference_checks.run (through isolation, fork_server, child and outcome): one real child process per
-program; one small bad reference for every problem kind; the shipped task set."""
+"""reference_checks.run through kernel_reward's pool (kernel_reward.reference_run) and outcome: one real sandboxed
+child per program; one small bad reference for every problem kind; the shipped task set."""
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import pytest
 
 from dataset_builder.checks import DropReason
-from dataset_builder.reference_checks.child import OUTPUT_TAIL_BYTES
 from dataset_builder.reference_checks.run import check_reference, check_references
 from dataset_builder.reference_checks.verdicts import ReferenceCheck
 from dataset_builder.tasks import load_tasks
 from tests.support.reference_programs import BAD, GOOD, HANG_TIMEOUT_S, TIMEOUT_S, program
 
 
-def spawner_program(pid_file: Path) -> str:
-    """Starts a long-lived grandchild at import, then behaves: the check must still kill it afterwards."""
-    module = (
-        "import subprocess\n"
-        f"_p = subprocess.Popen(['sleep', '300'])\nopen({str(pid_file)!r}, 'w').write(str(_p.pid))\n"
-    )
+def spawner_program() -> str:
+    """Starts a long-lived grandchild at import, then behaves: the check still ends (the pool kills the child's
+    whole process group and pid namespace; tests/kernel_reward's sandbox tests check that directly)."""
+    module = "import subprocess\n_p = subprocess.Popen(['sleep', '300'])\n"
     return program("return torch.tanh(x) * self.weight", module=module)
 
 
 @pytest.fixture(scope="module")
 def batch_results(tmp_path_factory) -> dict[str, ReferenceCheck]:
     """Every program of BAD plus three others, checked side by side in one warm call (children are the cost)."""
-    pid_file = tmp_path_factory.mktemp("grandchild") / "pid"
     sources = {name: src for name, (src, _) in BAD.items()}
-    sources.update(
-        good=GOOD, named_net=GOOD.replace("class Model", "class Net"), spawner=spawner_program(pid_file)
-    )
+    sources.update(good=GOOD, named_net=GOOD.replace("class Model", "class Net"), spawner=spawner_program())
     results = check_references(list(sources.values()), num_workers=2, timeout_s=TIMEOUT_S, progress=False)
-    out = dict(zip(sources, results, strict=True))
-    out["spawner"].details += f"\n[grandchild pid {pid_file.read_text()}]"  # for the test below
-    return out
+    return dict(zip(sources, results, strict=True))
 
 
 @pytest.mark.parametrize("name", list(BAD))
@@ -47,7 +37,7 @@ def test_each_bad_reference_is_flagged_with_its_kind(batch_results, name):
     assert not result.ok
     assert expected in result.problems, result.details
     assert expected.value in result.details
-    assert result.seconds > 0
+    assert result.seconds >= 0  # a killed child reports no time of its own
 
 
 def test_crash_details_say_what_failed(batch_results):
@@ -55,15 +45,14 @@ def test_crash_details_say_what_failed(batch_results):
     assert "forward raised RuntimeError" in batch_results["crash_forward"].details
     assert "get_inputs" in batch_results["crash_missing_get_inputs"].details
     assert "SyntaxError" in batch_results["crash_syntax"].details
-    assert "signal 9" in batch_results["crash_killed"].details
+    assert "killed by signal SIGKILL" in batch_results["crash_killed"].details
     assert "EOFError" in batch_results["crash_stdin_is_empty"].details
 
 
-def test_child_output_is_truncated_to_its_tail(batch_results):
+def test_child_output_keeps_its_head_and_tail(batch_results):
     details = batch_results["crash_noisy"].details
-    assert "line 19999" in details and "line 0\n" not in details
-    assert "earlier bytes dropped" in details
-    assert len(details) < OUTPUT_TAIL_BYTES * 3  # traceback + tail, not 20k lines
+    assert "line 19999" in details and "line 0\n" in details and "line 10000\n" not in details
+    assert len(details) < 100_000  # head + tail + traceback, not 20k lines
 
 
 def test_input_independence_reason_mentions_fixed_inputs(batch_results):
@@ -77,21 +66,17 @@ def test_good_references_pass_and_keep_input_order(batch_results):
     assert good.ok and good.problems == [] and good.details == "ok"
     assert good.outputs[0].shape == (8, 32) and good.outputs[0].dtype == "float32"
     assert batch_results["named_net"].problems == [DropReason.CRASH]  # no class named Model
-    assert "['Model']" in batch_results["named_net"].details
+    assert 'defines no `Model`' in batch_results["named_net"].details
 
 
-def test_grandchildren_do_not_outlive_the_check(batch_results):
+def test_a_program_that_leaves_a_grandchild_still_gets_its_verdict(batch_results):
     spawner = batch_results["spawner"]
     assert spawner.ok, spawner.details
-    _assert_process_gone(int(spawner.details.rsplit("pid ", 1)[1].rstrip("]")))
 
 
-def test_fresh_interpreter_path_selects_the_entry_point_and_kills_grandchildren(tmp_path):
-    pid_file = tmp_path / "pid"
-    source = spawner_program(pid_file).replace("class Model", "class Net")
-    result = check_reference(source, entry_point="Net", timeout_s=TIMEOUT_S)
+def test_one_program_with_its_own_entry_point():
+    result = check_reference(GOOD.replace("class Model", "class Net"), entry_point="Net", timeout_s=TIMEOUT_S)
     assert result.ok, result.details
-    _assert_process_gone(int(pid_file.read_text()))
 
 
 def test_hanging_reference_times_out():
@@ -104,26 +89,11 @@ def test_hanging_reference_times_out():
     assert HANG_TIMEOUT_S <= elapsed < HANG_TIMEOUT_S + 10
 
 
-def test_warm_server_survives_a_timeout_and_keeps_serving():
+def test_the_pool_survives_a_timeout_and_keeps_serving():
     hang = program("import time\nwhile True:\n    time.sleep(1)")
     results = check_references([hang, GOOD], num_workers=1, timeout_s=HANG_TIMEOUT_S, progress=False)
     assert [r.problems for r in results] == [[DropReason.TIMEOUT], []]
-    assert "during forward" in results[0].details  # warm children start with torch imported
     assert results[1].ok and results[1].seconds < HANG_TIMEOUT_S
-
-
-def _assert_process_gone(pid: int) -> None:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        # A killed process may linger as a zombie until init reaps it.
-        if Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
-            return
-        time.sleep(0.1)
-    pytest.fail(f"grandchild {pid} survived the check")
 
 
 def test_argument_errors():

@@ -6,12 +6,12 @@ import json
 import math
 
 from dataset_builder.checks import DropReason
-from dataset_builder.reference_checks.child import OutputStats
 from dataset_builder.reference_checks.verdicts import (
     ReferenceCheck,
     classify_outputs,
     tolerance_for,
 )
+from kernel_reward.reference_run import OutputStats
 
 
 def stats(**changes) -> OutputStats:
