@@ -27,7 +27,7 @@ from kernel_reward.result import EvalResult
 
 from .cache import ResultCache, cache_key
 from .completions import SavedTrajectory
-from .records import Messages, SampleRecord, TurnRecord
+from .records import EvaluatedTurn, Messages, SampleRecord
 from .tasks import EvalTask
 
 logger = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ def evaluate_saved(
         for turn, completion in enumerate(trajectory.completions, start=1):
             result = results[position]
             record.turns.append(
-                TurnRecord(
+                EvaluatedTurn(
                     uuid=task.uuid,
                     sample=trajectory.sample,
                     turn=turn,
@@ -199,12 +199,12 @@ def _turns_from_trajectory(trajectory: Any) -> list[dict[str, Any]]:
 def _records_from_turns(
     task: EvalTask, sample: int, turns: Sequence[dict[str, Any]], cached: bool,
     prompt: Messages | None = None, first_turn: int = 1, phase: str = "multi_turn",
-) -> list[TurnRecord]:
+) -> list[EvaluatedTurn]:
     records = []
     prompt = prompt if prompt is not None else [dict(m) for m in task.prompt]
     for offset, turn in enumerate(turns):
         result = EvalResult.from_dict(turn["result"])
-        records.append(TurnRecord(
+        records.append(EvaluatedTurn(
             uuid=task.uuid, sample=sample, turn=first_turn + offset, prompt=prompt, completion=turn["completion"],
             code=extract_code(turn["completion"]), result=result, cached=cached, phase=phase,
         ))

@@ -1,4 +1,4 @@
-"""What an evaluation run records: one ``TurnRecord`` per evaluated turn, one ``SampleRecord`` per sample (its
+"""What an evaluation run records: one ``EvaluatedTurn`` per evaluated turn, one ``SampleRecord`` per sample (its
 turns in order). The harness fills them, the report and the cache read them."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ Messages = list[dict[str, str]]
 
 
 @dataclass
-class TurnRecord:
+class EvaluatedTurn:
     """One evaluated turn: what the model saw, what it wrote, what was extracted, and the verdict."""
 
     uuid: str
@@ -52,8 +52,11 @@ class SampleRecord:
 
     task: EvalTask
     sample: int
-    turns: list[TurnRecord] = field(default_factory=list)
+    turns: list[EvaluatedTurn] = field(default_factory=list)
 
     @property
     def outcomes(self) -> list[Outcome]:
         return [t.outcome for t in self.turns]
+
+
+TurnRecord = EvaluatedTurn  # the old name (trl_ext.rollout.TurnRecord is the rollout's own): kept for one release
