@@ -89,7 +89,7 @@ def run_reference(source: str, entry_point: str, work_dir: Path, report: dict[st
     import torch
 
     from kernel_reward.loading import load_reference
-    from kernel_reward.tensors import OutputFormatError, flatten_outputs
+    from kernel_reward.tensors import OutputFormatError, clone_args, flatten_outputs, same_values
 
     report["stage"] = "import"
     module = load_reference(source, work_dir, entry_point)
@@ -104,10 +104,10 @@ def run_reference(source: str, entry_point: str, work_dir: Path, report: dict[st
     inputs_a, inputs_b = draws
     report["stage"] = "forward"
     with torch.no_grad():
-        raw = model(*_clone(inputs_a))
+        raw = model(*clone_args(inputs_a))
         first = _tensors(raw)
-        again = _tensors(model(*_clone(inputs_a)))
-        other = _tensors(model(*_clone(inputs_b)))
+        again = _tensors(model(*clone_args(inputs_a)))
+        other = _tensors(model(*clone_args(inputs_b)))
     report["stage"] = "statistics"
     try:
         flatten_outputs(raw)
@@ -116,13 +116,7 @@ def run_reference(source: str, entry_point: str, work_dir: Path, report: dict[st
         format_error = str(exc)
     outputs = [asdict(_stats(i, y, again[i] if i < len(again) else None, other[i] if i < len(other) else None))
                for i, y in enumerate(first)]
-    return {"outputs": outputs, "inputs_identical": _same(inputs_a, inputs_b), "output_format_error": format_error}
-
-
-def _clone(values: list[Any]) -> list[Any]:
-    import torch
-
-    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+    return {"outputs": outputs, "inputs_identical": same_values(inputs_a, inputs_b), "output_format_error": format_error}
 
 
 def _tensors(value: Any) -> list[Any]:
@@ -136,22 +130,6 @@ def _tensors(value: Any) -> list[Any]:
     if isinstance(value, dict):
         return [t for v in value.values() for t in _tensors(v)]
     return []
-
-
-def _same(a: list[Any], b: list[Any]) -> bool:
-    import torch
-
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
-            return False
-        if isinstance(x, torch.Tensor):
-            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
-                return False
-        elif x != y:
-            return False
-    return True
 
 
 def _max_abs_diff(y: Any, other: Any) -> float:
