@@ -165,8 +165,8 @@ class Evaluator:
     # ------------------------------------------------------------------ requests
     def make_request(self, reference: str, candidate: str, *, entry_point: str = "Model",
                      **options: Any) -> EvalRequest:
-        merged = self.options.to_dict()
-        merged.update(with_timeout(options, options.pop("timeout", None)))
+        timeout = options.pop("timeout", None)
+        merged = {**self.options.to_dict(), **with_timeout(options, timeout)}
         return EvalRequest(reference_code=reference, candidate=candidate, entry_point=entry_point,
                            options=EvalOptions.from_dict(merged))
 

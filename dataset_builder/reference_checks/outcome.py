@@ -16,11 +16,11 @@ logger = logging.getLogger(__name__)
 def verdict(result: EvalResult, timeout_s: float) -> ReferenceCheck:
     """The check's verdict: a timeout or any failure to run to the end is a problem of its own; a finished run is
     judged by its output statistics (``verdicts.classify_outputs``) and whether the reward can compare them."""
-    seconds = result.phase_seconds.get("total", result.phase_seconds.get("service_total", 0.0))
+    # The reference worker times itself; a child the service killed (timeout, crash) returned nothing, not even that.
+    seconds = result.phase_seconds.get("total", 0.0)
     report = result.reference_run or {}
     if result.status == Status.TIMEOUT:
-        stage = f" during {report['stage']}" if report.get("stage") else ""
-        return _failed(DropReason.TIMEOUT, f"no result after {timeout_s:g} s{stage}; process group killed",
+        return _failed(DropReason.TIMEOUT, f"no result after {timeout_s:g} s; process group killed",
                        result.stdout_tail, seconds)
     if result.status != Status.CORRECT or not report.get("finished"):
         return _failed(DropReason.CRASH, result.error or f"the run ended {result.status.value} without a result",
