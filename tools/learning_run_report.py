@@ -19,6 +19,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernel_eval.paired import paired_summary_differences  # noqa: E402
+from kernel_eval.report import format_value as fmt  # noqa: E402
 
 RATES = ("format_rate", "compile_rate", "correct_rate", "hacked_rate")
 RL_CURVES = ("turn_1/reward", "turn_1/correct", "turn_1/hacked", "turn_1/fast_1")
@@ -65,12 +66,6 @@ def plot_curves(sft_log: list[dict], rl_log: list[dict], out: Path) -> list[str]
     fig.savefig(out / "curves.png", dpi=110)
     plt.close(fig)
     return ["curves.png"]
-
-
-def fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def build(runs: list[Path], out: Path) -> str:
