@@ -148,6 +148,8 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
     from dataset_builder.synthetic.rows import write_task_dataset
     from kernel_reward import Evaluator
 
+    if args.rl_pool_tasks < 0:
+        raise StageFailed(f"--rl-pool-tasks must be >= 0, got {args.rl_pool_tasks}")
     out = Path(args.out) / "sft_data"
     tasks = generate_tasks(args.sft_tasks, seed=args.seed)
     held = _synthetic_split(args, tasks)

@@ -79,6 +79,8 @@ def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
 def test_sft_data_rejects_a_heldout_count_out_of_range(tmp_path):
     bad = pipeline(tmp_path, "--stages", "sft_data", "--sft-tasks", "4", "--sft-heldout-tasks", "4")
     assert bad.returncode == 1 and "--sft-heldout-tasks must be between 1 and 3" in bad.stderr
+    bad = pipeline(tmp_path, "--stages", "sft_data", "--sft-tasks", "4", "--rl-pool-tasks", "-2")
+    assert bad.returncode == 1 and "--rl-pool-tasks must be >= 0, got -2" in bad.stderr
 
 
 def test_sft_data_writes_an_rl_pool_of_fresh_solvable_tasks_of_the_trained_variants(tmp_path):
