@@ -249,6 +249,10 @@ def evaluate_model(
             for (task, s), trajectory in zip(chunk, trajectories, strict=True):
                 cache.put(keys[(task.uuid, s)], {"turns": _turns_from_trajectory(trajectory)})
             bar.update(len(chunk))
+    stats = getattr(rollout, "stats", None)  # MultiTurnRollout's wall-clock split; test doubles have none
+    if todo and stats is not None:
+        logger.info("model run: generation %.1f s, environment (reward) %.1f s over %d generation calls",
+                    stats.generation_s, stats.environment_s, stats.generation_calls)
     records = []
     for task in tasks:
         for s in range(num_samples):

