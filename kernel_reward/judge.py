@@ -33,6 +33,7 @@ from kernel_reward import (
     judge_measure,
     judge_timing,
     loading,
+    roofline,
 )
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, output_spec, slot_bytes
@@ -103,6 +104,7 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
         clock = None
         if device.type == "cuda":  # calibration and the reference's baseline: before the candidate's code exists
             with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
+                bandwidth = roofline.device_bandwidth_gbps(device)  # once per process: a copy with the GPU to itself
                 clock, overhead, before = judge_measure.time_reference_before(reference.model, reference.module, arena,
                                                                 reference.spec, device, options, client, seeds)
         with shared():
@@ -123,8 +125,10 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
         else:
+            moved = roofline.bytes_per_call(roofline.tensor_bytes(reference.probe), reference.spec.nbytes,
+                                            torch.cuda.get_device_properties(device).L2_cache_size, clock.calls)
             with timing_slot():
-                _time_candidate(clock, candidate, client, overhead, before, options, result, phases)
+                _time_candidate(clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth))
                 if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
                     _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
@@ -244,18 +248,23 @@ def build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, see
 
 def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
                     overhead: batch_stats.Overhead, before: list[float], options: EvalOptions, result: EvalResult,
-                    phases: Any) -> None:
+                    phases: Any, memory: tuple[int, float]) -> None:
+    """``memory``: the bytes one call must move and the device's measured bandwidth (GB/s), for the roofline."""
+    def retime() -> batch_stats.BatchTiming:
+        return judge_measure.measure(clock, candidate, client, overhead, before, options)
+
     with phases("timing"):
         state_before = gpu_state.sample(clock.device)
         try:
             timing = judge_measure.compare_timed(clock, candidate, client, overhead, before, options)
             if timing.speedup > options.implausible_speedup:
                 result.flags.append("implausible_speedup_remeasured")
-                timing = judge_measure.measure(clock, candidate, client, overhead, before, options)
+                timing = retime()
                 if timing.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
                     if batch_stats.calibration_artefact(timing):
                         timing = batch_stats.unsubtracted(timing)
+            timing, roof = roofline.review(timing, *memory, retime, result.flags)
         except judge_timing.TimingValidationError as exc:
             raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
         result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
@@ -267,6 +276,10 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
     result.reference_timing, result.kernel_timing = timing.reference, timing.candidate
     result.reference_time_ms, result.kernel_time_ms = timing.reference.median_ms, timing.candidate.median_ms
     result.speedup, result.speedup_ci = timing.speedup, timing.speedup_ci
+    result.roofline = roof.to_dict()
+    result.speedup, result.speedup_ci, clamped = roofline.clamp_speedup(result.speedup, result.speedup_ci, roof)
+    if clamped:
+        result.flags.append("speedup_clamped_to_roofline")
 
 
 def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,

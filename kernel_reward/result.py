@@ -97,6 +97,8 @@ class EvalResult:
     scored: bool = True
     # GPU only: SM clock, temperature and power at the start and end of the candidate's timed phase (gpu_state.py)
     gpu_state: dict[str, Any] | None = None
+    # GPU only: one call's memory floor (bytes, measured bandwidth) beside both medians (roofline.Roofline.to_dict)
+    roofline: dict[str, Any] | None = None
     # Reference-only runs (kernel_reward.reference_run): how far the reference got and its outputs' statistics
     reference_run: dict[str, Any] | None = None
 
