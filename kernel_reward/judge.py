@@ -98,6 +98,8 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
         if device.type == "cuda":
             gpu_state.sample(device)  # NVML's start-up, here rather than inside the timing slot
         reference = _build_reference(reference_module, request.entry_point, device, seeds[-1])
+        if device.type == "cuda":
+            result.memory["call_bytes"] = roofline.tensor_bytes(reference.probe) + reference.spec.nbytes
         arena = exchange.Arena(_arena_bytes(device, reference.state, reference.probe, reference.spec), device)
     try:
         share_arena(client, arena)

@@ -301,6 +301,7 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
         import torch
 
         from kernel_reward import judge
+        from kernel_reward.phase_memory import PhasePeaks
 
         device = torch.device(info.device)
         from kernel_reward.runner import apply_tf32_policy
@@ -310,8 +311,12 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
         # The candidate's code runs in the runner: its record is the result's (the service adds the judge's own).
         result.isolation = {**dict(runner.isolation), "judge": {"process": "the calling process (not sandboxed)"}}
 
-        def phase(name: str) -> Any:
-            return _phase(phases, name)
+        peaks = PhasePeaks(device)
+
+        @contextlib.contextmanager
+        def phase(name: str) -> Iterator[None]:
+            with _phase(phases, name), peaks.phase(name):
+                yield
 
         # Our own runner has no service watching its wall clock: the judge enforces timeout_s on it.
         deadline = time.monotonic() + request.options.timeout_s if own_runner else None
@@ -327,6 +332,9 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
             else:
                 status = {"died": Status.CRASHED, "timeout": Status.TIMEOUT}.get(fault.kind, Status.RUNTIME_ERROR)
                 _set_failure(result, status, f"candidate process: {fault}")
+        finally:
+            if peaks.enabled:
+                result.memory["judge_peak_bytes"] = dict(peaks.peaks)
     finally:
         if own_runner:
             runner.close()
