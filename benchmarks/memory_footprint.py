@@ -1,0 +1,180 @@
+"""Does a large task fit the evaluator, and where does its memory go? The judge's peak per phase beside one call's
+inputs + outputs, for tasks at the sizes of KernelBench's level 1-2 problems (written here, not copied: a 6 GiB
+elementwise input, a 6 GiB row softmax, a row reduction, an 8k matmul, a large convolution).
+
+Each task is evaluated once with a candidate that computes the same thing in PyTorch and passes its output through
+a Triton copy kernel: every phase of an evaluation runs (correctness, resized inputs, timing, coverage) and the
+candidate's own memory is the reference's. The per-worker memory cap can be set to emulate a smaller GPU
+(``--cap-gib 72``: 90 % of an 80 GB H100). Issue 15's targets: no out-of-memory at these sizes on one H100, and the
+judge's peak within 3x one call's inputs + outputs.
+
+    python benchmarks/memory_footprint.py --cap-gib 72 --json-out benchmarks/results/memory_footprint_h200.json
+    python benchmarks/memory_footprint.py --device cpu --scale 4096 --tasks relu row_sum   # a CPU smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Task:
+    """A reference program: constructor body, forward body and input shapes (first dimension scaled down)."""
+
+    init: str
+    forward: str
+    inputs: tuple[tuple[int, ...], ...]
+    params: str = "x"
+
+
+TASKS = {
+    "relu": Task("pass", "return torch.relu(x)", ((16384, 98304),)),  # 6 GiB in, 6 GiB out
+    "softmax": Task("pass", "return torch.softmax(x, dim=1)", ((16384, 98304),)),
+    "row_sum": Task("pass", "return torch.sum(x, dim=1, keepdim=True)", ((16384, 98304),)),
+    "matmul": Task("pass", "return torch.matmul(a, b)", ((8192, 8192), (8192, 8192)), params="a, b"),
+    "conv2d": Task("self.conv = nn.Conv2d(64, 128, 3, padding=1)", "return self.conv(x)", ((32, 64, 256, 256),)),
+}
+
+REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+
+    def forward(self, {params}):
+        {forward}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+
+    def forward(self, {params}):
+        result = self._compute({params}).contiguous()
+        out = torch.empty_like(result)
+        n = result.numel()
+        copy_kernel[(triton.cdiv(n, 1024),)](result, out, n, BLOCK=1024)
+        return out
+
+    def _compute(self, {params}):
+        {forward}
+'''
+
+
+def sources(task: Task, scale: int) -> tuple[str, str, int]:
+    """The reference and candidate programs at ``scale`` (first dimensions divided by it), and one call's input
+    bytes (fp32)."""
+    shapes = [(max(1, shape[0] // scale), *shape[1:]) for shape in task.inputs]
+    inputs = ", ".join(f"torch.randn({', '.join(map(str, shape))})" for shape in shapes)
+    fields = {"init": task.init, "forward": task.forward, "params": task.params}
+    input_bytes = sum(4 * _count(shape) for shape in shapes)
+    return REFERENCE.format(inputs=inputs, **fields), CANDIDATE.format(**fields), input_bytes
+
+
+def _count(shape: tuple[int, ...]) -> int:
+    total = 1
+    for size in shape:
+        total *= size
+    return total
+
+
+@dataclass
+class Row:
+    task: str
+    status: str
+    call_gib: float | None  # one call's inputs + outputs, as the judge measured them
+    judge_peak_gib: float | None  # the largest phase peak
+    peak_phase: str | None
+    peak_over_call: float | None
+    seconds: float
+    error: str | None
+
+
+def run_task(name: str, task: Task, scale: int, device: str, cap_gib: float | None, timeout_s: float) -> Row:
+    from kernel_reward import Evaluator
+
+    reference, candidate, _ = sources(task, scale)
+    pool_options = {}
+    if cap_gib is not None and device.startswith("cuda"):
+        import torch
+
+        total = torch.cuda.get_device_properties(torch.device(device)).total_memory
+        pool_options["gpu_memory_fraction"] = min(0.95, cap_gib * GIB / total)
+    start = time.perf_counter()
+    with Evaluator(device=device, workers=1, pool_options=pool_options, timeout=timeout_s) as evaluator:
+        result = evaluator.evaluate(reference, candidate, timing_budget_ms=200.0)
+    seconds = time.perf_counter() - start
+    peaks = result.memory.get("judge_peak_bytes") or {}
+    call = result.memory.get("call_bytes")
+    phase = max(peaks, key=peaks.get) if peaks else None
+    peak = peaks[phase] if phase else None
+    return Row(name, result.status.value, call and call / GIB, peak and peak / GIB, phase,
+               peak / call if peak and call else None, round(seconds, 1), (result.error or "")[:300] or None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS), help="tasks to run")
+    parser.add_argument("--scale", type=int, default=1, help="divide each input's first dimension by this")
+    parser.add_argument("--cap-gib", type=float, help="per-worker GPU memory cap in GiB (default: the pool's)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="per-task wall clock in seconds")
+    parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
+    args = parser.parse_args(argv)
+    if args.scale < 1:
+        parser.error(f"--scale must be >= 1, got {args.scale}")
+
+    from tqdm import tqdm
+
+    rows = [run_task(name, TASKS[name], args.scale, args.device, args.cap_gib, args.timeout)
+            for name in tqdm(args.tasks, desc="tasks", unit="task")]
+    fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
+    print(f"{'task':10} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'phase':12} {'peak/call':>9} {'s':>7}")
+    for row in rows:
+        print(f"{row.task:10} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
+              f"{row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} {row.seconds:7.1f}")
+        if row.error:
+            print(f"    {row.error}")
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"device": args.device, "scale": args.scale, "cap_gib": args.cap_gib}
+        args.json_out.write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

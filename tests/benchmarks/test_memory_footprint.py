@@ -1,0 +1,26 @@
+"""benchmarks/memory_footprint.py: large tasks written at scale, and a candidate that runs every phase."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_footprint.py"
+_spec = importlib.util.spec_from_file_location("memory_footprint", SCRIPT)
+memory_footprint = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = memory_footprint  # its dataclasses look their module up there
+_spec.loader.exec_module(memory_footprint)
+
+
+def test_the_tasks_are_written_at_full_size_and_scaled_down_on_request():
+    reference, candidate, input_bytes = memory_footprint.sources(memory_footprint.TASKS["relu"], 1)
+    assert "torch.randn(16384, 98304)" in reference and input_bytes == 6 * memory_footprint.GIB
+    reference, candidate, input_bytes = memory_footprint.sources(memory_footprint.TASKS["matmul"], 1024)
+    assert "torch.randn(8, 8192), torch.randn(8, 8192)" in reference and input_bytes == 2 * 4 * 8 * 8192
+    for source in (reference, candidate):
+        compile(source, "<task>", "exec")
+
+
+def test_the_copy_wrapped_candidate_is_correct_under_the_interpreter():
+    row = memory_footprint.run_task("row_sum", memory_footprint.TASKS["row_sum"], 8192, "cpu", None, 120.0)
+    assert row.status == "correct", row.error
+    assert row.call_gib is None  # memory is measured on a GPU only
