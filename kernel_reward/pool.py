@@ -11,7 +11,12 @@ Outcomes of one attempt:
 * the child died or failed before it accepted the request -> infrastructure failure: retried on a fresh child,
   at most ``max_attempts`` times in all, and counted in ``EvalResult.attempts`` (never as an extra result);
 * it accepted the request and then died -> ``crashed`` (the candidate killed its worker; never retried);
-* it outlived its wall clock -> ``timeout``; it outgrew its memory limit -> ``runtime_error``.
+* it outlived its wall clock -> ``timeout``; it outgrew its memory limit -> ``runtime_error``;
+* it ran out of device memory under its worker's share (``out_of_memory`` flag) -> run once more ALONE: the slot
+  waits for the device's other evaluations to finish, keeps new ones out (``DeviceShare``), and the evaluation gets
+  the device's whole usable memory (``EvalRequest.alone``). The second result is final either way and says so
+  (``retried_alone_after_out_of_memory``). A candidate can fake the error text of an out-of-memory in its own
+  process: that buys it one slower, exclusive retry, never a better verdict.
 
 All slot threads of all pools pull from one shared queue, so GPUs balance themselves. The zygote's handle is
 ``zygote_client``; one attempt's conversation with a child (its events and wall clock) is ``child_session``.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import os
 import queue
@@ -29,7 +35,8 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +130,56 @@ class Job:
     attempts: int = 0
 
 
+# ------------------------------------------------------------------------------------------------ device share
+
+
+class DeviceShare:
+    """Evaluations share a device (``shared``) unless one needs it alone (``alone``): that one waits for the running
+    evaluations to end and, from the moment it waits, no new one starts (it cannot starve)."""
+
+    def __init__(self, stopping: threading.Event) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+        self._alone_waiting = 0
+        self._alone_running = False
+        self._stopping = stopping
+
+    def _wait(self, ready: Any) -> None:
+        while not self._cond.wait_for(lambda: ready() or self._stopping.is_set(), timeout=0.5):
+            pass
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._wait(lambda: not self._alone_running and self._alone_waiting == 0)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._cond:
+            self._alone_waiting += 1
+            self._wait(lambda: self._running == 0 and not self._alone_running)
+            self._alone_waiting -= 1
+            self._alone_running = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._alone_running = False
+                self._cond.notify_all()
+
+
+def needs_device_alone(result: EvalResult) -> bool:
+    """Pure: the evaluation ran out of device memory under its worker's share (worker.mark_out_of_memory)."""
+    return "out_of_memory" in result.flags
+
+
 # ------------------------------------------------------------------------------------------------ device pool
 
 
@@ -136,6 +193,7 @@ class DevicePool:
         self.state_dir = Path(tempfile.mkdtemp(prefix=f"kernel_reward-{config.device.replace(':', '')}-"))
         os.chmod(self.state_dir, 0o711)
         self.stopping = threading.Event()
+        self.share = DeviceShare(self.stopping)
         self.zygote_lock = threading.Lock()
         self.zygote_restarts = 0
         self.spawned = 0  # children asked of the zygote so far (each serves at most one candidate)
@@ -202,6 +260,17 @@ class DevicePool:
                 self._discard(spare)
 
     def _run_job(self, job: Job, first: ChildHandle | InfrastructureError | None) -> EvalResult:
+        """Run ``job`` on shared terms; once more alone when it ran out of device memory (module docstring)."""
+        result = self._run_attempts(job, first)
+        if not needs_device_alone(result) or job.request.alone or self.config.workers == 1 or self.stopping.is_set():
+            return result  # with one worker it already had the device's whole share
+        log.info("out of memory under a worker's share on %s: running it again alone", self.config.device)
+        job.request = replace(job.request, alone=True)
+        retried = self._run_attempts(job, None)
+        retried.flags.append("retried_alone_after_out_of_memory")
+        return retried
+
+    def _run_attempts(self, job: Job, first: ChildHandle | InfrastructureError | None) -> EvalResult:
         child = first
         last_error = "no attempt made"
         for attempt in range(1, self.config.max_attempts + 1):
@@ -234,7 +303,8 @@ class DevicePool:
     def _attempt(self, job: Job, child: ChildHandle) -> Outcome:
         zygote = self.zygote
         try:
-            return ChildSession(self.config, zygote, child, job, self.stopping).run()
+            with self.share.alone() if job.request.alone else self.share.shared():
+                return ChildSession(self.config, zygote, child, job, self.stopping).run()
         finally:
             zygote.kill(child)  # always: the child's whole process group and private uid go, whatever happened
 

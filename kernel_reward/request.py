@@ -15,6 +15,9 @@ from typing import Any
 from kernel_reward.options import EvalOptions
 
 DEVICES = ("cpu", "cuda")
+# The share of a GPU's memory the execution service gives out: split among its workers, or whole to an evaluation
+# run alone (``EvalRequest.alone``); the rest is headroom for CUDA contexts and the allocator's fragmentation.
+USABLE_DEVICE_MEMORY = 0.9
 
 
 @dataclass
@@ -26,6 +29,9 @@ class EvalRequest:
     entry_point: str = "Model"
     device: str | None = None  # None: CUDA when available, else the CPU interpreter; or "cpu" / "cuda[:N]"
     options: EvalOptions = field(default_factory=EvalOptions)
+    # Set by the execution service for the one retry of an evaluation that ran out of device memory under its
+    # worker's share: nothing else runs on the device meanwhile and it gets USABLE_DEVICE_MEMORY (pool.py).
+    alone: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.reference_code, str) or not self.reference_code.strip():

@@ -138,6 +138,18 @@ class Runner:
     def _on_ping(self, message: dict[str, Any]) -> dict[str, Any]:
         return {"type": "pong"}
 
+    def _on_memory_cap(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Raise (or lower) this process's share of the GPU's memory: for an evaluation run alone. Refused once
+        candidate code is loaded: from then on nothing this process does is trusted."""
+        if self.module is not None:
+            return {"type": "error", "error": "memory_cap after the candidate was loaded"}
+        fraction = float(message["fraction"])
+        if not 0 < fraction <= 1:
+            return {"type": "error", "error": f"memory_cap fraction must be in (0, 1], got {fraction!r}"}
+        if self.device.type == "cuda":
+            torch.cuda.set_per_process_memory_fraction(fraction, self.device)
+        return {"type": "memory_cap_ok", "fraction": fraction}
+
     def _on_arena(self, message: dict[str, Any]) -> dict[str, Any]:
         fds: list[int] = []
         expected = {"memfd": 1, "cuda_vmm": 2}.get(str(message.get("kind")), 0)  # memory (+ signal words, CUDA)

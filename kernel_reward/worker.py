@@ -201,6 +201,7 @@ def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], 
     phases["total"] = time.perf_counter() - start
     result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
     mark_interpreter_gap(result)
+    mark_out_of_memory(result)
     result.hacked = result.status == Status.HACKED
     result.correct = result.status == Status.CORRECT
     outcome = compute_reward(
@@ -338,6 +339,16 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
     finally:
         if own_runner:
             runner.close()
+
+
+OUT_OF_MEMORY_MARKS = ("out of GPU memory under this worker's cap", "OutOfMemoryError", "CUDA out of memory")
+
+
+def mark_out_of_memory(result: EvalResult) -> None:
+    """Flag ``out_of_memory`` on a failure that ran out of device memory, in the judge (its own message) or in the
+    runner (torch's error text, which candidate code could also print: the flag only buys a retry alone, pool.py)."""
+    if result.status == Status.RUNTIME_ERROR and any(mark in (result.error or "") for mark in OUT_OF_MEMORY_MARKS):
+        result.flags.append("out_of_memory")
 
 
 def start_runner_process(device: str | None) -> Any:

@@ -47,6 +47,7 @@ from typing import Any, NoReturn
 
 from kernel_reward import sandbox, wire
 from kernel_reward.gpu_lock import TURNSTILE_SUFFIX, GpuLock
+from kernel_reward.request import USABLE_DEVICE_MEMORY
 
 log = logging.getLogger("kernel_reward.zygote")
 
@@ -330,12 +331,17 @@ class Zygote:
         request = EvalRequest.from_dict(message["request"])
         request.device = self.config.device
         sandbox.apply_rlimits(self.policy.limits, isolation, address_space=self.config.device == "cpu")
-        fraction = _half(self.config.gpu_memory_fraction) if runner is not None else self.config.gpu_memory_fraction
+        share = USABLE_DEVICE_MEMORY if request.alone else self.config.gpu_memory_fraction
+        fraction = _half(share) if runner is not None else share
         if self.config.device != "cpu" and fraction is not None:
             import torch
 
             torch.cuda.set_per_process_memory_fraction(fraction)
             isolation.gpu_memory_fraction = fraction
+            if runner is not None and request.alone:  # the runner's own cap, raised before any candidate code exists
+                from kernel_reward.runner_process import RunnerClient
+
+                RunnerClient(runner).ask({"type": "memory_cap", "fraction": fraction}, ("memory_cap_ok",))
         # From here on, whatever happens to this process is the candidate's doing.
         wire.send_message(channel, {"type": "accepted", "isolation": _candidate_isolation(isolation, runner)})
         try:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel_reward import sandbox, wire
 from kernel_reward.gpu_lock import TURNSTILE_SUFFIX
+from kernel_reward.request import USABLE_DEVICE_MEMORY
 
 if TYPE_CHECKING:
     from kernel_reward.pool import PoolConfig
@@ -99,7 +100,7 @@ class ZygoteClient:
             "policy": config.policy.to_dict(),
             "state_dir": str(state_dir),
             "lock_path": str(lock_path),
-            "gpu_memory_fraction": (config.gpu_memory_fraction or round(0.9 / config.workers, 3)) if cuda else None,
+            "gpu_memory_fraction": (config.gpu_memory_fraction or round(USABLE_DEVICE_MEMORY / config.workers, 3)) if cuda else None,
             "seed_triton_cache": cuda,
             "exclusive_gpu_timing": config.exclusive_gpu_timing,
         }
