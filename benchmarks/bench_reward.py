@@ -107,7 +107,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     from kernel_reward import exchange, judge, judge_measure
     from kernel_reward.loading import unload, write_and_import
     from kernel_reward.options import EvalOptions
-    from kernel_reward.remote import RemoteCandidate, output_spec
+    from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
     from kernel_reward.runner import apply_tf32_policy
     from kernel_reward.runner_process import RunnerClient
     from kernel_reward.tensors import clone_args, make_inputs
@@ -133,7 +133,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                     with torch.no_grad():
                         spec = output_spec(model(*clone_args(probe)))
                     state = dict(model.state_dict())
-                    arena = exchange.Arena(judge._arena_bytes(torch_device, state, probe, spec), torch_device)
+                    arena = exchange.Arena(judge._arena_bytes(torch_device, state, slot_bytes(probe, spec)), torch_device)
                     judge.share_arena(client, arena)
                     clock, overhead, before = judge_measure.time_reference_before(model, module, arena, spec, torch_device,
                                                                           options, client, [1, 2, 3])

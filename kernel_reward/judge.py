@@ -86,7 +86,8 @@ class Reference:
     init_inputs: list[Any]
     state: dict[str, torch.Tensor]
     spec: OutputSpec
-    probe: list[Any]  # one input set: sizes the exchange arena
+    input_bytes: int  # one call's tensor inputs (the probe's, which is not kept: 6 GiB on a large task)
+    slot_bytes: int  # one call's inputs and outputs in the exchange arena, aligned
     build_seed: int
 
 
@@ -99,8 +100,8 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             gpu_state.sample(device)  # NVML's start-up, here rather than inside the timing slot
         reference = _build_reference(reference_module, request.entry_point, device, seeds[-1])
         if device.type == "cuda":
-            result.memory["call_bytes"] = roofline.tensor_bytes(reference.probe) + reference.spec.nbytes
-        arena = exchange.Arena(_arena_bytes(device, reference.state, reference.probe, reference.spec), device)
+            result.memory["call_bytes"] = reference.input_bytes + reference.spec.nbytes
+        arena = exchange.Arena(_arena_bytes(device, reference.state, reference.slot_bytes), device)
     try:
         share_arena(client, arena)
         clock = None
@@ -109,6 +110,7 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
                 bandwidth = roofline.device_bandwidth_gbps(device)  # once per process: a copy with the GPU to itself
                 clock, overhead, before = judge_measure.time_reference_before(reference.model, reference.module, arena,
                                                                 reference.spec, device, options, client, seeds)
+            clock.release()  # its private buffers are not needed again before the candidate's timing
         with shared():
             with phases("load"):
                 _load_candidate(client, code, options.allow_tf32)
@@ -127,8 +129,9 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
         else:
-            moved = roofline.bytes_per_call(roofline.tensor_bytes(reference.probe), reference.spec.nbytes,
+            moved = roofline.bytes_per_call(reference.input_bytes, reference.spec.nbytes,
                                             torch.cuda.get_device_properties(device).L2_cache_size, clock.calls)
+            clock.restore()
             with timing_slot():
                 _time_candidate(clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth))
                 if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
@@ -156,10 +159,12 @@ def _build_reference(module: Any, entry_point: str, device: torch.device, probe_
         probe = make_inputs(module, probe_seed, device)
         with torch.no_grad():
             spec = output_spec(model(*clone_args(probe)))
+        input_bytes, slot = roofline.tensor_bytes(probe), slot_bytes(probe, spec)
+        del probe  # only its sizes are kept: it would hold one call's inputs for the whole evaluation
     except Exception as exc:
         raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
                                               f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
-    return Reference(module, model, init_inputs, dict(model.state_dict()), spec, probe, build_seed)
+    return Reference(module, model, init_inputs, dict(model.state_dict()), spec, input_bytes, slot, build_seed)
 
 
 def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
@@ -212,11 +217,11 @@ def below_coverage_floor(coverage: float | None, floor: float | None) -> str | N
             "candidate's own Triton kernels (a kernel wrapped around a torch answer)")
 
 
-def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], probe: list[Any], spec: OutputSpec) -> int:
-    """Room for the reference's weights, or for as many call slots (inputs + outputs) as the budget holds: at least
-    one, so a task larger than the budget still runs (one call per timed batch). Everything the judge keeps beside
-    it for timing (a private mirror of the used slots, staged inputs, two capture stacks) scales with it too."""
-    slot = slot_bytes(probe, spec)
+def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], slot: int) -> int:
+    """Room for the reference's weights, or for as many call slots of ``slot`` bytes (inputs + outputs) as the
+    budget holds: at least one, so a task larger than the budget still runs (one call per timed batch). Everything
+    the judge keeps beside it for timing (a private mirror of the used slots, staged inputs, the candidate's output
+    capture) scales with it too."""
     state_bytes = sum(t.numel() * t.element_size() + exchange.ALIGN for t in state.values())
     budget = ARENA_BYTES_GPU if device.type == "cuda" else ARENA_BYTES_CPU
     slots = max(1, min(judge_measure.MAX_CALLS_PER_BATCH, budget // max(slot, 1)))

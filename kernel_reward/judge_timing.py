@@ -7,7 +7,7 @@ on the judge's stream, and the runner's stream meets it at two words of the aren
      everything below queued behind a closed host gate, the runner's calls too, so no launch latency counts]
     judge:   E0 -> one copy of the staged inputs into the side's input slots -> flush L2 ->
              candidate: write(flag = n) ... wait(done >= n)    | reference: its K calls, in this process
-             -> one copy of the output slots into private capture -> E1
+             -> candidate: one copy of the output slots into private capture -> E1
     runner:  wait(flag >= n) -> K calls -> write(done = n)
     [outside the clock: every captured output compared with the reference's for the same inputs]
 
@@ -76,7 +76,9 @@ class BatchClock:
         self.device = device
         self.draw = draw  # seed -> one input set (a fresh hidden seed each time)
         self.seed_counter = 0
-        self.flush = torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=device) if l2_flush_mb else None
+        self.l2_flush_mb = l2_flush_mb
+        self.flush: torch.Tensor | None = None  # allocated with the other private buffers (_allocate)
+        self.mirror: torch.Tensor | None = None
         self.gate = stream_gate.HostGate(GATE_OPEN_AFTER_S) if stream_gate.available(device) else None
         self.method = "judge_gpu_events" if self.gate is not None else "judge_host_clock"
         self.calls = 0
@@ -89,7 +91,11 @@ class BatchClock:
     # ---------------------------------------------------------------------------------------------- layout
     def prepare(self, calls: int) -> None:
         """Place ``calls`` input and output slots in the arena (candidate side), a private mirror of them
-        (reference side), private staging for the inputs, and one capture buffer per side."""
+        (reference side), private staging for the inputs, and a capture buffer for the candidate's outputs.
+
+        The reference's outputs are read where it wrote them, in the mirror: that is the judge's own memory, and
+        each pair's comparison is queued on the judge's stream before the next batch poisons the slots. A capture
+        of them would cost one more output-sized buffer (6 GiB for a 6 GiB-output task) and protect nothing."""
         self.calls = calls
         self.arena.layout.reset()
         sample = self.draw(self._next_seed())
@@ -99,25 +105,49 @@ class BatchClock:
         slot_outs = [[self.arena.reserve(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
                      for _ in range(calls)]
         self.used = self.arena.layout.used
-        self.mirror = torch.empty(self.used, dtype=torch.uint8, device=self.device)
-        self.staging = torch.zeros(self.inputs_end, dtype=torch.uint8, device=self.device)
-        self.staging_inputs = [exchange.tensor_views(args, self.staging) for args in slot_args]
-        self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
+        self.slots = (slot_args, slot_outs)
         self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in slot_outs]
-        self.mirror_outputs = [[exchange.view(self.mirror, r) for r in outs] for outs in slot_outs]
-        self.captures = {side: torch.empty(self.used - self.inputs_end, dtype=torch.uint8, device=self.device)
-                         for side in ("reference", "candidate")}
-        shifted = [[exchange.TensorRef(r.offset - self.inputs_end, r.dtype, r.shape, r.stride) for r in outs]
-                   for outs in slot_outs]
-        self.capture_views = {side: [[exchange.view(buffer, r) for r in outs] for outs in shifted]
-                              for side, buffer in self.captures.items()}
-        self.capture_stacks = {side: [calls_as_one([views[call][index] for call in range(calls)])
-                                      for index in range(len(self.spec.shapes))]
-                               for side, views in self.capture_views.items()}
         calls_json = [{"args": args, "out": [r.to_json() for r in outs], "mode": "no_grad", "monitor": False,
                        "structure": self.spec.structure, "train": True} for args, outs in zip(slot_args, slot_outs, strict=True)]
         self.run_message = {"type": "run", "model": 0, "calls": calls_json, "dry": False}
         self.flag_word, self.done_word = self.arena.signal_words()
+        self._allocate()
+
+    def _allocate(self) -> None:
+        """The private buffers of the layout ``prepare`` placed, and the views into them."""
+        slot_args, slot_outs = self.slots
+        if self.l2_flush_mb:
+            self.flush = torch.empty(self.l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=self.device)
+        self.mirror = torch.empty(self.used, dtype=torch.uint8, device=self.device)
+        self.staging = torch.zeros(self.inputs_end, dtype=torch.uint8, device=self.device)
+        self.staging_inputs = [exchange.tensor_views(args, self.staging) for args in slot_args]
+        self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
+        self.mirror_outputs = [[exchange.view(self.mirror, r) for r in outs] for outs in slot_outs]
+        # The candidate's outputs leave the arena inside the window: after ``done`` the runner can no longer change
+        # what is compared.
+        self.capture = torch.empty(self.used - self.inputs_end, dtype=torch.uint8, device=self.device)
+        shifted = [[exchange.TensorRef(r.offset - self.inputs_end, r.dtype, r.shape, r.stride) for r in outs]
+                   for outs in slot_outs]
+        self.output_views = {"reference": self.mirror_outputs,
+                             "candidate": [[exchange.view(self.capture, r) for r in outs] for outs in shifted]}
+        self.output_stacks = {side: [calls_as_one([views[call][index] for call in range(self.calls)])
+                                     for index in range(len(self.spec.shapes))]
+                              for side, views in self.output_views.items()}
+
+    def release(self) -> None:
+        """Free the private buffers (mirror, staging, capture, L2 flush: 2x inputs + 2x outputs per call slot)
+        between the reference's baseline and the candidate's timing, so the correctness phases in between do not
+        hold them too (a 6 GiB-input task: 24 GiB). ``restore`` lays them out again at the same sizes; the fixed
+        costs calibrated before stay valid (they are copies and flushes of these sizes). ``stage`` refills the
+        staging before every batch."""
+        self.flush = self.mirror = self.staging = self.capture = None
+        self.staging_inputs = self.mirror_args = self.mirror_outputs = []
+        self.output_views, self.output_stacks = {}, {}
+
+    def restore(self) -> None:
+        """Re-allocate what ``release`` freed (a no-op when nothing was released)."""
+        if self.mirror is None:
+            self._allocate()
 
     def _next_seed(self) -> int:
         self.seed_counter += 1
@@ -136,11 +166,12 @@ class BatchClock:
         return bytes_differ(self.arena.tensor[: self.inputs_end], self.staging)
 
     def outputs(self, side: str) -> list[torch.Tensor]:
-        """The last captured outputs of ``side``, one (K, *shape) tensor per output: a strided view of the capture
-        buffer where the calls' slots are evenly spaced (always, in practice), else a stacked copy."""
-        views = self.capture_views[side]
+        """The last batch's outputs of ``side`` (the candidate's as captured, the reference's in the mirror), one
+        (K, *shape) tensor per output: a strided view where the calls' slots are evenly spaced (always, in
+        practice), else a stacked copy."""
+        views = self.output_views[side]
         return [stacked if stacked is not None else torch.stack([views[call][index] for call in range(self.calls)])
-                for index, stacked in enumerate(self.capture_stacks[side])]
+                for index, stacked in enumerate(self.output_stacks[side])]
 
     # ---------------------------------------------------------------------------------------------- batches
     def _load(self, buffer: torch.Tensor) -> None:
@@ -149,7 +180,8 @@ class BatchClock:
             self.flush.zero_()
 
     def _capture(self, buffer: torch.Tensor, side: str) -> None:
-        self.captures[side].copy_(buffer[self.inputs_end : self.used])
+        if side == "candidate":  # the reference's outputs stay in the mirror (prepare)
+            self.capture.copy_(buffer[self.inputs_end : self.used])
 
     def _host_batch(self, buffer: torch.Tensor, side: str, work: Callable[[], None]) -> float:
         """ms of one batch on the host clock (no gates): load, ``work``, capture, each side synchronised."""

@@ -74,7 +74,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
     import json, statistics, torch
     from kernel_reward import exchange, judge, judge_measure, judge_timing
     from kernel_reward.options import EvalOptions
-    from kernel_reward.remote import RemoteCandidate, output_spec
+    from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
     from kernel_reward.runner_process import RunnerClient
     from kernel_reward.tensors import clone_args, make_inputs
     from kernel_reward.loading import write_and_import
@@ -86,7 +86,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
     model = module.Model()
     probe = make_inputs(module, 1, device)
     spec = output_spec(model(*clone_args(probe)))
-    arena = exchange.Arena(judge._arena_bytes(device, {}, probe, spec), device)
+    arena = exchange.Arena(judge._arena_bytes(device, {}, slot_bytes(probe, spec)), device)
     # No address-space rlimit here: under RLIMIT_AS glibc's allocator maps and faults in every large CPU tensor
     # afresh (6x slower on this box), which would time the limit, not the method. GPU runners never set it.
     from kernel_reward import runner_process, sandbox
@@ -98,6 +98,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
         judge.share_arena(client, arena)
         options = EvalOptions(timing_budget_ms=60.0, l2_flush_mb=0)  # no 256 MB CPU memset per batch
         clock, overhead, before = judge_measure.time_reference_before(model, module, arena, spec, device, options, client, [1])
+        clock.release()  # as the judge does while the correctness phases run
         for name, code in (("self", SOURCE + "\\nModelNew = Model\\n"),
                            ("wrong_when_batched", SOURCE + "\\nclass ModelNew(Model):\\n    calls = 0\\n"
                             "    def forward(self, x, y):\\n        ModelNew.calls += 1\\n"
@@ -105,6 +106,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
             client.ask({"type": "load", "code": code}, ("loaded",))
             judge.build_remote(client, arena, 0, 0, [], {})
             candidate = RemoteCandidate(client, arena, spec, 0)
+            clock.restore()
             try:
                 timing = judge_measure.measure(clock, candidate, client, overhead, before, options)
                 out[name] = {"speedup": timing.speedup, "ci": timing.speedup_ci, "calls": timing.calls_per_batch,
@@ -222,5 +224,51 @@ def test_coverage_inputs_fill_the_arena_only_as_far_as_it_holds():
         assert len(sets) == 1 and torch.equal(exchange.decode_args(sets[0], arena.tensor)[0], torch.ones(1024))
         with pytest.raises(MemoryError):
             place_input_sets(arena, [lambda: [torch.ones(8192)]])  # not even one set: the caller's error
+    finally:
+        arena.close()
+
+
+def test_the_clock_keeps_one_output_capture_and_reads_the_references_outputs_in_its_mirror():
+    """Memory of a timed batch beside the arena: the mirror (inputs + outputs), the staging (inputs) and ONE capture
+    (the candidate's outputs). The reference's outputs are compared where it wrote them (issue 15: a 6 GiB-output
+    task held a second output-sized capture for nothing)."""
+    import torch
+
+    from kernel_reward import exchange
+    from kernel_reward.judge_timing import BatchClock
+    from kernel_reward.remote import output_spec, slot_bytes
+
+    def draw(seed: int) -> list:
+        generator = torch.Generator().manual_seed(seed)
+        return [torch.randn(256, 64, generator=generator), torch.randn(256, 64, generator=generator)]
+
+    def reference(x, y):
+        return torch.relu(x + y)
+
+    spec = output_spec(reference(*draw(0)))
+    calls = 3
+    arena = exchange.Arena(calls * slot_bytes(draw(0), spec), torch.device("cpu"))
+    try:
+        clock = BatchClock(reference, arena, spec, torch.device("cpu"), 0, draw)
+        clock.prepare(calls)
+        clock.stage()
+        clock.time_reference()
+        input_bytes, output_bytes = 2 * 256 * 64 * 4, 256 * 64 * 4
+        assert clock.capture.numel() >= calls * output_bytes
+        assert clock.capture.numel() < calls * (output_bytes + 2 * exchange.ALIGN)
+        assert calls * input_bytes <= clock.staging.numel() < calls * (input_bytes + 4 * exchange.ALIGN)
+        assert clock.mirror.numel() == clock.used  # inputs + outputs, the arena's layout
+        assert not hasattr(clock, "captures")  # no reference-side capture
+        expected = torch.stack([reference(*(v.clone() for v in views)) for views in clock.staging_inputs])
+        assert torch.equal(clock.outputs("reference")[0], expected)  # read in place, from the mirror
+
+        # Between the baseline and the candidate's timing the private buffers are freed, then laid out again.
+        clock.release()
+        assert clock.mirror is None and clock.staging is None and clock.capture is None
+        clock.restore()
+        clock.stage()
+        clock.time_reference()
+        expected = torch.stack([reference(*(v.clone() for v in views)) for views in clock.staging_inputs])
+        assert torch.equal(clock.outputs("reference")[0], expected)
     finally:
         arena.close()
