@@ -264,14 +264,16 @@ def _time_candidate(clock: judge_timing.BatchClock, candidate: RemoteCandidate, 
         state_before = gpu_state.sample(clock.device)
         try:
             timing = judge_measure.compare_timed(clock, candidate, client, overhead, before, options)
-            if timing.speedup > options.implausible_speedup:
+            remeasured = timing.speedup > options.implausible_speedup
+            if remeasured:
                 result.flags.append("implausible_speedup_remeasured")
                 timing = retime()
                 if timing.speedup > options.implausible_speedup:
                     result.flags.append("implausible_speedup")
                     if batch_stats.calibration_artefact(timing):
                         timing = batch_stats.unsubtracted(timing)
-            timing, roof = roofline.review(timing, *memory, retime, result.flags)
+            # one re-measurement at most: a speedup already re-measured as implausible is not timed a third time
+            timing, roof = roofline.review(timing, *memory, None if remeasured else retime, result.flags)
         except judge_timing.TimingValidationError as exc:
             raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
         result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))

@@ -112,8 +112,9 @@ def device_bandwidth_gbps(device: torch.device) -> float:
 def review(timing: Any, moved_bytes: int, bandwidth_gbps: float, retime: Any,
            flags: list[str]) -> tuple[Any, Roofline]:
     """The judge's check of one measurement (a ``batch_stats.BatchTiming``): below the roofline, re-time once
-    (``retime()``, flag ``below_roofline_remeasured``); still below, flag ``below_roofline`` and, when the fixed-cost
-    subtraction is what broke (``batch_stats.calibration_artefact``), fall back to the unsubtracted times."""
+    (``retime()``, flag ``below_roofline_remeasured``; ``retime`` None: it was already re-measured, as an
+    implausible speedup); still below, flag ``below_roofline`` and, when the fixed-cost subtraction is what broke
+    (``batch_stats.calibration_artefact``), fall back to the unsubtracted times."""
     from kernel_reward import batch_stats
 
     def roof_of(measured: Any) -> Roofline:
@@ -122,12 +123,13 @@ def review(timing: Any, moved_bytes: int, bandwidth_gbps: float, retime: Any,
     roof = roof_of(timing)
     if not roof.below:
         return timing, roof
-    flags.append("below_roofline_remeasured")
-    timing = retime()
-    roof = roof_of(timing)
+    if retime is not None:
+        flags.append("below_roofline_remeasured")
+        timing = retime()
+        roof = roof_of(timing)
     if roof.below:
         flags.append("below_roofline")
-        if batch_stats.calibration_artefact(timing):
+        if batch_stats.calibration_artefact(timing) and "timing_unsubtracted" not in timing.flags:
             timing = batch_stats.unsubtracted(timing)
             roof = roof_of(timing)
     return timing, roof

@@ -85,6 +85,39 @@ def test_a_calibration_artefact_that_stays_below_falls_back_to_unsubtracted_time
     assert roofline.clamp_speedup(3.0, (2.9, 3.1), plausible) == (3.0, (2.9, 3.1), False)
 
 
+def test_the_judge_records_the_roofline_and_clamps_a_speedup_that_stays_below_it(monkeypatch):
+    """The wiring in ``judge._time_candidate`` on CPU: its measurements replaced by timings where the memory floor
+    allows 4x. At 10x (under ``implausible_speedup``) the roofline re-times it once; at 300x the implausible-speedup
+    re-measurement is the only one. Both end flagged and clamped."""
+    import contextlib
+    import types
+
+    import torch
+
+    from kernel_reward import judge
+    from kernel_reward.options import EvalOptions
+
+    monkeypatch.setattr(judge.gpu_state, "sample", lambda device: types.SimpleNamespace())
+    monkeypatch.setattr(judge.gpu_state, "around", lambda before, after: {})
+    clock = types.SimpleNamespace(device=torch.device("cpu"))
+
+    def run(candidate_ms: float) -> EvalResult:
+        timings = iter([_timing(3.0, candidate_ms), _timing(3.0, candidate_ms)])  # two measurements at most
+        monkeypatch.setattr(judge.judge_measure, "compare_timed", lambda *args: next(timings))
+        monkeypatch.setattr(judge.judge_measure, "measure", lambda *args: next(timings))
+        result = EvalResult()
+        judge._time_candidate(clock, None, None, None, [], EvalOptions(), result,
+                              lambda name: contextlib.nullcontext(), (4 * GB, 4000.0))
+        assert result.roofline["below"] and result.roofline["floor_ms"] == pytest.approx(1.0)
+        assert "speedup_clamped_to_roofline" in result.flags
+        cap = result.roofline["reference_ms"] / (roofline.MARGIN * result.roofline["floor_ms"])  # ~4.2x
+        assert result.speedup == pytest.approx(cap) and result.speedup_ci[1] == pytest.approx(cap)
+        return result
+
+    assert run(0.3).flags[:2] == ["below_roofline_remeasured", "below_roofline"]
+    assert run(0.01).flags[:3] == ["implausible_speedup_remeasured", "implausible_speedup", "below_roofline"]
+
+
 def test_results_carry_the_roofline_through_json():
     roof = roofline.check(4 * GB, 4000.0, 3.0, 1.0).to_dict()
     result = EvalResult(roofline=roof)
