@@ -175,9 +175,21 @@ class DeviceShare:
                 self._cond.notify_all()
 
 
+ALONE_WORTH_TRYING = 4  # the judge holds ~3.5x one call's inputs + outputs while it times (judge_timing.BatchClock)
+
+
 def needs_device_alone(result: EvalResult) -> bool:
-    """Pure: the evaluation ran out of device memory under its worker's share (worker.mark_out_of_memory)."""
-    return "out_of_memory" in result.flags
+    """Pure: the evaluation ran out of device memory under its worker's share (worker.mark_out_of_memory), on a
+    task large enough for the evaluator's own footprint to be the cause: ``ALONE_WORTH_TRYING`` times one call's
+    inputs + outputs above the share (``EvalResult.memory``). A small task that runs out of memory is the
+    candidate's doing (a size computed wrong): running it alone would stall the device for nothing. Unknown sizes
+    (it failed before the reference was built) are given the retry."""
+    if "out_of_memory" not in result.flags:
+        return False
+    call, share = result.memory.get("call_bytes"), result.memory.get("share_bytes")
+    if call is None or share is None:
+        return True
+    return ALONE_WORTH_TRYING * call > share
 
 
 # ------------------------------------------------------------------------------------------------ device pool

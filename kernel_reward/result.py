@@ -99,8 +99,9 @@ class EvalResult:
     gpu_state: dict[str, Any] | None = None
     # GPU only: one call's memory floor (bytes, measured bandwidth) beside both medians (roofline.Roofline.to_dict)
     roofline: dict[str, Any] | None = None
-    # GPU only: "call_bytes" (one call's inputs + outputs) and "judge_peak_bytes" (the judge's peak allocated bytes
-    # per phase, phase_memory.PhasePeaks): the footprint beside what the task needs
+    # GPU only: "call_bytes" (one call's inputs + outputs), "judge_peak_bytes" (the judge's peak allocated bytes
+    # per phase, phase_memory.PhasePeaks) and "share_bytes" (the judge's memory cap): the footprint beside what the
+    # task needs and what it was allowed
     memory: dict[str, Any] = field(default_factory=dict)
     # Reference-only runs (kernel_reward.reference_run): how far the reference got and its outputs' statistics
     reference_run: dict[str, Any] | None = None

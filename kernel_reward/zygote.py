@@ -354,6 +354,11 @@ class Zygote:
             result = EvalResult.failure(
                 Status.CRASHED, f"evaluation raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
             )
+        if self.config.device != "cpu" and fraction is not None:  # what pool.needs_device_alone weighs a task against
+            import torch
+
+            result.memory["share_bytes"] = int(torch.cuda.get_device_properties(torch.device(self.config.device)).total_memory
+                                               * fraction)
         data = result.to_dict()
         data["isolation"] = _candidate_isolation(isolation, runner)
         return data

@@ -60,6 +60,18 @@ def test_out_of_memory_failures_are_marked_from_the_judge_or_the_runner():
                    EvalResult(status=Status.INCORRECT, error="CUDA out of memory")):  # a verdict is never retried
         mark_out_of_memory(result)
         assert not needs_device_alone(result)
+
+
+def test_only_a_task_large_against_its_share_is_worth_running_alone():
+    gib = 1 << 30
+
+    def oom(call_bytes: int | None, share_bytes: int | None) -> EvalResult:
+        memory = {k: v for k, v in (("call_bytes", call_bytes), ("share_bytes", share_bytes)) if v is not None}
+        return EvalResult(status=Status.RUNTIME_ERROR, flags=["out_of_memory"], memory=memory)
+
+    assert needs_device_alone(oom(12 * gib, 8 * gib))  # a 6 GiB-in / 6 GiB-out task under an 8 GiB share
+    assert not needs_device_alone(oom(10 << 20, 8 * gib))  # 10 MB: the candidate allocated too much, not the judge
+    assert needs_device_alone(oom(None, 8 * gib))  # failed before the reference was sized: give it the retry
     assert EvalRequest.from_dict(EvalRequest("ref", "x", alone=True).to_dict()).alone
 
 
