@@ -122,6 +122,8 @@ class Row:
     peak_over_call: float | None
     seconds: float
     error: str | None
+    phase_peaks_gib: dict[str, float]  # every phase's peak, for the JSON
+    flags: list[str]
 
 
 def run_task(name: str, task: Task, scale: int, device: str, cap_gib: float | None, timeout_s: float) -> Row:
@@ -143,7 +145,8 @@ def run_task(name: str, task: Task, scale: int, device: str, cap_gib: float | No
     phase = max(peaks, key=peaks.get) if peaks else None
     peak = peaks[phase] if phase else None
     return Row(name, result.status.value, call and call / GIB, peak and peak / GIB, phase,
-               peak / call if peak and call else None, round(seconds, 1), (result.error or "")[:300] or None)
+               peak / call if peak and call else None, round(seconds, 1), (result.error or "")[:300] or None,
+               {name: round(value / GIB, 3) for name, value in peaks.items()}, list(result.flags))
 
 
 def main(argv: list[str] | None = None) -> int:
