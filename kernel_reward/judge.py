@@ -36,7 +36,7 @@ from kernel_reward import (
     roofline,
 )
 from kernel_reward.options import EvalOptions
-from kernel_reward.remote import OutputSpec, RemoteCandidate, output_spec, slot_bytes
+from kernel_reward.remote import OutputSpec, RemoteCandidate, args_nbytes, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
 from kernel_reward.runner_process import RunnerClient, RunnerProcess
 from kernel_reward.tensors import clone_args, make_inputs, synchronize
@@ -159,7 +159,7 @@ def _build_reference(module: Any, entry_point: str, device: torch.device, probe_
         probe = make_inputs(module, probe_seed, device)
         with torch.no_grad():
             spec = output_spec(model(*clone_args(probe)))
-        input_bytes, slot = roofline.tensor_bytes(probe), slot_bytes(probe, spec)
+        input_bytes, slot = args_nbytes(probe, align=0), slot_bytes(probe, spec)
         del probe  # only its sizes are kept: it would hold one call's inputs for the whole evaluation
     except Exception as exc:
         raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "

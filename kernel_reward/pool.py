@@ -42,9 +42,10 @@ from typing import Any
 
 from kernel_reward import sandbox
 from kernel_reward.child_session import ChildSession, Outcome
+from kernel_reward.gpu_lock import TURNSTILE_SUFFIX, GpuLock
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
-from kernel_reward.zygote_client import ChildHandle, InfrastructureError, ZygoteClient
+from kernel_reward.zygote_client import ChildHandle, InfrastructureError, ZygoteClient, device_lock_file
 
 log = logging.getLogger(__name__)
 
@@ -135,44 +136,32 @@ class Job:
 
 class DeviceShare:
     """Evaluations share a device (``shared``) unless one needs it alone (``alone``): that one waits for the running
-    evaluations to end and, from the moment it waits, no new one starts (it cannot starve)."""
+    evaluations to end and, from the moment it waits, no new one starts (it cannot starve). The same writers-first
+    ``gpu_lock.GpuLock`` the judges time under, over its own pair of files (``zygote_client.device_lock_file``), so
+    every service on this host that uses the same ``lock_dir`` keeps out of a device's evaluation run alone. Each
+    acquisition opens its own descriptors: ``flock`` excludes open files, so the pool's threads exclude each other."""
 
-    def __init__(self, stopping: threading.Event) -> None:
-        self._cond = threading.Condition()
-        self._running = 0
-        self._alone_waiting = 0
-        self._alone_running = False
-        self._stopping = stopping
+    def __init__(self, lock_path: Path) -> None:
+        self.lock_path = lock_path
 
-    def _wait(self, ready: Any) -> None:
-        while not self._cond.wait_for(lambda: ready() or self._stopping.is_set(), timeout=0.5):
-            pass
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[GpuLock]:
+        fds = [os.open(self.lock_path, os.O_RDONLY), os.open(f"{self.lock_path}{TURNSTILE_SUFFIX}", os.O_RDONLY)]
+        try:
+            yield GpuLock(*fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
-        with self._cond:
-            self._wait(lambda: not self._alone_running and self._alone_waiting == 0)
-            self._running += 1
-        try:
+        with self._lock() as lock, lock.shared():
             yield
-        finally:
-            with self._cond:
-                self._running -= 1
-                self._cond.notify_all()
 
     @contextlib.contextmanager
     def alone(self) -> Iterator[None]:
-        with self._cond:
-            self._alone_waiting += 1
-            self._wait(lambda: self._running == 0 and not self._alone_running)
-            self._alone_waiting -= 1
-            self._alone_running = True
-        try:
+        with self._lock() as lock, lock.exclusive():
             yield
-        finally:
-            with self._cond:
-                self._alone_running = False
-                self._cond.notify_all()
 
 
 ALONE_WORTH_TRYING = 4  # the judge holds ~3.5x one call's inputs + outputs while it times (judge_timing.BatchClock)
@@ -205,7 +194,7 @@ class DevicePool:
         self.state_dir = Path(tempfile.mkdtemp(prefix=f"kernel_reward-{config.device.replace(':', '')}-"))
         os.chmod(self.state_dir, 0o711)
         self.stopping = threading.Event()
-        self.share = DeviceShare(self.stopping)
+        self.share = DeviceShare(device_lock_file(config, "share"))
         self.zygote_lock = threading.Lock()
         self.zygote_restarts = 0
         self.spawned = 0  # children asked of the zygote so far (each serves at most one candidate)

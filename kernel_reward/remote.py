@@ -48,8 +48,9 @@ def slot_bytes(args: list[Any], spec: OutputSpec) -> int:
     return args_nbytes(args) + spec.nbytes + exchange.ALIGN * (len(spec.shapes) + 1)
 
 
-def args_nbytes(args: list[Any]) -> int:
-    return sum(_nbytes(tuple(a.shape), a.dtype) + exchange.ALIGN for a in args if isinstance(a, torch.Tensor))
+def args_nbytes(args: list[Any], align: int = exchange.ALIGN) -> int:
+    """Bytes of the tensors among ``args``, each padded by ``align`` (0: the tensors' own bytes)."""
+    return sum(_nbytes(tuple(a.shape), a.dtype) + align for a in args if isinstance(a, torch.Tensor))
 
 
 def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:

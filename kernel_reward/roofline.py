@@ -21,10 +21,14 @@ the bound does not apply to it (``applies`` is False) and nothing is flagged.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
+
+from kernel_reward import batch_stats
+from kernel_reward.batch_stats import BatchTiming
 
 MARGIN = 0.75  # a time under this share of the floor is below the roofline
 COPY_BYTES = 256 * 1024 * 1024  # the bandwidth probe's buffer: several times any L2 cache
@@ -78,11 +82,6 @@ def check(moved_bytes: int, bandwidth_gbps: float, reference_ms: float, candidat
     return Roofline(moved_bytes, bandwidth_gbps, floor_ms, reference_ms, candidate_ms, margin)
 
 
-def tensor_bytes(values: list[Any]) -> int:
-    """Bytes of the tensors among ``values`` (other arguments move nothing)."""
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
-
-
 _bandwidth_gbps: dict[int, float] = {}
 
 
@@ -109,15 +108,13 @@ def device_bandwidth_gbps(device: torch.device) -> float:
     return _bandwidth_gbps[index]
 
 
-def review(timing: Any, moved_bytes: int, bandwidth_gbps: float, retime: Any,
-           flags: list[str]) -> tuple[Any, Roofline]:
+def review(timing: BatchTiming, moved_bytes: int, bandwidth_gbps: float, retime: Callable[[], BatchTiming] | None,
+           flags: list[str]) -> tuple[BatchTiming, Roofline]:
     """The judge's check of one measurement (a ``batch_stats.BatchTiming``): below the roofline, re-time once
     (``retime()``, flag ``below_roofline_remeasured``; ``retime`` None: it was already re-measured, as an
     implausible speedup); still below, flag ``below_roofline`` and, when the fixed-cost subtraction is what broke
     (``batch_stats.calibration_artefact``), fall back to the unsubtracted times."""
-    from kernel_reward import batch_stats
-
-    def roof_of(measured: Any) -> Roofline:
+    def roof_of(measured: BatchTiming) -> Roofline:
         return check(moved_bytes, bandwidth_gbps, measured.reference.median_ms, measured.candidate.median_ms)
 
     roof = roof_of(timing)

@@ -92,8 +92,7 @@ class ZygoteClient:
         else:
             env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: the zygote imports it
             env["CUDA_VISIBLE_DEVICES"] = ""
-        lock_path = timing_lock_file(Path(config.lock_dir or Path(tempfile.gettempdir()) / "kernel_reward_locks"),
-                                     config.device)
+        lock_path = device_lock_file(config, "timing")
         zygote_config = {
             "device": "cuda" if cuda else "cpu",
             "worker_module": config.worker_module,
@@ -207,9 +206,20 @@ def _physical_gpu(index: int) -> str:
     return ids[index]
 
 
-def timing_lock_file(lock_dir: Path, device: str) -> Path:
-    """The per-device timing lock every service on this host shares, usable by any user (and its turnstile beside
-    it, ``<path>.turnstile``: see gpu_lock).
+LOCK_NAMES = {"timing": "", "share": ".share"}  # the timing lock keeps its first name: cuda0.lock
+
+
+def device_lock_file(config: Any, purpose: str) -> Path:
+    """``timing_lock_file`` of ``config.device`` in ``config.lock_dir`` (default: <tmp>/kernel_reward_locks) for
+    ``purpose``: "timing" (gpu_lock, held by children around timing) or "share" (pool.DeviceShare, held by the
+    service around whole evaluations)."""
+    lock_dir = Path(config.lock_dir or Path(tempfile.gettempdir()) / "kernel_reward_locks")
+    return timing_lock_file(lock_dir, config.device, LOCK_NAMES[purpose])
+
+
+def timing_lock_file(lock_dir: Path, device: str, suffix: str = "") -> Path:
+    """The per-device lock every service on this host shares, usable by any user (and its turnstile beside it,
+    ``<path>.turnstile``: see gpu_lock); ``suffix`` names a lock other than timing's.
 
     The folder is sticky and world-writable like /tmp (services of different users must serialise their timing
     on one GPU) and the file world-readable: ``flock`` needs only a read descriptor, so children open it
@@ -218,7 +228,7 @@ def timing_lock_file(lock_dir: Path, device: str) -> Path:
     lock_dir.mkdir(parents=True, exist_ok=True)
     if lock_dir.stat().st_uid == os.geteuid():
         os.chmod(lock_dir, 0o1777)
-    path = lock_dir / f"{device.replace(':', '')}.lock"
+    path = lock_dir / f"{device.replace(':', '')}{suffix}.lock"
     for file in (path, path.with_name(path.name + TURNSTILE_SUFFIX)):  # the pair gpu_lock.GpuLock needs
         if not file.exists():
             file.touch(exist_ok=True)

@@ -11,12 +11,13 @@ from kernel_reward.pool import DeviceShare, needs_device_alone
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.worker import mark_out_of_memory
+from kernel_reward.zygote_client import timing_lock_file
 
 FAKE = "tests.support.alone_fake_worker"
 
 
-def test_an_evaluation_alone_waits_for_the_running_ones_and_keeps_new_ones_out():
-    share = DeviceShare(threading.Event())
+def test_an_evaluation_alone_waits_for_the_running_ones_and_keeps_new_ones_out(tmp_path):
+    share = DeviceShare(timing_lock_file(tmp_path, "cuda:0", ".share"))  # threads of one process, as in a pool
     events: list[str] = []
     first_running, release_first = threading.Event(), threading.Event()
 
