@@ -99,7 +99,6 @@ def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dic
 def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) -> dict[str, Any]:
     """Self-speedup through the judge / runner split: one runner serves every task (a fresh arena, module and
     model each), the judge times the reference against the same program loaded in the runner as ``ModelNew``."""
-    import secrets
 
     import torch
 
@@ -107,10 +106,9 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     from kernel_reward import exchange, judge, judge_measure
     from kernel_reward.loading import unload, write_and_import
     from kernel_reward.options import EvalOptions
-    from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
+    from kernel_reward.remote import RemoteCandidate
     from kernel_reward.runner import apply_tf32_policy
     from kernel_reward.runner_process import RunnerClient
-    from kernel_reward.tensors import clone_args, make_inputs
     from kernel_reward.worker import start_runner_process
 
     torch_device = torch.device(device)
@@ -125,22 +123,16 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                 module = write_and_import(task.source, Path(tmp), "bench")
                 arena = None
                 try:
-                    init = list(module.get_init_inputs())
-                    seed = secrets.randbits(30)
-                    torch.manual_seed(seed)
-                    model = module.Model(*init).to(torch_device)
-                    probe = make_inputs(module, 1, torch_device)
-                    with torch.no_grad():
-                        spec = output_spec(model(*clone_args(probe)))
-                    state = dict(model.state_dict())
-                    arena = exchange.Arena(judge._arena_bytes(torch_device, state, slot_bytes(probe, spec)), torch_device)
+                    reference = judge.build_reference(module, "Model", torch_device, 1)
+                    arena = exchange.Arena(judge._arena_bytes(torch_device, reference.state, reference.slot_bytes),
+                                           torch_device)
                     judge.share_arena(client, arena)
-                    clock, overhead, before = judge_measure.time_reference_before(model, module, arena, spec, torch_device,
-                                                                          options, client, [1, 2, 3])
+                    clock, overhead, before = judge_measure.time_reference_before(reference, arena, torch_device,
+                                                                                  options, client, [1, 2, 3])
                     client.ask({"type": "load", "code": task.source + "\n\nModelNew = Model\n",
                                 "allow_tf32": options.allow_tf32}, ("loaded",))
-                    judge.build_remote(client, arena, 0, seed, init, state)
-                    candidate = RemoteCandidate(client, arena, spec, 0)
+                    judge.build_remote(client, arena, 0, reference.build_seed, reference.init_inputs, reference.state)
+                    candidate = RemoteCandidate(client, arena, reference.spec, 0)
 
                     timing = judge_measure.compare_timed(clock, candidate, client, overhead, before, options)
                     rows.append({"task": task.name, "ref_ms": timing.reference.median_ms,

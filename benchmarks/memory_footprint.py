@@ -117,7 +117,8 @@ class Row:
     task: str
     status: str
     call_gib: float | None  # one call's inputs + outputs, as the judge measured them
-    judge_peak_gib: float | None  # the largest phase peak
+    judge_peak_gib: float | None  # the largest phase peak of torch's allocator in the judge, plus the arena
+    arena_gib: float | None  # the exchange arena: device memory outside the allocator, held from build to the end
     peak_phase: str | None
     peak_over_call: float | None
     seconds: float
@@ -141,10 +142,10 @@ def run_task(name: str, task: Task, scale: int, device: str, cap_gib: float | No
         result = evaluator.evaluate(reference, candidate, timing_budget_ms=200.0)
     seconds = time.perf_counter() - start
     peaks = result.memory.get("judge_peak_bytes") or {}
-    call = result.memory.get("call_bytes")
+    call, arena = result.memory.get("call_bytes"), result.memory.get("arena_bytes", 0)
     phase = max(peaks, key=peaks.get) if peaks else None
-    peak = peaks[phase] if phase else None
-    return Row(name, result.status.value, call and call / GIB, peak and peak / GIB, phase,
+    peak = peaks[phase] + arena if phase else None  # an upper bound: "load" ran before the arena existed
+    return Row(name, result.status.value, call and call / GIB, peak and peak / GIB, arena / GIB, phase,
                peak / call if peak and call else None, round(seconds, 1), (result.error or "")[:300] or None,
                {name: round(value / GIB, 3) for name, value in peaks.items()}, list(result.flags))
 
@@ -166,10 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [run_task(name, TASKS[name], args.scale, args.device, args.cap_gib, args.timeout)
             for name in tqdm(args.tasks, desc="tasks", unit="task")]
     fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
-    print(f"{'task':10} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'phase':12} {'peak/call':>9} {'s':>7}")
+    print(f"{'task':10} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
+          f"{'peak/call':>9} {'s':>7}")
     for row in rows:
         print(f"{row.task:10} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
-              f"{row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} {row.seconds:7.1f}")
+              f"{fmt(row.arena_gib, '11.2f')} {row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} "
+              f"{row.seconds:7.1f}")
         if row.error:
             print(f"    {row.error}")
     if args.json_out:

@@ -34,6 +34,7 @@ from kernel_reward import (
     judge_timing,
     loading,
     roofline,
+    tensors,
 )
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, args_nbytes, output_spec, slot_bytes
@@ -89,6 +90,7 @@ class Reference:
     input_bytes: int  # one call's tensor inputs (the probe's, which is not kept: 6 GiB on a large task)
     slot_bytes: int  # one call's inputs and outputs in the exchange arena, aligned
     build_seed: int
+    keeps_inputs: bool  # its forward left the probe's inputs as they were (judge_timing.BatchClock uses that)
 
 
 def _judge_loaded(request: Any, code: str, reference_module: Any, client: RunnerClient, timing_slot: Any,
@@ -98,18 +100,20 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
     with phases("build"), shared():
         if device.type == "cuda":
             gpu_state.sample(device)  # NVML's start-up, here rather than inside the timing slot
-        reference = _build_reference(reference_module, request.entry_point, device, seeds[-1])
+        reference = build_reference(reference_module, request.entry_point, device, seeds[-1])
         if device.type == "cuda":
             result.memory["call_bytes"] = reference.input_bytes + reference.spec.nbytes
         arena = exchange.Arena(_arena_bytes(device, reference.state, reference.slot_bytes), device)
+        if device.type == "cuda":  # device memory outside torch's allocator (and its cap), held to the end
+            result.memory["arena_bytes"] = arena.nbytes
     try:
         share_arena(client, arena)
         clock = None
         if device.type == "cuda":  # calibration and the reference's baseline: before the candidate's code exists
             with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
                 bandwidth = roofline.device_bandwidth_gbps(device)  # once per process: a copy with the GPU to itself
-                clock, overhead, before = judge_measure.time_reference_before(reference.model, reference.module, arena,
-                                                                reference.spec, device, options, client, seeds)
+                clock, overhead, before = judge_measure.time_reference_before(reference, arena, device, options,
+                                                                              client, seeds)
             clock.release()  # its private buffers are not needed again before the candidate's timing
         with shared():
             with phases("load"):
@@ -120,7 +124,7 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             result.compiled = True
             candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
             task = correctness.JudgeTask(reference.module, reference.model, candidate, reference.init_inputs,
-                                         result.state_transfer)
+                                         result.state_transfer, reference.keeps_inputs)
             with phases("correctness"):
                 _check_correctness(task, device, options, seeds, result)
             with phases("shape_check"):
@@ -149,7 +153,7 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
         arena.close()
 
 
-def _build_reference(module: Any, entry_point: str, device: torch.device, probe_seed: int) -> Reference:
+def build_reference(module: Any, entry_point: str, device: torch.device, probe_seed: int) -> Reference:
     """Build the reference under a fresh build seed and learn its output structure; a failure is the task's."""
     build_seed = secrets.randbits(30)
     try:
@@ -157,14 +161,17 @@ def _build_reference(module: Any, entry_point: str, device: torch.device, probe_
         torch.manual_seed(build_seed)
         model = getattr(module, entry_point)(*init_inputs).to(device)
         probe = make_inputs(module, probe_seed, device)
+        given = clone_args(probe)
         with torch.no_grad():
-            spec = output_spec(model(*clone_args(probe)))
+            spec = output_spec(model(*given))
+        keeps_inputs = tensors.same_values(given, probe)
         input_bytes, slot = args_nbytes(probe, align=0), slot_bytes(probe, spec)
-        del probe  # only its sizes are kept: it would hold one call's inputs for the whole evaluation
+        del probe, given  # only their sizes are kept: they would hold two calls' inputs for the whole evaluation
     except Exception as exc:
         raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
                                               f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
-    return Reference(module, model, init_inputs, dict(model.state_dict()), spec, input_bytes, slot, build_seed)
+    return Reference(module, model, init_inputs, dict(model.state_dict()), spec, input_bytes, slot, build_seed,
+                     keeps_inputs)
 
 
 def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
@@ -220,8 +227,8 @@ def below_coverage_floor(coverage: float | None, floor: float | None) -> str | N
 def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], slot: int) -> int:
     """Room for the reference's weights, or for as many call slots of ``slot`` bytes (inputs + outputs) as the
     budget holds: at least one, so a task larger than the budget still runs (one call per timed batch). Everything
-    the judge keeps beside it for timing (a private mirror of the used slots, staged inputs, the candidate's output
-    capture) scales with it too."""
+    the judge keeps beside it for timing (staged inputs, the candidate's output capture, the reference's
+    outputs) scales with it too."""
     state_bytes = sum(t.numel() * t.element_size() + exchange.ALIGN for t in state.values())
     budget = ARENA_BYTES_GPU if device.type == "cuda" else ARENA_BYTES_CPU
     slots = max(1, min(judge_measure.MAX_CALLS_PER_BATCH, budget // max(slot, 1)))

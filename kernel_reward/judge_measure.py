@@ -18,7 +18,7 @@ import torch
 
 from kernel_reward import batch_stats, calibration, exchange, judge_timing
 from kernel_reward.options import EvalOptions
-from kernel_reward.remote import OutputSpec, RemoteCandidate
+from kernel_reward.remote import RemoteCandidate
 from kernel_reward.runner_process import RunnerClient
 from kernel_reward.tensors import QueuedComparison, make_inputs, queue_comparison
 
@@ -38,18 +38,18 @@ def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
     return torch.compile(reference_model)
 
 
-def time_reference_before(reference_model: Any, reference_module: Any, arena: exchange.Arena, spec: OutputSpec,
-                           device: torch.device, options: EvalOptions, client: RunnerClient,
-                           seeds: list[int]) -> tuple[judge_timing.BatchClock, batch_stats.Overhead, list[float]]:
+def time_reference_before(reference: Any, arena: exchange.Arena, device: torch.device, options: EvalOptions,
+                          client: RunnerClient, seeds: list[int],
+                          ) -> tuple[judge_timing.BatchClock, batch_stats.Overhead, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
-    calibration of both sides' fixed costs, and the reference's own baseline."""
+    calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: judge.Reference."""
     hidden = secrets.randbits(30)
 
     def draw(index: int) -> list[Any]:
-        return make_inputs(reference_module, (hidden * 7919 + index) % (2**31 - 1), device)
+        return make_inputs(reference.module, (hidden * 7919 + index) % (2**31 - 1), device)
 
-    reference = _timed_reference(reference_model, options)
-    clock = judge_timing.BatchClock(reference, arena, spec, device, options.l2_flush_mb, draw)
+    clock = judge_timing.BatchClock(_timed_reference(reference.model, options), arena, reference.spec, device,
+                                    options.l2_flush_mb, draw, reference_keeps_inputs=reference.keeps_inputs)
     clock.prepare(1)
     clock.stage()
     for _ in range(max(options.warmup_calls, 1)):

@@ -26,9 +26,11 @@ weight preparation) can happen outside, as it may in a real model.
 Without gates (the CPU, or a driver without stream memory ops) the same pattern runs on the judge's host clock,
 with synchronisations in place of the words and the runner's reply in place of ``done``.
 
-* Each side's fixed cost (copies, flush, capture; for the candidate also the hand-over to the runner and back)
-  is measured with empty batches BEFORE the candidate is loaded, while the runner is still trusted, and
-  subtracted: per-call time = (batch - empty batch) / K.
+* Each side's fixed cost (copies, flush, capture; for the candidate also the hand-over to the runner and back,
+  and the copy of each call's outputs into its slots, which the runner's dry calls make too) is measured with
+  empty batches BEFORE the candidate is loaded, while the runner is still trusted, and subtracted: per-call time
+  = (batch - empty batch) / K, the forward alone on both sides, as ``do_bench`` times it. (Until issue 15 each
+  side's output copy was timed as its kernel's: 2 of a memory-bound elementwise kernel's 4 units of traffic.)
 * The reference is also timed before the candidate is loaded. A candidate that keeps the GPU busy while the judge
   times the reference would make the reference look slow; the reference time used is the lower of the two
   medians (``reference_phase`` says which), so that can only make the candidate look slower.
@@ -52,7 +54,7 @@ import torch
 
 from kernel_reward import exchange, stream_gate
 from kernel_reward.remote import RemoteCandidate, poison
-from kernel_reward.runner import execute_call
+from kernel_reward.runner import flatten_outputs
 from kernel_reward.runner_process import RunnerFault
 from kernel_reward.tensors import QueuedComparison, resolve_all, synchronize
 from kernel_reward.timing import TimingValidationError
@@ -64,13 +66,22 @@ BATCH_DEADLINE_S = 120.0  # a batch the GPU has not finished by then is the runn
 class BatchClock:
     """Everything both sides of a timed batch need, laid out once per evaluation (``prepare``).
 
-    Layout (arena for the candidate, a private mirror for the reference): the K calls' inputs first, then their
-    outputs, so loading a batch is one copy from private staging and capturing it one copy out.
+    Layout (the candidate's arena; the reference reads the staging, or a private copy, and keeps what it returns):
+    the K calls' inputs first, then their outputs, so loading a batch is one copy from private staging and
+    capturing it one copy out.
+
+    Device memory beside the arena's I + O (one call's inputs I and outputs O, K = 1, a reference that leaves its
+    inputs alone): staging I + capture O + the reference's returned O while a batch runs, staging I + capture O +
+    one fresh input set I while staging: at most 2.5 (I + O) in all for I = O (the issue's bound: 3x).
     """
 
     def __init__(self, reference: Callable[..., Any], arena: exchange.Arena, spec: Any, device: torch.device,
-                 l2_flush_mb: int, draw: Callable[[int], list[Any]]) -> None:
+                 l2_flush_mb: int, draw: Callable[[int], list[Any]], *, reference_keeps_inputs: bool = False) -> None:
         self.reference = reference
+        # A reference that leaves its inputs intact (checked once on the probe, judge.build_reference) reads the
+        # staged inputs themselves: no private copy of them (6 GiB fewer for a 6 GiB-input task). One that writes
+        # into its inputs gets its own copy per batch, so the candidate's inputs stay the staged ones.
+        self.reference_keeps_inputs = reference_keeps_inputs
         self.arena = arena
         self.spec = spec
         self.device = device
@@ -78,7 +89,8 @@ class BatchClock:
         self.seed_counter = 0
         self.l2_flush_mb = l2_flush_mb
         self.flush: torch.Tensor | None = None  # allocated with the other private buffers (_allocate)
-        self.mirror: torch.Tensor | None = None
+        self.reference_outputs: list[list[torch.Tensor]] = []  # the last reference batch's, per call, as returned
+        self.reference_inputs: torch.Tensor | None = None  # the staging itself, or a private copy of it
         self.gate = stream_gate.HostGate(GATE_OPEN_AFTER_S) if stream_gate.available(device) else None
         self.method = "judge_gpu_events" if self.gate is not None else "judge_host_clock"
         self.calls = 0
@@ -90,12 +102,13 @@ class BatchClock:
 
     # ---------------------------------------------------------------------------------------------- layout
     def prepare(self, calls: int) -> None:
-        """Place ``calls`` input and output slots in the arena (candidate side), a private mirror of them
-        (reference side), private staging for the inputs, and a capture buffer for the candidate's outputs.
+        """Place ``calls`` input and output slots in the arena (candidate side), private staging for the inputs
+        (the reference's too: see ``reference_keeps_inputs``), and a capture buffer for the candidate's outputs.
 
-        The reference's outputs are read where it wrote them, in the mirror: that is the judge's own memory, and
-        each pair's comparison is queued on the judge's stream before the next batch poisons the slots. A capture
-        of them would cost one more output-sized buffer (6 GiB for a 6 GiB-output task) and protect nothing."""
+        The reference's outputs are kept as its forward returned them, in the judge's own memory: each pair's
+        comparison is queued on the judge's stream before the next batch frees them. Copying them into slots would
+        cost an output-sized buffer (6 GiB for a 6 GiB-output task) and an output copy per call on the clock."""
+        self.release()  # a second layout (more calls per batch) must not be allocated beside the first one
         self.calls = calls
         self.arena.layout.reset()
         sample = self.draw(self._next_seed())
@@ -114,39 +127,38 @@ class BatchClock:
         self._allocate()
 
     def _allocate(self) -> None:
-        """The private buffers of the layout ``prepare`` placed, and the views into them."""
+        """The private buffers of the layout ``prepare`` placed, and the views into them: the staging (inputs, the
+        arena's layout), and the capture (the arena's output layout, shifted to start at 0)."""
         slot_args, slot_outs = self.slots
         if self.l2_flush_mb:
             self.flush = torch.empty(self.l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=self.device)
-        self.mirror = torch.empty(self.used, dtype=torch.uint8, device=self.device)
         self.staging = torch.zeros(self.inputs_end, dtype=torch.uint8, device=self.device)
         self.staging_inputs = [exchange.tensor_views(args, self.staging) for args in slot_args]
-        self.mirror_args = [exchange.decode_args(args, self.mirror) for args in slot_args]
-        self.mirror_outputs = [[exchange.view(self.mirror, r) for r in outs] for outs in slot_outs]
+        self.reference_inputs = (self.staging if self.reference_keeps_inputs
+                                 else torch.empty(self.inputs_end, dtype=torch.uint8, device=self.device))
+        self.reference_args = [exchange.decode_args(args, self.reference_inputs) for args in slot_args]
+        shifted = [[exchange.TensorRef(r.offset - self.inputs_end, r.dtype, r.shape, r.stride) for r in outs]
+                   for outs in slot_outs]
         # The candidate's outputs leave the arena inside the window: after ``done`` the runner can no longer change
         # what is compared.
         self.capture = torch.empty(self.used - self.inputs_end, dtype=torch.uint8, device=self.device)
-        shifted = [[exchange.TensorRef(r.offset - self.inputs_end, r.dtype, r.shape, r.stride) for r in outs]
-                   for outs in slot_outs]
-        self.output_views = {"reference": self.mirror_outputs,
-                             "candidate": [[exchange.view(self.capture, r) for r in outs] for outs in shifted]}
-        self.output_stacks = {side: [calls_as_one([views[call][index] for call in range(self.calls)])
-                                     for index in range(len(self.spec.shapes))]
-                              for side, views in self.output_views.items()}
+        self.capture_views = [[exchange.view(self.capture, r) for r in outs] for outs in shifted]
+        self.capture_stacks = [calls_as_one([self.capture_views[call][index] for call in range(self.calls)])
+                               for index in range(len(self.spec.shapes))]
 
     def release(self) -> None:
-        """Free the private buffers (mirror, staging, capture, L2 flush: 2x inputs + 2x outputs per call slot)
-        between the reference's baseline and the candidate's timing, so the correctness phases in between do not
-        hold them too (a 6 GiB-input task: 24 GiB). ``restore`` lays them out again at the same sizes; the fixed
-        costs calibrated before stay valid (they are copies and flushes of these sizes). ``stage`` refills the
-        staging before every batch."""
-        self.flush = self.mirror = self.staging = self.capture = None
-        self.staging_inputs = self.mirror_args = self.mirror_outputs = []
-        self.output_views, self.output_stacks = {}, {}
+        """Free the private buffers (staging, capture, L2 flush, the reference's last outputs, and its private inputs
+        where it has them: 1-2x inputs + 2x outputs per call slot) between the reference's baseline and the
+        candidate's timing, so the correctness phases in between do not hold them too (6 GiB in, 6 out: 18-24 GiB).
+        ``restore`` lays them out again at the same sizes; the fixed costs calibrated before stay valid (they are
+        copies and flushes of these sizes). ``stage`` refills the staging before every batch."""
+        self.flush = self.staging = self.capture = self.reference_inputs = None
+        self.staging_inputs, self.reference_args, self.reference_outputs = [], [], []
+        self.capture_views, self.capture_stacks = [], []
 
     def restore(self) -> None:
         """Re-allocate what ``release`` freed (a no-op when nothing was released)."""
-        if self.mirror is None:
+        if self.staging is None and hasattr(self, "slots"):
             self._allocate()
 
     def _next_seed(self) -> int:
@@ -154,7 +166,9 @@ class BatchClock:
         return self.seed_counter
 
     def stage(self) -> None:
-        """K fresh input sets into private staging (outside the clock)."""
+        """K fresh input sets into private staging (outside the clock). The last reference outputs go first: their
+        comparisons are already queued on this stream, so the memory can be reused behind them."""
+        self.reference_outputs = []
         with torch.no_grad():
             for views in self.staging_inputs:
                 values = [v for v in self.draw(self._next_seed()) if isinstance(v, torch.Tensor)]
@@ -166,56 +180,63 @@ class BatchClock:
         return bytes_differ(self.arena.tensor[: self.inputs_end], self.staging)
 
     def outputs(self, side: str) -> list[torch.Tensor]:
-        """The last batch's outputs of ``side`` (the candidate's as captured, the reference's in the mirror), one
-        (K, *shape) tensor per output: a strided view where the calls' slots are evenly spaced (always, in
-        practice), else a stacked copy."""
-        views = self.output_views[side]
+        """The last batch's outputs of ``side`` (the candidate's as captured, the reference's as returned), one
+        (K, *shape) tensor per output: for the capture a strided view where the calls' slots are evenly spaced
+        (always, in practice), else a stacked copy (the reference's with K > 1: small outputs, outside the clock)."""
+        views = self.capture_views if side == "candidate" else self.reference_outputs
+        stacks = self.capture_stacks if side == "candidate" else [None] * len(self.spec.shapes)
+        if self.calls == 1 and side == "reference":
+            return [output.unsqueeze(0) for output in views[0]]
         return [stacked if stacked is not None else torch.stack([views[call][index] for call in range(self.calls)])
-                for index, stacked in enumerate(self.output_stacks[side])]
+                for index, stacked in enumerate(stacks)]
 
     # ---------------------------------------------------------------------------------------------- batches
-    def _load(self, buffer: torch.Tensor) -> None:
-        buffer[: self.inputs_end].copy_(self.staging)
+    def _load(self, side: str) -> None:
+        """The staged inputs into the side's input slots (the reference's only when it has a private copy), then
+        the L2 flush: both sides start cold."""
+        if side == "candidate":
+            self.arena.tensor[: self.inputs_end].copy_(self.staging)
+        elif self.reference_inputs is not self.staging:
+            self.reference_inputs.copy_(self.staging)
         if self.flush is not None:
             self.flush.zero_()
 
-    def _capture(self, buffer: torch.Tensor, side: str) -> None:
-        if side == "candidate":  # the reference's outputs stay in the mirror (prepare)
-            self.capture.copy_(buffer[self.inputs_end : self.used])
+    def _capture(self, side: str) -> None:
+        if side == "candidate":  # the reference's outputs stay as it returned them (prepare)
+            self.capture.copy_(self.arena.tensor[self.inputs_end : self.used])
 
-    def _host_batch(self, buffer: torch.Tensor, side: str, work: Callable[[], None]) -> float:
+    def _host_batch(self, side: str, work: Callable[[], None]) -> float:
         """ms of one batch on the host clock (no gates): load, ``work``, capture, each side synchronised."""
         synchronize(self.device)
         start = time.perf_counter()
-        self._load(buffer)
+        self._load(side)
         work()
-        self._capture(buffer, side)
+        self._capture(side)
         synchronize(self.device)
         return (time.perf_counter() - start) * 1e3
 
-    def _queue_batch(self, buffer: torch.Tensor, side: str, work: Callable[[], None]) -> _Spans:
+    def _queue_batch(self, side: str, work: Callable[[], None]) -> _Spans:
         """Queue one batch behind the closed gate: E0, load, ``work`` between its own pair of events, capture, E1."""
         spans = _Spans(*_events(), *_events())
         spans.begin.record()
-        self._load(buffer)
+        self._load(side)
         spans.work_begin.record()
         work()
         spans.work_end.record()
-        self._capture(buffer, side)
+        self._capture(side)
         spans.end.record()
         return spans
 
     def time_reference(self, *, empty: bool = False) -> float:
         """ms of one reference batch (its calls run in this process; ``empty``: none, the fixed cost alone)."""
-        for outs in self.mirror_outputs:
-            poison(outs)
+        self.reference_outputs = []  # the last batch's, freed before this one allocates its own
         calls = self._reference_calls(empty)
         with torch.no_grad():
             if self.gate is None:
-                return self._host_batch(self.mirror, "reference", calls)
+                return self._host_batch("reference", calls)
             number = self.gate.close_next()
             try:
-                spans = self._queue_batch(self.mirror, "reference", calls)
+                spans = self._queue_batch("reference", calls)
             finally:
                 self.gate.open(number)
             stream_gate.wait_for_event(spans.end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
@@ -225,8 +246,9 @@ class BatchClock:
     def time_pair(self, client: Any, model_id: int, candidate_first: bool, *, empty: bool = False) -> Pair:
         """One reference batch and one candidate batch on the staged inputs, queued back to back behind one gate
         (``empty``: no reference calls and a dry run of the trusted harness: both sides' fixed costs)."""
-        for outs in (*self.mirror_outputs, *self.arena_outputs):
+        for outs in self.arena_outputs:
             poison(outs)
+        self.reference_outputs = []
         message = {**self.run_message, "model": model_id, "dry": empty}
         sides = ("candidate", "reference") if candidate_first else ("reference", "candidate")
         with torch.no_grad():
@@ -237,9 +259,9 @@ class BatchClock:
             try:
                 for side in sides:
                     if side == "reference":
-                        spans[side] = self._queue_batch(self.mirror, side, self._reference_calls(empty))
+                        spans[side] = self._queue_batch(side, self._reference_calls(empty))
                     else:
-                        spans[side] = self._queue_batch(self.arena.tensor, side, self._hand_over(number))
+                        spans[side] = self._queue_batch(side, self._hand_over(number))
                 message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
                 reply = client.ask(message, ("ran",))
                 reports = _reports(reply)
@@ -256,10 +278,19 @@ class BatchClock:
         return Pair(spans["reference"].total_ms(), spans["candidate"].total_ms(), reports)
 
     def _reference_calls(self, empty: bool) -> Callable[[], None]:
+        """The reference's K calls, their outputs kept as returned (``empty``: none). Nothing is copied into a slot,
+        so the reference is timed as ``do_bench`` would time its forward; the candidate's output copies into the
+        arena are in its empty batches too (the runner's dry calls) and subtracted with them."""
         def calls() -> None:
-            if not empty:
-                for args, outs in zip(self.mirror_args, self.mirror_outputs, strict=True):
-                    execute_call(self.reference, args, outs, self.spec.structure)
+            if empty:
+                return
+            outputs = []
+            for args in self.reference_args:
+                structure, returned = flatten_outputs(self.reference(*args))
+                if structure != self.spec.structure:
+                    raise TimingValidationError(f"the reference returned {structure}, at build {self.spec.structure}")
+                outputs.append([tensor.detach() for tensor in returned])
+            self.reference_outputs = outputs
         return calls
 
     def _hand_over(self, number: int) -> Callable[[], None]:
@@ -279,9 +310,9 @@ class BatchClock:
         ms = {}
         for side in sides:
             if side == "reference":
-                ms[side] = self._host_batch(self.mirror, side, self._reference_calls(empty))
+                ms[side] = self._host_batch(side, self._reference_calls(empty))
             else:
-                ms[side] = self._host_batch(self.arena.tensor, side, ask)
+                ms[side] = self._host_batch(side, ask)
         return Pair(ms["reference"], ms["candidate"], _reports(replies[0]))
 
     def _finish(self, end: torch.cuda.Event, client: Any) -> None:

@@ -100,8 +100,9 @@ class EvalResult:
     # GPU only: one call's memory floor (bytes, measured bandwidth) beside both medians (roofline.Roofline.to_dict)
     roofline: dict[str, Any] | None = None
     # GPU only: "call_bytes" (one call's inputs + outputs), "judge_peak_bytes" (the judge's peak allocated bytes
-    # per phase, phase_memory.PhasePeaks) and "share_bytes" (the judge's memory cap): the footprint beside what the
-    # task needs and what it was allowed
+    # per phase, phase_memory.PhasePeaks), "arena_bytes" (the exchange arena, device memory outside torch's
+    # allocator and its cap) and "share_bytes" (the judge's memory cap): the footprint beside what the task needs
+    # and what it was allowed
     memory: dict[str, Any] = field(default_factory=dict)
     # Reference-only runs (kernel_reward.reference_run): how far the reference got and its outputs' statistics
     reference_run: dict[str, Any] | None = None

@@ -2,8 +2,11 @@
 # The trusted judge's GPU evidence in one device call: timing fidelity of the judge's clock beside the in-process
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
-#   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]   (STEPS: any of bench,throughput,corpus,sync,memory; default all)
-# Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S (defaults 300, 240, 240, 180, 300). "sync":
+#   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
+#   (STEPS: any of bench,throughput,corpus,sync,memory,production; default all)
+# Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 240, 180,
+# 300, 240). "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
+# without dependencies when liger is missing: the device has torch and triton already). "sync":
 # the reward beside do_bench for one kernel behind 0 / 1 / 3 host syncs per call (benchmarks/sync_penalty_probe.py).
 # "memory": the roofline and phase-memory gpu tests, then benchmarks/memory_footprint.py under an H100-sized cap.
 set -u
@@ -11,7 +14,7 @@ OUT=${1:?usage: gpu_judge_check.sh OUT [TASKS]}
 TASKS=${2:-activation_silu,elementwise_addcmul,fused_add_rms_norm,fused_linear_relu,loss_mse_rows,matmul_square,matmul_matvec,norm_layer_norm,pool_max2d,reduction_sum_dim,scan_cumsum,softmax_rows,conv2d_3x3,attention_sdpa,elementwise_bias_add_fp16,reduction_argmax}
 export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
-STEPS=${3:-bench,throughput,corpus,sync,memory}
+STEPS=${3:-bench,throughput,corpus,sync,memory,production}
 summary="$OUT/summary.txt"; : >"$summary"
 step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   case ",$STEPS," in *",$name,"*) ;; *) return;; esac
@@ -20,7 +23,10 @@ step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
 step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -q -n 6 -p no:cacheprovider --timeout 200
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
+case ",$STEPS," in *,production,*)
+  python3 -c "import liger_kernel" 2>/dev/null || python3 -m pip install -q --no-deps .whl/liger_kernel-*.whl >"$OUT/liger_install.log" 2>&1;; esac
+step production "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --out "$OUT/production_kernels.json"
 step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_roofline.py tests/kernel_reward/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
-for name in bench throughput sync memory; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
+for name in bench throughput sync memory production; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20
 cat "$summary"

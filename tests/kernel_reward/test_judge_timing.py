@@ -83,10 +83,9 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
     device = torch.device("cpu")
     tmp = pathlib.Path(tempfile.mkdtemp())
     module = write_and_import(SOURCE, tmp, "ref")
-    model = module.Model()
-    probe = make_inputs(module, 1, device)
-    spec = output_spec(model(*clone_args(probe)))
-    arena = exchange.Arena(judge._arena_bytes(device, {}, slot_bytes(probe, spec)), device)
+    reference = judge.build_reference(module, "Model", device, 1)
+    spec = reference.spec
+    arena = exchange.Arena(judge._arena_bytes(device, {}, reference.slot_bytes), device)
     # No address-space rlimit here: under RLIMIT_AS glibc's allocator maps and faults in every large CPU tensor
     # afresh (6x slower on this box), which would time the limit, not the method. GPU runners never set it.
     from kernel_reward import runner_process, sandbox
@@ -97,7 +96,10 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
     try:
         judge.share_arena(client, arena)
         options = EvalOptions(timing_budget_ms=60.0, l2_flush_mb=0)  # no 256 MB CPU memset per batch
-        clock, overhead, before = judge_measure.time_reference_before(model, module, arena, spec, device, options, client, [1])
+        clock, overhead, before = judge_measure.time_reference_before(reference, arena, device, options, client, [1])
+        # The calibration ends on an empty pair: the runner's dry calls copied a stand-in output into every slot,
+        # as a forward's outputs are copied, so that cost is subtracted rather than timed as the kernel's.
+        assert all(bool((out == 0).all()) for out in clock.outputs("candidate"))
         clock.release()  # as the judge does while the correctness phases run
         for name, code in (("self", SOURCE + "\\nModelNew = Model\\n"),
                            ("wrong_when_batched", SOURCE + "\\nclass ModelNew(Model):\\n    calls = 0\\n"
@@ -228,10 +230,12 @@ def test_coverage_inputs_fill_the_arena_only_as_far_as_it_holds():
         arena.close()
 
 
-def test_the_clock_keeps_one_output_capture_and_reads_the_references_outputs_in_its_mirror():
-    """Memory of a timed batch beside the arena: the mirror (inputs + outputs), the staging (inputs) and ONE capture
-    (the candidate's outputs). The reference's outputs are compared where it wrote them (issue 15: a 6 GiB-output
-    task held a second output-sized capture for nothing)."""
+@pytest.mark.parametrize("keeps_inputs", [True, False])
+def test_the_clock_keeps_one_output_capture_and_the_references_outputs_as_returned(keeps_inputs):
+    """Memory of a timed batch beside the arena: the staging (inputs), ONE capture (the candidate's outputs), the
+    reference's outputs as it returned them, and a private copy of the inputs only for a reference that writes into
+    them (issue 15: a 6 GiB-in, 6 GiB-out task held a mirror of inputs and outputs, a second capture and the
+    reference's own output: 3.5x one call's bytes)."""
     import torch
 
     from kernel_reward import exchange
@@ -249,26 +253,54 @@ def test_the_clock_keeps_one_output_capture_and_reads_the_references_outputs_in_
     calls = 3
     arena = exchange.Arena(calls * slot_bytes(draw(0), spec), torch.device("cpu"))
     try:
-        clock = BatchClock(reference, arena, spec, torch.device("cpu"), 0, draw)
-        clock.prepare(calls)
+        clock = BatchClock(reference, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=keeps_inputs)
+        clock.prepare(1)
+        allocate = clock._allocate
+
+        def allocate_after_release():
+            assert clock.capture is None and clock.staging is None, "a second layout beside the first"
+            allocate()
+
+        clock._allocate = allocate_after_release
+        clock.prepare(calls)  # the judge's second layout (more calls per batch): the first one is freed before
         clock.stage()
         clock.time_reference()
         input_bytes, output_bytes = 2 * 256 * 64 * 4, 256 * 64 * 4
         assert clock.capture.numel() >= calls * output_bytes
         assert clock.capture.numel() < calls * (output_bytes + 2 * exchange.ALIGN)
         assert calls * input_bytes <= clock.staging.numel() < calls * (input_bytes + 4 * exchange.ALIGN)
-        assert clock.mirror.numel() == clock.used  # inputs + outputs, the arena's layout
-        assert not hasattr(clock, "captures")  # no reference-side capture
+        assert clock.capture.numel() == clock.used - clock.inputs_end  # outputs only
+        assert (clock.reference_inputs is clock.staging) == keeps_inputs
+        assert not hasattr(clock, "mirror")
+        clock.stage()  # fresh inputs: the last batch's outputs are let go first (their comparisons are queued)
+        assert clock.reference_outputs == []
+        clock.time_reference()
         expected = torch.stack([reference(*(v.clone() for v in views)) for views in clock.staging_inputs])
-        assert torch.equal(clock.outputs("reference")[0], expected)  # read in place, from the mirror
+        assert torch.equal(clock.outputs("reference")[0], expected)
 
         # Between the baseline and the candidate's timing the private buffers are freed, then laid out again.
         clock.release()
-        assert clock.mirror is None and clock.staging is None and clock.capture is None
+        assert clock.staging is None and clock.capture is None and clock.reference_outputs == []
         clock.restore()
         clock.stage()
         clock.time_reference()
         expected = torch.stack([reference(*(v.clone() for v in views)) for views in clock.staging_inputs])
         assert torch.equal(clock.outputs("reference")[0], expected)
+
+        clock.time_reference(empty=True)  # the fixed cost alone: no calls, no outputs
+        assert clock.reference_outputs == []
     finally:
         arena.close()
+
+
+def test_the_judge_learns_whether_the_reference_writes_into_its_inputs(tmp_path):
+    import torch
+
+    from kernel_reward import judge
+    from kernel_reward.loading import write_and_import
+
+    head = "import torch\ndef get_inputs():\n    return [torch.randn(64, 32)]\ndef get_init_inputs():\n    return []\n"
+    for name, body, keeps in (("pure", "return torch.relu(x)", True), ("in_place", "return x.relu_()", False)):
+        module = write_and_import(head + f"class Model(torch.nn.Module):\n    def forward(self, x):\n        {body}\n",
+                                  tmp_path, name)
+        assert judge.build_reference(module, "Model", torch.device("cpu"), 1).keeps_inputs is keeps, name
