@@ -138,6 +138,7 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             clock.restore()
             with timing_slot():
                 _time_candidate(clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth))
+                clock.release()  # nothing after the timing needs its buffers (2 input + 2 output sets at most)
                 if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
                     _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot

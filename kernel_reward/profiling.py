@@ -66,7 +66,7 @@ def profile_candidate(
     from torch.profiler import ProfilerActivity, profile
 
     monitor = LaunchMonitor(module_name)
-    argument_sets = [clone_args(input_pool[i % len(input_pool)]) for i in range(calls + 1)]
+    argument_sets = cycled_clones(input_pool, calls + 1)
     with torch.no_grad():
         candidate(*argument_sets[0])
     torch.cuda.synchronize(device)
@@ -82,6 +82,15 @@ def profile_candidate(
     ]
     table = build_table(device_events, names)
     return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
+
+
+def cycled_clones(input_pool: list[list[Any]], count: int) -> list[list[Any]]:
+    """``count`` argument lists cycling over ONE clone of each pool set, made before anything is measured (a clone
+    inside a measured forward would count as other device work). A clone per call held count input sets: 24 GiB
+    for a 6 GiB input, which ran a runner out of memory on the H200. Coverage is the runner's own report either
+    way (``coverage_self_reported``): fresh storage per call would protect nothing the judge relies on."""
+    clones = [clone_args(inputs) for inputs in input_pool]
+    return [clones[index % len(clones)] for index in range(count)]
 
 
 OTHER_DEVICE_WORK = "(other device work: torch / library kernels, copies)"
@@ -106,7 +115,7 @@ def event_coverage(
     """Coverage from CUDA events (module docstring): Triton launch intervals inside gap-free forward intervals."""
     from kernel_reward.timing import CudaTimer
 
-    argument_sets = [clone_args(input_pool[i % len(input_pool)]) for i in range(calls + 1)]
+    argument_sets = cycled_clones(input_pool, calls + 1)
     # The timing path's own bracket (no L2 flush): synchronise, spin long enough to cover the host's launch of
     # a whole forward, then events around the body -- so each forward interval has no launch gaps.
     timer = CudaTimer(device, l2_flush_mb=0)

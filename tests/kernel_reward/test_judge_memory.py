@@ -78,3 +78,42 @@ def test_a_reference_that_writes_into_its_inputs_gets_a_copy():
     x = torch.ones(4)
     (out,) = correctness.run_reference(_task(model, False), [x], torch.device("cpu"))
     assert model.seen[0] is not x and torch.equal(x, torch.ones(4)) and torch.equal(out, torch.full((4,), 2.0))
+
+
+def test_outputs_are_compared_in_chunks_with_the_same_verdicts(monkeypatch):
+    """Chunked comparison (its temporaries bounded) gives the figures of the whole-tensor one: outliers, NaN and
+    inf in different chunks, the largest error in the last chunk."""
+    reference = torch.randn(10_000, dtype=torch.float16)
+    close = reference.clone()
+    close[[10, 5_000]] += 0.0005
+    wrong = close.clone()
+    wrong[[20, 7_000, 9_999]] += torch.tensor([0.5, 0.25, 4.0], dtype=torch.float16)
+    nan_both = reference.clone()
+    nan_both[3_000] = float("nan")
+    reference_nan = reference.clone()
+    reference_nan[3_000] = float("nan")
+    wrong_inf = wrong.clone()
+    wrong_inf[8_000] = float("inf")
+
+    def verdicts():
+        tolerance = lambda dtype: (1e-2, 1e-2)  # noqa: E731
+        return [tensors.compare_outputs([cand], [ref], tolerance, share) for cand, ref in
+                ((close, reference), (wrong, reference), (nan_both, reference_nan), (wrong_inf, reference))
+                for share in (0.0, 0.001)]
+
+    whole = verdicts()
+    monkeypatch.setattr(tensors, "COMPARE_CHUNK", 999)
+    chunked = verdicts()
+    assert [(v.ok, v.max_abs_error, v.reason) for v in chunked] == [(v.ok, v.max_abs_error, v.reason) for v in whole]
+    assert [v.ok for v in whole] == [True, True, False, False, True, True, False, False]
+    assert whole[2].max_abs_error == pytest.approx(4.0, abs=0.01)  # fp16 rounding of the nudged value
+
+
+def test_coverage_calls_cycle_over_one_clone_per_input_set():
+    from kernel_reward.profiling import cycled_clones
+
+    pool = [[torch.ones(3), 2], [torch.zeros(3), 5]]
+    sets = cycled_clones(pool, 5)
+    assert len(sets) == 5 and sets[0] is sets[2] is sets[4] and sets[1] is sets[3]
+    assert sets[0][0] is not pool[0][0] and torch.equal(sets[0][0], pool[0][0]) and sets[1][1] == 5
+    assert len({id(t) for args in sets for t in args if isinstance(t, torch.Tensor)}) == 2  # two clones, not five
