@@ -4,6 +4,7 @@ batches; nothing here touches a GPU."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,10 +29,15 @@ class Overhead:
     candidate_ms: float
     spread_ms: float
     reference_wall_ms: float = 0.0
+    output_copy_ms: float = 0.0  # of candidate_ms: the copies of one batch's outputs into the arena (judge_timing)
+
+    def with_output_copies(self, copy_ms: float) -> Overhead:
+        """Pure: the candidate's fixed cost with one batch's output copies added (they are the harness's)."""
+        return dataclasses.replace(self, candidate_ms=self.candidate_ms + copy_ms, output_copy_ms=copy_ms)
 
     def to_json(self) -> dict[str, float]:
         return {"reference_ms": self.reference_ms, "candidate_ms": self.candidate_ms, "spread_ms": self.spread_ms,
-                "reference_wall_ms": self.reference_wall_ms}
+                "reference_wall_ms": self.reference_wall_ms, "output_copy_ms": self.output_copy_ms}
 
 
 @dataclass
@@ -120,7 +126,8 @@ def handoff_dominated(overhead: Overhead, per_call: float, calls: int) -> bool:
     """Pure: is the hand-over to the runner and back (the candidate side's extra fixed cost, calibrated with the
     trusted runner and subtracted) more than a quarter of a batch's work? A candidate that could hand over faster
     than the trusted harness would gain at most that much per batch, so the result says when it is large."""
-    return overhead.candidate_ms - overhead.reference_ms > HANDOFF_SHARE * per_call * calls
+    handoff = overhead.candidate_ms - overhead.output_copy_ms - overhead.reference_ms
+    return handoff > HANDOFF_SHARE * per_call * calls
 
 
 def calls_per_batch(reference_call_ms: float, target_batch_ms: float, max_slots: int) -> int:

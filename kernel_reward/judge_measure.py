@@ -67,7 +67,7 @@ def time_reference_before(reference: Any, arena: exchange.Arena, device: torch.d
     blocks.append(calibration.calibrate(clock, client))
     if not calibration.blocks_agree(*blocks):
         blocks.append(calibration.calibrate(clock, client))
-    overhead = calibration.overhead_from(blocks)
+    overhead = calibration.overhead_from(blocks).with_output_copies(clock.output_copy_ms())
     before = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in before_ms]
     return clock, overhead, before
 

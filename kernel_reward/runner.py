@@ -116,7 +116,6 @@ class Runner:
         self.models: dict[int, torch.nn.Module] = {}
         self.arena: exchange.MappedArena | None = None
         self.gate_events: tuple[Any, Any] | None = None  # events around the last gated batch's calls
-        self.dry_sources: dict[tuple[Any, ...], torch.Tensor] = {}  # what a dry call copies into its slots
 
     # ------------------------------------------------------------------------------------------ serving
     def serve(self) -> None:
@@ -166,7 +165,6 @@ class Runner:
         from kernel_reward.loading import write_and_import
 
         apply_tf32_policy(bool(message.get("allow_tf32", False)))
-        self.dry_sources.clear()  # the calibration is over: the candidate gets the memory
         try:
             self.module = write_and_import(str(message["code"]), self.work_dir, "cand")
         except SystemExit as exc:
@@ -226,13 +224,6 @@ class Runner:
         # would wait for ourselves. Asynchronous errors surface in the outputs the judge checks or at the next call.
         return reply
 
-    def _dry_source(self, slot: torch.Tensor) -> torch.Tensor:
-        """A contiguous tensor shaped like ``slot``, made once per shape: the stand-in output a dry call copies."""
-        key = (tuple(slot.shape), slot.dtype)
-        if key not in self.dry_sources:
-            self.dry_sources[key] = torch.zeros(slot.shape, dtype=slot.dtype, device=slot.device)
-        return self.dry_sources[key]
-
     def _gate(self, gate: Any) -> tuple[int, int, int] | None:
         """(batch number, flag address, done address) of a gated run, or None."""
         if gate is None:
@@ -248,9 +239,7 @@ class Runner:
         for call in calls:
             args = exchange.decode_args(call["args"], arena)
             outs = [exchange.view(arena, exchange.TensorRef.from_json(ref)) for ref in call["out"]]
-            if model is None:  # dry: the harness's own cost, as a forward's output copies (judge_timing)
-                for out in outs:
-                    out.copy_(self._dry_source(out))
+            if model is None:
                 reports.append({"ok": True})
                 continue
             context = MODES[str(call.get("mode", "no_grad"))]
