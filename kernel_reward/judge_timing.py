@@ -31,11 +31,12 @@ with synchronisations in place of the words and the runner's reply in place of `
   subtracted: per-call time = (batch - empty batch) / K.
 * The forward alone is timed on both sides, as ``do_bench`` times it. The reference's outputs stay where it
   returned them; each candidate call's outputs are copied into the arena by the runner, so the candidate's fixed
-  cost also holds what copying K freshly written outputs costs, timed by the judge on the reference's own outputs
-  right after its baseline batches (``output_copy_ms``). Until issue 15 both sides copied and paid it: 2 of a
+  cost also holds what copying K freshly written outputs costs: the judge's baseline reference batches with and
+  without such copies, differenced (``output_copy_ms``). Until issue 15 both sides copied and paid it: 2 of a
   memory-bound elementwise kernel's 4 units of traffic, which pulled every speedup toward 1 (liger's RMSNorm read
-  2.76x here and 4.39x by do_bench). A copy of a cold stand-in buffer (tried first) cost more than the copy of an
-  output still in L2 and read an unchanged model as up to 1.12x on the H200.
+  2.76x here and 4.39x by do_bench). Tried first and dropped: a copy of a cold stand-in buffer in the runner's
+  dry calls (it cost more than copying an output still in L2: an unchanged model read up to 1.12x on the H200)
+  and the copies bracketed by their own events (~3 us too much each: up to 1.08x).
 * The reference is also timed before the candidate is loaded. A candidate that keeps the GPU busy while the judge
   times the reference would make the reference look slow; the reference time used is the lower of the two
   medians (``reference_phase`` says which), so that can only make the candidate look slower.
@@ -115,7 +116,7 @@ class BatchClock:
         cost an output-sized buffer (6 GiB for a 6 GiB-output task) and an output copy per call on the clock."""
         self.release()  # a second layout (more calls per batch) must not be allocated beside the first one
         self.calls = calls
-        self.copy_samples: list[float] = []  # ms of one batch's output copies into the slots (time_reference)
+        self.copy_batches: dict[str, list[float]] = {"plain": [], "copied": []}  # time_reference_alone's batches
         self.arena.layout.reset()
         sample = self.draw(self._next_seed())
         slot_args = [exchange.encode_args(sample, lambda t: self.arena.reserve(
@@ -233,52 +234,35 @@ class BatchClock:
         spans.end.record()
         return spans
 
-    def time_reference(self, *, empty: bool = False, time_copies: bool = False) -> float:
+    def time_reference(self, *, empty: bool = False, with_copies: bool = False) -> float:
         """ms of one reference batch (its calls run in this process; ``empty``: none, the fixed cost alone).
-        ``time_copies``: after the batch's end, also time copying its fresh outputs into the capture slots (the
-        copy every candidate call makes into the arena): one sample of ``copy_samples``."""
+        ``with_copies``: each call's fresh outputs are also copied into the capture slots inside the window, as
+        every candidate call's are copied into the arena (``copy_batches``, ``output_copy_ms``)."""
         self.reference_outputs = []  # the last batch's, freed before this one allocates its own
-        calls = self._reference_calls(empty)
+        calls = self._reference_calls(empty, with_copies)
         with torch.no_grad():
             if self.gate is None:
-                total = self._host_batch("reference", calls)
-                if time_copies:
-                    self.copy_samples.append(self._host_copy_ms())
-                return total
+                return self._host_batch("reference", calls)
             number = self.gate.close_next()
             try:
                 spans = self._queue_batch("reference", calls)
-                copied = _events()[0] if time_copies else None
-                if copied is not None:
-                    self._copy_outputs_to_capture()
-                    copied.record()
             finally:
                 self.gate.open(number)
-            last = copied if copied is not None else spans.end
-            stream_gate.wait_for_event(last, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
+            stream_gate.wait_for_event(spans.end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
             self.last_work_ms["reference"] = spans.work_ms()
-            if copied is not None:
-                self.copy_samples.append(spans.end.elapsed_time(copied))
             return spans.total_ms()
 
-    def _copy_outputs_to_capture(self) -> None:
-        for outputs, slots in zip(self.reference_outputs, self.capture_views, strict=True):
-            for output, slot in zip(outputs, slots, strict=True):
-                slot.copy_(output)
-
-    def _host_copy_ms(self) -> float:
-        synchronize(self.device)
-        start = time.perf_counter()
-        self._copy_outputs_to_capture()
-        synchronize(self.device)
-        return (time.perf_counter() - start) * 1e3
-
     def output_copy_ms(self) -> float:
-        """The median time of one batch's output copies (``copy_samples``), or 0 when none was timed or an output
-        is not contiguous (its copy is slower than a candidate's contiguous one would be: not subtracted, so a
-        candidate is never credited with more than its own copy could cost)."""
+        """What one batch's output copies add to it: the median reference batch with copies less the median one
+        without (``copy_batches``; a difference of whole batches, so the events' own cost cancels: a copy bracketed
+        by its own pair of events read ~3 us for a 4-byte-per-row output and made an unchanged model read 1.04x on
+        the H200). 0 when not measured, or when an output is not contiguous (its copy is slower than a candidate's
+        contiguous one would be: not subtracted, so a candidate is never credited with more than its copy costs)."""
+        plain, copied = self.copy_batches["plain"], self.copy_batches["copied"]
         contiguous = all(output.is_contiguous() for outputs in self.reference_outputs for output in outputs)
-        return float(np.median(self.copy_samples)) if self.copy_samples and contiguous else 0.0
+        if not (plain and copied and contiguous):
+            return 0.0
+        return max(float(np.median(copied)) - float(np.median(plain)), 0.0)
 
     def time_pair(self, client: Any, model_id: int, candidate_first: bool, *, empty: bool = False) -> Pair:
         """One reference batch and one candidate batch on the staged inputs, queued back to back behind one gate
@@ -314,10 +298,10 @@ class BatchClock:
             self.runner_claims.append(claimed)
         return Pair(spans["reference"].total_ms(), spans["candidate"].total_ms(), reports)
 
-    def _reference_calls(self, empty: bool) -> Callable[[], None]:
-        """The reference's K calls, their outputs kept as returned (``empty``: none). Nothing is copied into a slot,
-        so the reference is timed as ``do_bench`` would time its forward; the candidate's output copies into the
-        arena are in its empty batches too (the runner's dry calls) and subtracted with them."""
+    def _reference_calls(self, empty: bool, with_copies: bool = False) -> Callable[[], None]:
+        """The reference's K calls, their outputs kept as returned (``empty``: none). Nothing is copied into a slot
+        (but for ``with_copies``), so the reference is timed as ``do_bench`` would time its forward; the copies of
+        the candidate's outputs into the arena are the candidate side's fixed cost (``output_copy_ms``)."""
         def calls() -> None:
             if empty:
                 return
@@ -327,6 +311,9 @@ class BatchClock:
                 if structure != self.spec.structure:
                     raise TimingValidationError(f"the reference returned {structure}, at build {self.spec.structure}")
                 outputs.append([tensor.detach() for tensor in returned])
+                if with_copies:
+                    for output, slot in zip(outputs[-1], self.capture_views[len(outputs) - 1], strict=True):
+                        slot.copy_(output)
             self.reference_outputs = outputs
         return calls
 
@@ -441,13 +428,16 @@ def _reports(reply: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def time_reference_alone(clock: BatchClock, batches: int) -> list[float]:
-    """Whole-batch ms of ``batches`` reference batches (the before-candidate baseline; fixed cost still in), each
-    followed by its timed output copies (``BatchClock.output_copy_ms``)."""
-    times = []
-    for _ in range(batches):
+    """Whole-batch ms of ``batches`` reference batches (the before-candidate baseline; fixed cost still in).
+    Between them, half as many (at least 5) batches that also copy their outputs, for ``output_copy_ms``."""
+    copied = max(5, batches // 2)
+    clock.copy_batches = {"plain": [], "copied": []}
+    while len(clock.copy_batches["plain"]) < batches or len(clock.copy_batches["copied"]) < copied:
+        with_copies = len(clock.copy_batches["copied"]) < min(copied, len(clock.copy_batches["plain"]))
         clock.stage()
-        times.append(clock.time_reference(time_copies=True))
-    return times
+        ms = clock.time_reference(with_copies=with_copies)
+        clock.copy_batches["copied" if with_copies else "plain"].append(ms)
+    return list(clock.copy_batches["plain"])
 
 
 def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, batches: int,
