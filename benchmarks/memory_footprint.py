@@ -8,7 +8,12 @@ candidate's own memory is the reference's. The per-worker memory cap can be set 
 (``--cap-gib 72``: 90 % of an 80 GB H100). Issue 15's targets: no out-of-memory at these sizes on one H100, and the
 judge's peak within 3x one call's inputs + outputs.
 
+``--problems DIR``: every ``*.py`` problem file under DIR instead (a KernelBench checkout's ``level1`` / ``level2``,
+MIT-licensed, at their published sizes; not shipped here), each evaluated against itself with its outputs passed
+through the same Triton copy kernel.
+
     python benchmarks/memory_footprint.py --cap-gib 72 --json-out benchmarks/results/memory_footprint_h200.json
+    python benchmarks/memory_footprint.py --cap-gib 72 --problems KernelBench/KernelBench/level1 --json-out l1.json
     python benchmarks/memory_footprint.py --device cpu --scale 4096 --tasks relu row_sum   # a CPU smoke run
 """
 
@@ -16,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -95,6 +102,46 @@ class ModelNew(nn.Module):
 '''
 
 
+# A problem file's own model (renamed: the static screen rejects a candidate that uses the reference's class), its
+# outputs (a tensor or a tuple / list of them) passed through a Triton copy.
+WRAPPER = '''
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def _through_triton(result):
+    result = result.contiguous()
+    out = torch.empty_like(result)
+    if result.numel():
+        _copy_kernel[(triton.cdiv(result.numel(), 1024),)](result, out, result.numel(), BLOCK=1024)
+    return out
+
+
+class ModelNew(_ProblemModel):
+    def forward(self, *args):
+        result = super().forward(*args)
+        if isinstance(result, torch.Tensor):
+            return _through_triton(result)
+        return type(result)(_through_triton(r) for r in result)
+'''
+
+
+def problem_sources(path: Path) -> tuple[str, str]:
+    """A problem file (``Model``, ``get_inputs``, ``get_init_inputs``) and its copy-wrapped candidate."""
+    reference = path.read_text()
+    if "class Model" not in reference or "def get_inputs" not in reference:
+        raise ValueError(f"{path}: not a problem file (needs class Model and get_inputs)")
+    return reference, re.sub(r"\bModel\b", "_ProblemModel", reference) + WRAPPER
+
+
 def sources(task: Task, scale: int) -> tuple[str, str, int]:
     """The reference and candidate programs at ``scale`` (first dimensions divided by it), and one call's input
     bytes (fp32)."""
@@ -128,18 +175,29 @@ class Row:
 
 
 def run_task(name: str, task: Task, scale: int, device: str, cap_gib: float | None, timeout_s: float) -> Row:
+    """One built-in task in its own one-worker pool."""
+    reference, candidate, _ = sources(task, scale)
+    with open_evaluator(device, cap_gib, timeout_s) as evaluator:
+        return evaluate_pair(evaluator, name, reference, candidate)
+
+
+def open_evaluator(device: str, cap_gib: float | None, timeout_s: float) -> Any:
+    """A one-worker pool, its worker capped at ``cap_gib`` on a GPU (judge and runner share the cap)."""
     from kernel_reward import Evaluator
 
-    reference, candidate, _ = sources(task, scale)
     pool_options = {}
     if cap_gib is not None and device.startswith("cuda"):
         import torch
 
         total = torch.cuda.get_device_properties(torch.device(device)).total_memory
         pool_options["gpu_memory_fraction"] = min(0.95, cap_gib * GIB / total)
+    return Evaluator(device=device, workers=1, pool_options=pool_options, timeout=timeout_s)
+
+
+def evaluate_pair(evaluator: Any, name: str, reference: str, candidate: str) -> Row:
+    """One evaluation and its memory row."""
     start = time.perf_counter()
-    with Evaluator(device=device, workers=1, pool_options=pool_options, timeout=timeout_s) as evaluator:
-        result = evaluator.evaluate(reference, candidate, timing_budget_ms=200.0)
+    result = evaluator.evaluate(reference, candidate, timing_budget_ms=200.0)
     seconds = time.perf_counter() - start
     peaks = result.memory.get("judge_peak_bytes") or {}
     call, arena = result.memory.get("call_bytes"), result.memory.get("arena_bytes", 0)
@@ -155,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS), help="tasks to run")
     parser.add_argument("--scale", type=int, default=1, help="divide each input's first dimension by this")
+    parser.add_argument("--problems", type=Path, metavar="DIR",
+                        help="evaluate every *.py problem file under DIR instead of the built-in tasks")
     parser.add_argument("--cap-gib", type=float, help="per-worker GPU memory cap in GiB (default: the pool's)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-task wall clock in seconds")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
@@ -164,20 +224,34 @@ def main(argv: list[str] | None = None) -> int:
 
     from tqdm import tqdm
 
-    rows = [run_task(name, TASKS[name], args.scale, args.device, args.cap_gib, args.timeout)
-            for name in tqdm(args.tasks, desc="tasks", unit="task")]
+    if args.problems is not None:
+        files = sorted(args.problems.rglob("*.py")) if args.problems.is_dir() else []
+        if not files:
+            parser.error(f"--problems {args.problems}: no *.py problem files there")
+        try:
+            pairs = [(path.stem, *problem_sources(path)) for path in files]
+        except ValueError as exc:
+            parser.error(str(exc))
+        with open_evaluator(args.device, args.cap_gib, args.timeout) as evaluator:
+            rows = [evaluate_pair(evaluator, name, reference, candidate)
+                    for name, reference, candidate in tqdm(pairs, desc="problems", unit="problem")]
+    else:
+        rows = [run_task(name, TASKS[name], args.scale, args.device, args.cap_gib, args.timeout)
+                for name in tqdm(args.tasks, desc="tasks", unit="task")]
     fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
-    print(f"{'task':10} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
+    width = max([10, *(len(row.task) for row in rows)])
+    print(f"{'task':{width}} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
           f"{'peak/call':>9} {'s':>7}")
     for row in rows:
-        print(f"{row.task:10} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
+        print(f"{row.task:{width}} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
               f"{fmt(row.arena_gib, '11.2f')} {row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} "
               f"{row.seconds:7.1f}")
         if row.error:
             print(f"    {row.error}")
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"device": args.device, "scale": args.scale, "cap_gib": args.cap_gib}
+        meta = {"device": args.device, "scale": args.scale, "cap_gib": args.cap_gib,
+                "problems": str(args.problems) if args.problems else None}
         args.json_out.write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
     return 0
 

@@ -24,3 +24,50 @@ def test_the_copy_wrapped_candidate_is_correct_under_the_interpreter():
     row = memory_footprint.run_task("row_sum", memory_footprint.TASKS["row_sum"], 8192, "cpu", None, 120.0)
     assert row.status == "correct", row.error
     assert row.call_gib is None  # memory is measured on a GPU only
+
+
+PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(features))
+
+    def forward(self, x):
+        return x * self.scale, x.sum(dim=1)
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return [16]
+'''
+
+
+def test_problem_files_are_evaluated_against_themselves_through_a_triton_copy(tmp_path, capsys):
+    """--problems: a user's problem files (KernelBench's, say) at their own sizes; a tuple output and init
+    arguments go through the wrapper unchanged."""
+    (tmp_path / "scaled_rows.py").write_text(PROBLEM)
+    out = tmp_path / "rows.json"
+    assert memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--json-out", str(out)]) == 0
+    import json
+
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["task"] == "scaled_rows" and row["status"] == "correct", row["error"]
+    assert "scaled_rows" in capsys.readouterr().out
+
+
+def test_bad_problem_folders_are_named(tmp_path, capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path / "missing")])
+    assert "no *.py problem files" in capsys.readouterr().err
+    (tmp_path / "helper.py").write_text("X = 1\n")
+    with pytest.raises(SystemExit):
+        memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path)])
+    assert "helper.py: not a problem file" in capsys.readouterr().err
