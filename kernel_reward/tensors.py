@@ -71,7 +71,7 @@ def aliases(outputs: list[torch.Tensor], args: list[Any]) -> bool:
     return bool(storage_ptrs(outputs) & storage_ptrs(args))
 
 
-FINGERPRINT_CHUNK = 1 << 26  # words per pass: bounds the temporaries at ~1.5 GiB whatever the output's size
+FINGERPRINT_CHUNK = 1 << 24  # words per pass: three int64 temporaries of 128 MiB, whatever the output's size
 
 
 def fingerprint(outputs: list[torch.Tensor]) -> tuple[Any, ...]:
@@ -185,14 +185,14 @@ def queue_comparison(
     return QueuedComparison(None, queued, outlier_share, measure_error)
 
 
-COMPARE_CHUNK = 1 << 26  # values per pass: isclose's temporaries are several times its inputs' size
+COMPARE_CHUNK = 1 << 24  # values per pass (64 MiB of fp32): isclose's temporaries are several times that
 
 
 def _float_figures(c: torch.Tensor, r: torch.Tensor, atol: float, rtol: float, wide_check: bool,
                    measure_error: bool) -> torch.Tensor:
     """Queued [values outside the tolerance, outside 10x it, max finite error] of two flat floating tensors, in
     chunks: whole-tensor isclose on a 6 GiB output allocated another 6 GiB at a time (issue 15, out of memory in
-    the correctness phase on the H200); per chunk the temporaries stay under ~1.5 GiB."""
+    the correctness phase on the H200); per chunk the temporaries stay under ~0.4 GiB."""
     wide = torch.float64 if r.dtype == torch.float64 else torch.float32
     outside = torch.zeros((), dtype=torch.float64, device=r.device)
     far, error = outside.clone(), outside.clone()
