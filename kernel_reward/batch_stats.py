@@ -122,6 +122,21 @@ def noise_dominated(spread_ms: float, per_call: float, calls: int) -> bool:
     return spread_ms > NOISE_SHARE * per_call * calls
 
 
+HOST_SYNC_SHARE = 0.5  # the candidate's timed pairs whose gate the watchdog had to open, above which it synced
+
+
+def host_synced(late_pairs: int, pairs: int, late_reference: int, reference_batches: int) -> bool:
+    """Pure: did the candidate's forward synchronise the host? A forward that waits for the GPU while its batch is
+    being queued behind the closed gate can only go on once the judge's watchdog opens it (after 20 ms; so can a
+    batch whose queueing alone takes longer): when that happened for most timed pairs and (almost) never for the
+    reference's own batches, the waiting was the candidate's. Such syncs cost more on the judge's clock than in
+    one process (H200: a ``.item()`` per call read 0.14x, do_bench 0.50x), so the result says so
+    (``timing_host_sync``); it only ever explains a slower reading."""
+    if pairs <= 0:
+        return False
+    return late_pairs >= HOST_SYNC_SHARE * pairs and late_reference <= 0.1 * max(reference_batches, 1)
+
+
 def handoff_dominated(overhead: Overhead, per_call: float, calls: int) -> bool:
     """Pure: is the hand-over to the runner and back (the candidate side's extra fixed cost, calibrated with the
     trusted runner and subtracted) more than a quarter of a batch's work? A candidate that could hand over faster

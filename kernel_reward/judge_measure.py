@@ -108,7 +108,9 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
             pair_wall_ms: float = 0.0) -> batch_stats.BatchTiming:
     """Interleaved batch pairs within the timing budget, every candidate output verified."""
     batches = _batches(options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms))
+    late_before = clock.late_gates()
     batches_ms = judge_timing.time_interleaved(clock, candidate, client, batches, _validator(options))
+    late_pairs = clock.late_gates() - late_before
     during = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
     candidate_ms = [batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
     reference_ms, phase, slower = batch_stats.pick_reference(before, during)
@@ -117,6 +119,8 @@ def measure(clock: judge_timing.BatchClock, candidate: RemoteCandidate, client: 
         flags.append("timing_noise_dominated")
     if batch_stats.handoff_dominated(overhead, statistics.median(reference_ms), clock.calls):
         flags.append("timing_handoff_dominated")
+    if batch_stats.host_synced(late_pairs, batches, *clock.reference_late_gates):
+        flags.append("timing_host_sync")
     notes = {**judge_timing.diagnostics(clock), **batch_stats.order_speedups(during, candidate_ms)}
     return batch_stats.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
                                     statistics.median(before), clock.method, flags, notes, batches_ms)

@@ -105,6 +105,7 @@ class BatchClock:
         self.last_work_ms: dict[str, float] = {}
         self.work_samples: dict[str, list[float]] = {"reference": [], "candidate": []}
         self.runner_claims: list[float] = []
+        self.reference_late_gates = (0, 0)  # (gates the watchdog opened, batches) of the reference's baseline
 
     # ---------------------------------------------------------------------------------------------- layout
     def prepare(self, calls: int) -> None:
@@ -167,6 +168,10 @@ class BatchClock:
         """Re-allocate what ``release`` freed (a no-op when nothing was released)."""
         if self.staging is None and hasattr(self, "slots"):
             self._allocate()
+
+    def late_gates(self) -> int:
+        """How many of this clock's gates the watchdog has opened so far (0 without gates)."""
+        return self.gate.opened_by_watchdog if self.gate is not None else 0
 
     def _next_seed(self) -> int:
         self.seed_counter += 1
@@ -429,14 +434,17 @@ def _reports(reply: dict[str, Any]) -> list[dict[str, Any]]:
 
 def time_reference_alone(clock: BatchClock, batches: int) -> list[float]:
     """Whole-batch ms of ``batches`` reference batches (the before-candidate baseline; fixed cost still in).
-    Between them, half as many (at least 5) batches that also copy their outputs, for ``output_copy_ms``."""
+    Between them, half as many (at least 5) batches that also copy their outputs, for ``output_copy_ms``. Counts
+    the gates the watchdog had to open meanwhile (``reference_late_gates``: a reference that syncs the host)."""
     copied = max(5, batches // 2)
+    late_before = clock.late_gates()
     clock.copy_batches = {"plain": [], "copied": []}
     while len(clock.copy_batches["plain"]) < batches or len(clock.copy_batches["copied"]) < copied:
         with_copies = len(clock.copy_batches["copied"]) < min(copied, len(clock.copy_batches["plain"]))
         clock.stage()
         ms = clock.time_reference(with_copies=with_copies)
         clock.copy_batches["copied" if with_copies else "plain"].append(ms)
+    clock.reference_late_gates = (clock.late_gates() - late_before, batches + copied)
     return list(clock.copy_batches["plain"])
 
 

@@ -327,3 +327,13 @@ def test_output_copies_count_as_the_candidates_fixed_cost_not_its_handover():
     assert with_copies.reference_ms == 0.30 and with_copies.to_json()["output_copy_ms"] == 0.05
     # 0.30 of hand-over against a 1.3 ms batch: not dominated, whatever the copies add
     assert handoff_dominated(base, 1.3, 1) == handoff_dominated(with_copies, 1.3, 1) is False
+
+
+def test_a_candidate_that_syncs_the_host_is_told_why_it_reads_slow():
+    from kernel_reward.batch_stats import host_synced
+
+    assert host_synced(late_pairs=20, pairs=20, late_reference=0, reference_batches=15)
+    assert host_synced(late_pairs=11, pairs=20, late_reference=1, reference_batches=15)
+    assert not host_synced(late_pairs=1, pairs=20, late_reference=0, reference_batches=15)  # one slow queueing
+    assert not host_synced(late_pairs=20, pairs=20, late_reference=15, reference_batches=15)  # the reference syncs
+    assert not host_synced(late_pairs=0, pairs=0, late_reference=0, reference_batches=0)  # no gates (host clock)
