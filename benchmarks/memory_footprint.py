@@ -215,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=1, help="divide each input's first dimension by this")
     parser.add_argument("--problems", type=Path, metavar="DIR",
                         help="evaluate every *.py problem file under DIR instead of the built-in tasks")
+    parser.add_argument("--shard", default="0/1", metavar="K/N",
+                        help="with --problems: only every N-th file from the K-th (0-based; to split a long run)")
     parser.add_argument("--cap-gib", type=float, help="per-worker GPU memory cap in GiB (default: the pool's)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-task wall clock in seconds")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
@@ -228,6 +230,13 @@ def main(argv: list[str] | None = None) -> int:
         files = sorted(args.problems.rglob("*.py")) if args.problems.is_dir() else []
         if not files:
             parser.error(f"--problems {args.problems}: no *.py problem files there")
+        try:
+            shard, shards = (int(part) for part in args.shard.split("/"))
+        except ValueError:
+            parser.error(f"--shard must be K/N with integers, got {args.shard!r}")
+        if not 0 <= shard < shards:
+            parser.error(f"--shard {args.shard}: K must be in [0, N)")
+        files = files[shard::shards]
         try:
             pairs = [(path.stem, *problem_sources(path)) for path in files]
         except ValueError as exc:
@@ -251,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         meta = {"device": args.device, "scale": args.scale, "cap_gib": args.cap_gib,
-                "problems": str(args.problems) if args.problems else None}
+                "problems": str(args.problems) if args.problems else None, "shard": args.shard}
         args.json_out.write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
     return 0
 

@@ -3,7 +3,7 @@
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
-#   (STEPS: any of bench,throughput,corpus,sync,memory,production; default all)
+#   (STEPS: any of bench,throughput,corpus,sync,memory,production,kernelbench; default all but kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 240, 180,
 # 300, 240). "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
 # without dependencies when liger is missing: the device has torch and triton already). "sync":
@@ -26,7 +26,11 @@ step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "
 case ",$STEPS," in *,production,*)
   python3 -c "import liger_kernel" 2>/dev/null || python3 -m pip install -q --no-deps .whl/liger_kernel-*.whl >"$OUT/liger_install.log" 2>&1;; esac
 step production "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --out "$OUT/production_kernels.json"
+# "kernelbench": memory_footprint over the problem files in .kernelbench/ (a KernelBench checkout's level1 / level2,
+# MIT, not in git: carry it), one shard of KB_SHARDS (default 4) per call: KB_SHARD=0..3.
+step kernelbench "${KERNELBENCH_S:-560}" python3 benchmarks/memory_footprint.py --cap-gib 72 --problems .kernelbench \
+  --shard "${KB_SHARD:-0}/${KB_SHARDS:-4}" --timeout 120 --json-out "$OUT/kernelbench_memory_${KB_SHARD:-0}.json"
 step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_roofline.py tests/kernel_reward/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
-for name in bench throughput sync memory production; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
+for name in bench throughput sync memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20
 cat "$summary"

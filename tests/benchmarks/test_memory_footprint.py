@@ -52,8 +52,10 @@ def test_problem_files_are_evaluated_against_themselves_through_a_triton_copy(tm
     """--problems: a user's problem files (KernelBench's, say) at their own sizes; a tuple output and init
     arguments go through the wrapper unchanged."""
     (tmp_path / "scaled_rows.py").write_text(PROBLEM)
+    (tmp_path / "z_other.py").write_text(PROBLEM)  # the second of two shards: not run here
     out = tmp_path / "rows.json"
-    assert memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--json-out", str(out)]) == 0
+    assert memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--shard", "0/2",
+                                  "--json-out", str(out)]) == 0
     import json
 
     (row,) = json.loads(out.read_text())["rows"]
@@ -71,3 +73,7 @@ def test_bad_problem_folders_are_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path)])
     assert "helper.py: not a problem file" in capsys.readouterr().err
+    for shard in ("1", "2/2", "a/b"):
+        with pytest.raises(SystemExit):
+            memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--shard", shard])
+        assert "--shard" in capsys.readouterr().err
