@@ -40,7 +40,7 @@ from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, args_nbytes, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
 from kernel_reward.runner_process import RunnerClient, RunnerProcess
-from kernel_reward.tensors import clone_args, make_inputs, synchronize
+from kernel_reward.tensors import make_inputs, synchronize
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
@@ -162,17 +162,24 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
         torch.manual_seed(build_seed)
         model = getattr(module, entry_point)(*init_inputs).to(device)
         probe = make_inputs(module, probe_seed, device)
-        given = clone_args(probe)
+        # Whether the forward writes into its inputs, from fingerprints rather than a copy of them (a 16 GiB input
+        # would need 16 GiB more here): any write changes them; equal ones mean untouched but for a negligible
+        # chance, which could only make the judge skip its private copy for a reference that needs one.
+        before = tensors.fingerprint(_tensors(probe))
         with torch.no_grad():
-            spec = output_spec(model(*given))
-        keeps_inputs = tensors.same_values(given, probe)
+            spec = output_spec(model(*probe))
+        keeps_inputs = tensors.fingerprint(_tensors(probe)) == before
         input_bytes, slot = args_nbytes(probe, align=0), slot_bytes(probe, spec)
-        del probe, given  # only their sizes are kept: they would hold two calls' inputs for the whole evaluation
+        del probe  # only its sizes are kept: it would hold one call's inputs for the whole evaluation
     except Exception as exc:
         raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
                                               f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
     return Reference(module, model, init_inputs, dict(model.state_dict()), spec, input_bytes, slot, build_seed,
                      keeps_inputs)
+
+
+def _tensors(args: list[Any]) -> list[torch.Tensor]:
+    return [arg for arg in args if isinstance(arg, torch.Tensor)]
 
 
 def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
