@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from kernel_reward import cuda_vmm, stream_gate
+from kernel_reward.tensors import only_tensors
 
 ALIGN = 256  # bytes: every view starts at a multiple (vectorised loads in kernels assume aligned pointers)
 _DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
@@ -176,7 +177,7 @@ def decode_args(items: Any, arena: torch.Tensor) -> list[Any]:
 
 def tensor_views(items: Any, arena: torch.Tensor) -> list[torch.Tensor]:
     """The tensor arguments of an encoded argument list, as views of ``arena`` (argument order)."""
-    return [a for a in decode_args(items, arena) if isinstance(a, torch.Tensor)]
+    return only_tensors(decode_args(items, arena))
 
 
 def _decode(item: Any, arena: torch.Tensor) -> Any:

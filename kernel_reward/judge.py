@@ -165,10 +165,10 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
         # Whether the forward writes into its inputs, from fingerprints rather than a copy of them (a 16 GiB input
         # would need 16 GiB more here): any write changes them; equal ones mean untouched but for a negligible
         # chance, which could only make the judge skip its private copy for a reference that needs one.
-        before = tensors.fingerprint(_tensors(probe))
+        before = tensors.fingerprint(tensors.only_tensors(probe))
         with torch.no_grad():
             spec = output_spec(model(*probe))
-        keeps_inputs = tensors.fingerprint(_tensors(probe)) == before
+        keeps_inputs = tensors.fingerprint(tensors.only_tensors(probe)) == before
         input_bytes, slot = args_nbytes(probe, align=0), slot_bytes(probe, spec)
         del probe  # only its sizes are kept: it would hold one call's inputs for the whole evaluation
     except Exception as exc:
@@ -176,10 +176,6 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
                                               f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
     return Reference(module, model, init_inputs, dict(model.state_dict()), spec, input_bytes, slot, build_seed,
                      keeps_inputs)
-
-
-def _tensors(args: list[Any]) -> list[torch.Tensor]:
-    return [arg for arg in args if isinstance(arg, torch.Tensor)]
 
 
 def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:

@@ -62,7 +62,7 @@ from kernel_reward import exchange, stream_gate
 from kernel_reward.remote import RemoteCandidate, poison
 from kernel_reward.runner import flatten_outputs
 from kernel_reward.runner_process import RunnerFault
-from kernel_reward.tensors import QueuedComparison, resolve_all, synchronize
+from kernel_reward.tensors import QueuedComparison, only_tensors, resolve_all, synchronize
 from kernel_reward.timing import TimingValidationError
 
 GATE_OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
@@ -118,6 +118,7 @@ class BatchClock:
         self.release()  # a second layout (more calls per batch) must not be allocated beside the first one
         self.calls = calls
         self.copy_batches: dict[str, list[float]] = {"plain": [], "copied": []}  # time_reference_alone's batches
+        self.copied_contiguous = True  # every output those batches copied was contiguous
         self.arena.layout.reset()
         sample = self.draw(self._next_seed())
         slot_args = [exchange.encode_args(sample, lambda t: self.arena.reserve(
@@ -183,7 +184,7 @@ class BatchClock:
         self.reference_outputs = []
         with torch.no_grad():
             for views in self.staging_inputs:
-                values = [v for v in self.draw(self._next_seed()) if isinstance(v, torch.Tensor)]
+                values = only_tensors(self.draw(self._next_seed()))
                 for view, value in zip(views, values, strict=True):
                     view.copy_(value)
 
@@ -264,8 +265,7 @@ class BatchClock:
         the H200). 0 when not measured, or when an output is not contiguous (its copy is slower than a candidate's
         contiguous one would be: not subtracted, so a candidate is never credited with more than its copy costs)."""
         plain, copied = self.copy_batches["plain"], self.copy_batches["copied"]
-        contiguous = all(output.is_contiguous() for outputs in self.reference_outputs for output in outputs)
-        if not (plain and copied and contiguous):
+        if not (plain and copied and self.copied_contiguous):
             return 0.0
         return max(float(np.median(copied)) - float(np.median(plain)), 0.0)
 
@@ -438,12 +438,14 @@ def time_reference_alone(clock: BatchClock, batches: int) -> list[float]:
     the gates the watchdog had to open meanwhile (``reference_late_gates``: a reference that syncs the host)."""
     copied = max(5, batches // 2)
     late_before = clock.late_gates()
-    clock.copy_batches = {"plain": [], "copied": []}
+    clock.copy_batches, clock.copied_contiguous = {"plain": [], "copied": []}, True
     while len(clock.copy_batches["plain"]) < batches or len(clock.copy_batches["copied"]) < copied:
         with_copies = len(clock.copy_batches["copied"]) < min(copied, len(clock.copy_batches["plain"]))
         clock.stage()
         ms = clock.time_reference(with_copies=with_copies)
         clock.copy_batches["copied" if with_copies else "plain"].append(ms)
+        if with_copies:  # judged here: the calibration's empty pairs that follow leave no outputs to look at
+            clock.copied_contiguous &= all(o.is_contiguous() for outs in clock.reference_outputs for o in outs)
     clock.reference_late_gates = (clock.late_gates() - late_before, batches + copied)
     return list(clock.copy_batches["plain"])
 

@@ -16,7 +16,7 @@ import torch
 
 from kernel_reward import exchange
 from kernel_reward.runner_process import RunnerClient, RunnerFault
-from kernel_reward.tensors import same_values, synchronize
+from kernel_reward.tensors import only_tensors, same_values, synchronize
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class RemoteCandidate:
             encoded, out_refs = self._last_inputs
             views = exchange.tensor_views(encoded, self.arena.tensor)
             with torch.no_grad():
-                for view, value in zip(views, [a for a in inputs if isinstance(a, torch.Tensor)], strict=True):
+                for view, value in zip(views, only_tensors(inputs), strict=True):
                     view.copy_(value)
         else:
             encoded, out_refs = self.place(inputs)
@@ -129,7 +129,7 @@ class RemoteCandidate:
                               kind=_text(report.get("kind")), error=_text(report.get("error")),
                               launched=_names(report.get("launched")), own_launches=_names(report.get("own")))
         placed = exchange.tensor_views(encoded, self.arena.tensor)
-        outcome.inputs_mutated = not same_values(placed, [a for a in inputs if isinstance(a, torch.Tensor)])
+        outcome.inputs_mutated = not same_values(placed, only_tensors(inputs))
         return outcome
 
 

@@ -62,6 +62,11 @@ def non_plain_tensors(outputs: list[torch.Tensor]) -> list[str]:
     return [type(o).__name__ for o in outputs if type(o) is not torch.Tensor and type(o) is not torch.nn.Parameter]
 
 
+def only_tensors(args: list[Any]) -> list[torch.Tensor]:
+    """The tensor arguments of a call, in order (the rest: ints, floats, None)."""
+    return [arg for arg in args if isinstance(arg, torch.Tensor)]
+
+
 def storage_ptrs(tensors: list[Any]) -> set[int]:
     return {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor) and t.numel() > 0}
 

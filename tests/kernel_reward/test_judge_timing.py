@@ -296,12 +296,12 @@ def test_the_clock_keeps_one_output_capture_and_the_references_outputs_as_return
         # What one batch's output copies cost: batches with copies less batches without, medians; never credited
         # for a non-contiguous output (its copy is slower than a candidate's contiguous one)
         clock.copy_batches = {"plain": [1.0, 1.2, 5.0], "copied": [1.5, 1.6, 1.7]}
-        clock.reference_outputs = [[torch.ones(4, 4)]]
+        clock.copied_contiguous = True
         assert clock.output_copy_ms() == pytest.approx(0.4)
-        clock.reference_outputs = [[torch.ones(4, 4).t()]]
+        clock.copied_contiguous = False  # what time_reference_alone records for a non-contiguous output
         assert clock.output_copy_ms() == 0.0
         clock.copy_batches = {"plain": [2.0], "copied": [1.0]}
-        clock.reference_outputs = [[torch.ones(4, 4)]]
+        clock.copied_contiguous = True
         assert clock.output_copy_ms() == 0.0  # noise below zero is no copy at all
     finally:
         arena.close()
@@ -337,3 +337,31 @@ def test_a_candidate_that_syncs_the_host_is_told_why_it_reads_slow():
     assert not host_synced(late_pairs=1, pairs=20, late_reference=0, reference_batches=15)  # one slow queueing
     assert not host_synced(late_pairs=20, pairs=20, late_reference=15, reference_batches=15)  # the reference syncs
     assert not host_synced(late_pairs=0, pairs=0, late_reference=0, reference_batches=0)  # no gates (host clock)
+
+
+def test_a_non_contiguous_reference_output_gets_no_copy_credit_after_the_calibration():
+    """The contiguity of the copied outputs is judged on the baseline batches that copied them, not on whatever
+    the clock holds when it is asked: the calibration's empty pairs that follow the baseline leave no outputs."""
+    import torch
+
+    from kernel_reward import exchange
+    from kernel_reward.judge_timing import BatchClock, time_reference_alone
+    from kernel_reward.remote import output_spec, slot_bytes
+
+    def draw(seed: int) -> list:
+        return [torch.randn(512, 256, generator=torch.Generator().manual_seed(seed))]
+
+    def transposed(x):
+        return (x * 2).t()
+
+    spec = output_spec(transposed(*draw(0)))
+    arena = exchange.Arena(slot_bytes(draw(0), spec), torch.device("cpu"))
+    try:
+        clock = BatchClock(transposed, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=True)
+        clock.prepare(1)
+        time_reference_alone(clock, 6)
+        clock.copy_batches["copied"] = [ms + 1.0 for ms in clock.copy_batches["plain"]]  # a copy that costs 1 ms
+        clock.reference_outputs = []  # as the calibration's empty pairs leave it
+        assert clock.output_copy_ms() == 0.0
+    finally:
+        arena.close()
