@@ -72,36 +72,6 @@ def get_init_inputs():
     return []
 '''
 
-CANDIDATE = '''import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        {init}
-
-    def forward(self, {params}):
-        result = self._compute({params}).contiguous()
-        out = torch.empty_like(result)
-        n = result.numel()
-        copy_kernel[(triton.cdiv(n, 1024),)](result, out, n, BLOCK=1024)
-        return out
-
-    def _compute(self, {params}):
-        {forward}
-'''
-
-
 # A problem file's own model (renamed: the static screen rejects a candidate that uses the reference's class), its
 # outputs (a tensor or a tuple / list of them) passed through a Triton copy.
 WRAPPER = '''
@@ -139,7 +109,12 @@ def problem_sources(path: Path) -> tuple[str, str]:
     reference = path.read_text()
     if "class Model" not in reference or "def get_inputs" not in reference:
         raise ValueError(f"{path}: not a problem file (needs class Model and get_inputs)")
-    return reference, re.sub(r"\bModel\b", "_ProblemModel", reference) + WRAPPER
+    return reference, wrapped(reference)
+
+
+def wrapped(reference: str) -> str:
+    """The candidate for ``reference``: its own model, outputs passed through the Triton copy (``WRAPPER``)."""
+    return re.sub(r"\bModel\b", "_ProblemModel", reference) + WRAPPER
 
 
 def sources(task: Task, scale: int) -> tuple[str, str, int]:
@@ -149,7 +124,8 @@ def sources(task: Task, scale: int) -> tuple[str, str, int]:
     inputs = ", ".join(f"torch.randn({', '.join(map(str, shape))})" for shape in shapes)
     fields = {"init": task.init, "forward": task.forward, "params": task.params}
     input_bytes = sum(4 * _count(shape) for shape in shapes)
-    return REFERENCE.format(inputs=inputs, **fields), CANDIDATE.format(**fields), input_bytes
+    reference = REFERENCE.format(inputs=inputs, **fields)
+    return reference, wrapped(reference), input_bytes
 
 
 def _count(shape: tuple[int, ...]) -> int:
