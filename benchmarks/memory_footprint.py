@@ -217,12 +217,16 @@ def main(argv: list[str] | None = None) -> int:
             pairs = [(path.stem, *problem_sources(path)) for path in files]
         except ValueError as exc:
             parser.error(str(exc))
+        rows = []
         with open_evaluator(args.device, args.cap_gib, args.timeout) as evaluator:
-            rows = [evaluate_pair(evaluator, name, reference, candidate)
-                    for name, reference, candidate in tqdm(pairs, desc="problems", unit="problem")]
+            for name, reference, candidate in tqdm(pairs, desc="problems", unit="problem"):
+                rows.append(evaluate_pair(evaluator, name, reference, candidate))
+                write_rows(args, rows, complete=False)
     else:
-        rows = [run_task(name, TASKS[name], args.scale, args.device, args.cap_gib, args.timeout)
-                for name in tqdm(args.tasks, desc="tasks", unit="task")]
+        rows = []
+        for name in tqdm(args.tasks, desc="tasks", unit="task"):
+            rows.append(run_task(name, TASKS[name], args.scale, args.device, args.cap_gib, args.timeout))
+            write_rows(args, rows, complete=False)
     fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
     width = max([10, *(len(row.task) for row in rows)])
     print(f"{'task':{width}} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
@@ -233,12 +237,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{row.seconds:7.1f}")
         if row.error:
             print(f"    {row.error}")
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"device": args.device, "scale": args.scale, "cap_gib": args.cap_gib,
-                "problems": str(args.problems) if args.problems else None, "shard": args.shard}
-        args.json_out.write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
+    write_rows(args, rows, complete=True)
     return 0
+
+
+def write_rows(args: argparse.Namespace, rows: list[Row], complete: bool) -> None:
+    """The rows so far as JSON, replaced atomically after every task: a run stopped by a wall-clock limit keeps what
+    it measured, marked ``"complete": false``."""
+    if not args.json_out:
+        return
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"device": args.device, "scale": args.scale, "cap_gib": args.cap_gib,
+            "problems": str(args.problems) if args.problems else None, "shard": args.shard, "complete": complete}
+    partial = args.json_out.with_name(args.json_out.name + ".partial")
+    partial.write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
+    partial.replace(args.json_out)
 
 
 if __name__ == "__main__":

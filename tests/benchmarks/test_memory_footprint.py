@@ -58,9 +58,42 @@ def test_problem_files_are_evaluated_against_themselves_through_a_triton_copy(tm
                                   "--json-out", str(out)]) == 0
     import json
 
-    (row,) = json.loads(out.read_text())["rows"]
+    written = json.loads(out.read_text())
+    (row,) = written["rows"]
     assert row["task"] == "scaled_rows" and row["status"] == "correct", row["error"]
+    assert written["meta"]["complete"] is True and not list(tmp_path.glob("*.partial"))
     assert "scaled_rows" in capsys.readouterr().out
+
+
+def test_rows_are_written_after_every_task_so_a_stopped_run_keeps_them(tmp_path, monkeypatch):
+    (tmp_path / "a.py").write_text(PROBLEM)
+    (tmp_path / "b.py").write_text(PROBLEM)
+    out = tmp_path / "rows.json"
+    seen = []
+
+    def evaluate_then_stop(evaluator, name, reference, candidate):
+        if seen:  # the second task: the wall-clock limit of the device call, say
+            raise KeyboardInterrupt
+        seen.append(name)
+        return memory_footprint.Row(name, "correct", None, None, None, None, None, 0.1, None, {}, [])
+
+    monkeypatch.setattr(memory_footprint, "evaluate_pair", evaluate_then_stop)
+    monkeypatch.setattr(memory_footprint, "open_evaluator", lambda *args: _NullEvaluator())
+    import json
+    import pytest
+
+    with pytest.raises(KeyboardInterrupt):
+        memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--json-out", str(out)])
+    written = json.loads(out.read_text())
+    assert [row["task"] for row in written["rows"]] == ["a"] and written["meta"]["complete"] is False
+
+
+class _NullEvaluator:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def test_bad_problem_folders_are_named(tmp_path, capsys):
