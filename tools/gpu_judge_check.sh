@@ -3,7 +3,7 @@
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
-#   (STEPS: any of bench,throughput,corpus,sync,memory,production,kernelbench; default all but kernelbench)
+#   (STEPS: any of bench,throughput,corpus,sync,mps,memory,production,kernelbench; default all but mps, kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 240, 180,
 # 300, 240). "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
 # without dependencies when liger is missing: the device has torch and triton already). "sync":
@@ -23,6 +23,17 @@ step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
 step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -q -n 6 -p no:cacheprovider --timeout 200
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
+# "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
+# runner's work no longer switch contexts at each host sync); MPS's control log shows whether clients attached.
+mps_sync_probe() {
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || return 1
+  python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty_mps.json"; local rc=$?
+  echo quit | nvidia-cuda-mps-control; sleep 1; cp "$CUDA_MPS_LOG_DIRECTORY"/*.log "$OUT/" 2>/dev/null
+  grep -c "New client" "$CUDA_MPS_LOG_DIRECTORY/control.log" | sed 's/^/MPS clients attached: /'; return $rc; }
+export OUT; export -f mps_sync_probe
+step mps "${MPS_S:-180}" bash -c mps_sync_probe
 case ",$STEPS," in *,production,*)
   python3 -c "import liger_kernel" 2>/dev/null || python3 -m pip install -q --no-deps .whl/liger_kernel-*.whl >"$OUT/liger_install.log" 2>&1;; esac
 step production "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --out "$OUT/production_kernels.json"
@@ -43,6 +54,6 @@ else
     --shard "${KB_SHARD:-0}/${KB_SHARDS:-4}" --timeout 120 --json-out "$OUT/kernelbench_memory_${KB_SHARD:-0}.json"
 fi
 step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_roofline.py tests/kernel_reward/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
-for name in bench throughput sync memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
+for name in bench throughput sync mps memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20
 cat "$summary"
