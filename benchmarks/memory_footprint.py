@@ -196,9 +196,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap-gib", type=float, help="per-worker GPU memory cap in GiB (default: the pool's)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-task wall clock in seconds")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
+                        help="run nothing: print the rows of earlier --json-out files (a sharded run's) as one table")
     args = parser.parse_args(argv)
     if args.scale < 1:
         parser.error(f"--scale must be >= 1, got {args.scale}")
+    if args.merge:
+        try:
+            rows, incomplete = merged_rows(args.merge)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--merge: {exc}")
+        print_rows(rows)
+        print(summary_line(rows) + (f"; incomplete runs: {', '.join(incomplete)}" if incomplete else ""))
+        return 0
 
     from tqdm import tqdm
 
@@ -214,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--shard {args.shard}: K must be in [0, N)")
         files = files[shard::shards]
         try:
-            pairs = [(path.stem, *problem_sources(path)) for path in files]
+            pairs = [(path.relative_to(args.problems).with_suffix("").as_posix(), *problem_sources(path)) for path in files]
         except ValueError as exc:
             parser.error(str(exc))
         rows = []
@@ -227,6 +237,13 @@ def main(argv: list[str] | None = None) -> int:
         for name in tqdm(args.tasks, desc="tasks", unit="task"):
             rows.append(run_task(name, TASKS[name], args.scale, args.device, args.cap_gib, args.timeout))
             write_rows(args, rows, complete=False)
+    print_rows(rows)
+    print(summary_line(rows))
+    write_rows(args, rows, complete=True)
+    return 0
+
+
+def print_rows(rows: list[Row]) -> None:
     fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
     width = max([10, *(len(row.task) for row in rows)])
     print(f"{'task':{width}} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
@@ -237,8 +254,34 @@ def main(argv: list[str] | None = None) -> int:
               f"{row.seconds:7.1f}")
         if row.error:
             print(f"    {row.error}")
-    write_rows(args, rows, complete=True)
-    return 0
+
+
+def summary_line(rows: list[Row]) -> str:
+    """Pure: tasks per status, and the largest peak / call among calls of at least 1 GiB (below that the judge's
+    fixed buffers dominate the ratio)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    statuses = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
+    large = [row for row in rows if row.call_gib and row.call_gib >= 1 and row.peak_over_call]
+    worst = max(large, key=lambda row: row.peak_over_call, default=None)
+    out_of_memory = sum("out_of_memory" in row.flags or "out of memory" in (row.error or "").lower() for row in rows)
+    text = f"{len(rows)} tasks: {statuses}; out of memory (flag or error): {out_of_memory}"
+    if worst is not None:
+        text += f"; largest peak/call at >= 1 GiB calls: {worst.peak_over_call:.2f} ({worst.task}, {worst.call_gib:.2f} GiB)"
+    return text
+
+
+def merged_rows(paths: list[Path]) -> tuple[list[Row], list[str]]:
+    """The rows of several ``--json-out`` files in one list (sorted by task), and the files that were not complete
+    (a shard stopped by its wall-clock limit)."""
+    rows, incomplete = [], []
+    for path in paths:
+        written = json.loads(path.read_text())
+        rows += [Row(**row) for row in written["rows"]]
+        if not written["meta"].get("complete", True):
+            incomplete.append(str(path))
+    return sorted(rows, key=lambda row: row.task), incomplete
 
 
 def write_rows(args: argparse.Namespace, rows: list[Row], complete: bool) -> None:

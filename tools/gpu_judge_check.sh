@@ -55,5 +55,7 @@ else
 fi
 step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_roofline.py tests/kernel_reward/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
 for name in bench throughput sync mps memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
+ls "$OUT"/kernelbench_memory_*.json >/dev/null 2>&1 && echo "--- kernelbench (merged)" && python3 benchmarks/memory_footprint.py \
+  --merge "$OUT"/kernelbench_memory_*.json | grep -vE "^\S+ +correct "
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20
 cat "$summary"

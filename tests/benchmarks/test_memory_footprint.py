@@ -110,3 +110,36 @@ def test_bad_problem_folders_are_named(tmp_path, capsys):
         with pytest.raises(SystemExit):
             memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--shard", shard])
         assert "--shard" in capsys.readouterr().err
+
+
+def _row(task, status="correct", call=None, peak=None, flags=(), error=None):
+    return memory_footprint.Row(task, status, call, peak, None, "timing", peak / call if peak and call else None,
+                                1.0, error, {}, list(flags))
+
+
+def test_the_summary_counts_statuses_and_out_of_memory_and_names_the_worst_large_call():
+    rows = [_row("small", call=0.1, peak=1.0), _row("big", call=12.0, peak=31.5), _row("bigger", call=16.0, peak=40.0),
+            _row("oom", "runtime_error", flags=["out_of_memory"]),
+            _row("runner_oom", "runtime_error", error="CUDA out of memory. Tried to allocate 2 GiB")]
+    line = memory_footprint.summary_line(rows)
+    assert "5 tasks: correct 3, runtime_error 2" in line and "out of memory (flag or error): 2" in line
+    assert "2.62 (big, 12.00 GiB)" in line  # the 10x small call is left out: its ratio is the fixed buffers'
+
+
+def test_merge_prints_shards_as_one_table_and_names_an_incomplete_one(tmp_path, capsys):
+    import json
+    from dataclasses import asdict
+
+    for index, (rows, complete) in enumerate([([_row("b", call=2.0, peak=5.0)], True), ([_row("a")], False)]):
+        (tmp_path / f"{index}.json").write_text(json.dumps({"meta": {"complete": complete},
+                                                            "rows": [asdict(row) for row in rows]}))
+    assert memory_footprint.main(["--merge", str(tmp_path / "0.json"), str(tmp_path / "1.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.index("\na ") < out.index("\nb ") and "2 tasks: correct 2" in out
+    assert f"incomplete runs: {tmp_path / '1.json'}" in out
+    (tmp_path / "bad.json").write_text("{}")
+    import pytest
+
+    with pytest.raises(SystemExit):
+        memory_footprint.main(["--merge", str(tmp_path / "bad.json")])
+    assert "--merge" in capsys.readouterr().err
