@@ -44,6 +44,7 @@ from kernel_reward.tensors import (
     fingerprint,
     flatten_outputs,
     make_inputs,
+    restore_buffers,
     storage_ptrs,
     synchronize,
 )
@@ -115,7 +116,10 @@ class JudgeTask:
     candidate: RemoteCandidate
     init_inputs: list[Any]
     state_transfer: dict[str, Any] = field(default_factory=dict)
-    reference_keeps_inputs: bool = False  # its forward leaves its inputs alone: it may run on the judge's own
+    reference_keeps_inputs: bool = False  # its forward leaves its inputs alone: it may run on the judge's own inputs
+    # The reference's buffers when the candidate was built (and given the reference's state): both sides go back to
+    # them before each module mode's launch passes (``verify_launch_passes``).
+    reference_buffers: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def trial_seeds(base: int, count: int) -> list[int]:
@@ -304,6 +308,12 @@ def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch
     for name, training, mode in LAUNCH_PASSES:
         if reference is None or reference[0] != training:
             reference = None
+            # Equal buffers on both sides first: a BatchNorm's running statistics move with every training-mode
+            # forward, and the candidate has run more of those than the reference by now (two per trial, one per
+            # reference run), one of them with its kernels skipped (the decoy check: garbage, even NaN, went into
+            # its statistics); ``.eval()`` reads them. KernelBench's BatchNorm problems read `incorrect` without this.
+            restore_buffers(task.reference_model, task.reference_buffers)
+            task.candidate.reset_buffers()
             task.reference_model.train(training)
             try:
                 reference = (training, run_reference(task, inputs, device))

@@ -40,7 +40,7 @@ from kernel_reward.options import EvalOptions
 from kernel_reward.remote import OutputSpec, RemoteCandidate, args_nbytes, output_spec, slot_bytes
 from kernel_reward.result import EvalResult, KernelTiming, Status
 from kernel_reward.runner_process import RunnerClient, RunnerProcess
-from kernel_reward.tensors import make_inputs, synchronize
+from kernel_reward.tensors import buffer_snapshot, make_inputs, synchronize
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
@@ -124,7 +124,8 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             result.compiled = True
             candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
             task = correctness.JudgeTask(reference.module, reference.model, candidate, reference.init_inputs,
-                                         result.state_transfer, reference.keeps_inputs)
+                                         result.state_transfer, reference.keeps_inputs,
+                                         buffer_snapshot(reference.model))
             with phases("correctness"):
                 _check_correctness(task, device, options, seeds, result)
             with phases("shape_check"):

@@ -104,6 +104,10 @@ class RemoteCandidate:
         refs = [self.arena.reserve(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
         return encoded, refs
 
+    def reset_buffers(self) -> None:
+        """The candidate model's buffers back to their values right after its build (``Runner._on_reset_buffers``)."""
+        self.client.ask({"type": "reset_buffers", "model": self.model_id}, ("buffers_reset",))
+
     def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False, reuse_buffers: bool = False,
              monitor: bool = True, training: bool = True) -> CallOutcome:
         """One forward on (copies of) ``inputs``. ``reuse_buffers``: put them in the SAME arena places as the

@@ -13,6 +13,7 @@ Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, each answered 
     {"type": "load", "code": str, "allow_tf32": bool}  -> {"type": "loaded"} | {"type": "load_failed", ...}
     {"type": "build", "model", "seed", "init", "state"} -> {"type": "built", ...} | {"type": "build_failed", ...}
     {"type": "run", "model", "calls": [...], "gate"?}  -> {"type": "ran", "calls": [...]}  (gate: stream_gate)
+    {"type": "reset_buffers", "model"}                 -> {"type": "buffers_reset", "restored": int}
     {"type": "coverage", "model", "inputs", "calls", "method"} -> {"type": "coverage", ...}
     {"type": "bye"}                                    -> (exit)
 
@@ -114,6 +115,7 @@ class Runner:
         self.work_dir = work_dir
         self.module: Any = None
         self.models: dict[int, torch.nn.Module] = {}
+        self.built_buffers: dict[int, dict[str, torch.Tensor]] = {}  # each model's buffers right after its build
         self.arena: exchange.MappedArena | None = None
         self.gate_events: tuple[Any, Any] | None = None  # events around the last gated batch's calls
 
@@ -192,7 +194,17 @@ class Runner:
         except Exception as exc:  # noqa: BLE001
             return {"type": "build_failed", "error": format_exception("ModelNew(*get_init_inputs()) raised", exc)}
         self.models[int(message["model"])] = model
-        return {"type": "built", "state_transfer": _transfer_state(state, model)}
+        transfer = _transfer_state(state, model)
+        self.built_buffers[int(message["model"])] = tensors.buffer_snapshot(model)
+        return {"type": "built", "state_transfer": transfer}
+
+    def _on_reset_buffers(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The model's buffers as they were right after its build (and the reference's state copied in): the judge
+        does the same to the reference, so both sides' ``.eval()`` forwards read the same running statistics, however
+        many training-mode forwards each side ran before."""
+        model_id = int(message["model"])
+        restored = tensors.restore_buffers(self.models[model_id], self.built_buffers[model_id])
+        return {"type": "buffers_reset", "restored": restored}
 
     def _on_run(self, message: dict[str, Any]) -> dict[str, Any]:
         arena = self._arena()

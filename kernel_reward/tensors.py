@@ -67,6 +67,24 @@ def only_tensors(args: list[Any]) -> list[torch.Tensor]:
     return [arg for arg in args if isinstance(arg, torch.Tensor)]
 
 
+def buffer_snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Copies of ``model``'s buffers (BatchNorm's running statistics and counters, say): the state its training-mode
+    forwards change and its ``.eval()`` forward reads."""
+    return {name: buffer.detach().clone() for name, buffer in model.named_buffers()}
+
+
+def restore_buffers(model: torch.nn.Module, snapshot: dict[str, torch.Tensor]) -> int:
+    """Put ``snapshot``'s values back into ``model``'s buffers of the same name and shape; how many were restored."""
+    restored = 0
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            saved = snapshot.get(name)
+            if saved is not None and saved.shape == buffer.shape:
+                buffer.copy_(saved)
+                restored += 1
+    return restored
+
+
 def storage_ptrs(tensors: list[Any]) -> set[int]:
     return {t.untyped_storage().data_ptr() for t in tensors if isinstance(t, torch.Tensor) and t.numel() > 0}
 
@@ -234,6 +252,8 @@ def _verdict(comparison: QueuedComparison, figures: list[tuple[float, float, flo
             continue
         atol, rtol = output.tolerance
         measured = f" (max abs error {error:.3g})" if comparison.measure_error else ""
+        if comparison.measure_error and error == 0:  # isclose fails a finite pair only when |c - r| > 0
+            measured = " (each differing value is NaN or infinite on one side only)"
         return Comparison(False, worst if comparison.measure_error else None,
                           f"output {output.index}: {int(outside)} of {output.numel} values outside atol={atol:g} "
                           f"rtol={rtol:g}{measured}")

@@ -71,6 +71,20 @@ def test_max_error_ignores_non_finite_values_and_can_be_skipped():
     assert not wrong.ok and wrong.max_abs_error is None and "1 of 4" in wrong.reason and "max abs" not in wrong.reason
     measured_wrong = compare_outputs([torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance)
     assert measured_wrong.max_abs_error == pytest.approx(0.5) and "max abs error 0.5" in measured_wrong.reason
+    only_non_finite = compare_outputs([torch.tensor([[float("nan"), 1.0], [float("inf"), 2.0]])], ref, tolerance)
+    assert not only_non_finite.ok and "NaN or infinite on one side only" in only_non_finite.reason
+
+
+def test_buffers_are_snapshotted_and_restored_by_name():
+    from kernel_reward.tensors import buffer_snapshot, restore_buffers
+
+    norm = torch.nn.BatchNorm1d(4)
+    snapshot = buffer_snapshot(norm)
+    norm(torch.randn(8, 4) * 3 + 1)  # a training-mode forward moves the running statistics
+    assert not torch.equal(norm.running_mean, snapshot["running_mean"]) and int(norm.num_batches_tracked) == 1
+    assert restore_buffers(norm, snapshot) == 3
+    assert torch.equal(norm.running_mean, torch.zeros(4)) and int(norm.num_batches_tracked) == 0
+    assert restore_buffers(torch.nn.BatchNorm1d(5), snapshot) == 1  # other shapes left alone: only the counter fits
 
 
 def test_queued_comparisons_resolve_together_in_order():
