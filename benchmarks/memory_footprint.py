@@ -24,7 +24,7 @@ import json
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,7 @@ class Row:
     error: str | None
     phase_peaks_gib: dict[str, float]  # every phase's peak, for the JSON
     flags: list[str]
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # where a slow evaluation's time went
 
 
 def run_task(name: str, task: Task, scale: int, device: str, cap_gib: float | None, timeout_s: float) -> Row:
@@ -181,7 +182,8 @@ def evaluate_pair(evaluator: Any, name: str, reference: str, candidate: str) -> 
     peak = peaks[phase] + arena if phase else None  # an upper bound: "load" ran before the arena existed
     return Row(name, result.status.value, call and call / GIB, peak and peak / GIB, arena / GIB, phase,
                peak / call if peak and call else None, round(seconds, 1), (result.error or "")[:300] or None,
-               {name: round(value / GIB, 3) for name, value in peaks.items()}, list(result.flags))
+               {name: round(value / GIB, 3) for name, value in peaks.items()}, list(result.flags),
+               {name: round(value, 2) for name, value in (result.phase_seconds or {}).items()})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ def test_the_copy_wrapped_candidate_is_correct_under_the_interpreter():
     row = memory_footprint.run_task("row_sum", memory_footprint.TASKS["row_sum"], 8192, "cpu", None, 120.0)
     assert row.status == "correct", row.error
     assert row.call_gib is None  # memory is measured on a GPU only
+    assert row.phase_seconds["correctness"] > 0  # where the time went, for a slow problem's diagnosis
 
 
 PROBLEM = '''import torch
