@@ -81,6 +81,7 @@ def test_rows_are_written_after_every_task_so_a_stopped_run_keeps_them(tmp_path,
     monkeypatch.setattr(memory_footprint, "evaluate_pair", evaluate_then_stop)
     monkeypatch.setattr(memory_footprint, "open_evaluator", lambda *args: _NullEvaluator())
     import json
+
     import pytest
 
     with pytest.raises(KeyboardInterrupt):
