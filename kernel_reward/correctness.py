@@ -45,6 +45,7 @@ from kernel_reward.tensors import (
     flatten_outputs,
     make_inputs,
     restore_buffers,
+    seed_forward,
     storage_ptrs,
     synchronize,
 )
@@ -172,6 +173,7 @@ def run_reference(task: JudgeTask, inputs: list[Any], device: torch.device) -> l
     it shares storage with the inputs or the model's own tensors (a 6 GiB task: up to 12 GiB of copies fewer)."""
     args = inputs if task.reference_keeps_inputs else clone_args(inputs)
     with torch.no_grad():
+        seed_forward()  # the runner seeds the candidate's forward the same way
         raw = flatten_outputs(task.reference_model(*args))
     held = storage_ptrs([*inputs, *task.reference_model.parameters(), *task.reference_model.buffers()])
     kept = [o.detach().clone() if storage_ptrs([o]) & held else o.detach() for o in raw]

@@ -62,7 +62,7 @@ from kernel_reward import exchange, stream_gate
 from kernel_reward.remote import RemoteCandidate, poison
 from kernel_reward.runner import flatten_outputs
 from kernel_reward.runner_process import RunnerFault
-from kernel_reward.tensors import QueuedComparison, only_tensors, resolve_all, synchronize
+from kernel_reward.tensors import QueuedComparison, only_tensors, resolve_all, seed_forward, synchronize
 from kernel_reward.timing import TimingValidationError
 
 GATE_OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
@@ -312,6 +312,7 @@ class BatchClock:
                 return
             outputs = []
             for args in self.reference_args:
+                seed_forward()  # as the runner does before each candidate call (host-side: nothing on the GPU)
                 structure, returned = flatten_outputs(self.reference(*args))
                 if structure != self.spec.structure:
                     raise TimingValidationError(f"the reference returned {structure}, at build {self.spec.structure}")

@@ -59,7 +59,7 @@ def check_shape_generalization(
     from kernel_reward.judge import JudgeStop, build_remote
     from kernel_reward.loading import unload, write_and_import
     from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
-    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs
+    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs, seed_forward
 
     if options.shape_check == "off":
         return {"ran": False, "passed": None, "reason": "shape_check is off"}
@@ -82,6 +82,7 @@ def check_shape_generalization(
                     reference_model = getattr(module, entry_point)(*init).to(device)
                     inputs = make_inputs(module, seed + 1, device)
                     with torch.no_grad():
+                        seed_forward()  # as the runner seeds the candidate's call
                         raw = reference_model(*clone_args(inputs))
                     spec = output_spec(raw)
                     reference = [t.detach().clone() for t in (raw if isinstance(raw, tuple | list) else [raw])]

@@ -43,6 +43,18 @@ def seed_generators(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+# The generator state every compared forward starts from, on both sides (the reference in the judge, the candidate in
+# the runner): a reference that draws random numbers (dropout in training mode, KernelBench's default) is matched by
+# a candidate that draws the same way, as KernelBench seeds before each model call. Public on purpose: it only
+# makes the forward's own randomness reproducible; the inputs' seeds stay hidden (make_inputs reseeds).
+FORWARD_SEED = 20261205
+
+
+def seed_forward() -> None:
+    """Start a forward from ``FORWARD_SEED`` (host and CUDA generators; host-side only, nothing queued)."""
+    seed_generators(FORWARD_SEED)
+
+
 def clone_args(args: list[Any]) -> list[Any]:
     """Fresh storage for every tensor argument, so no call sees (or keeps a pointer to) another call's buffers."""
     return [x.detach().clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x) for x in args]
