@@ -15,6 +15,8 @@ through the same Triton copy kernel.
     python benchmarks/memory_footprint.py --cap-gib 72 --json-out benchmarks/results/memory_footprint_h200.json
     python benchmarks/memory_footprint.py --cap-gib 72 --problems KernelBench/KernelBench/level1 --json-out l1.json
     python benchmarks/memory_footprint.py --device cpu --scale 4096 --tasks relu row_sum   # a CPU smoke run
+    python benchmarks/memory_footprint.py --device cpu --problems KernelBench/KernelBench --shrink 24 --timeout 25
+        # every problem small, under the interpreter: a sweep for false verdicts (each against its own model)
 """
 
 from __future__ import annotations
@@ -104,12 +106,40 @@ class ModelNew(_ProblemModel):
 '''
 
 
-def problem_sources(path: Path) -> tuple[str, str]:
-    """A problem file (``Model``, ``get_inputs``, ``get_init_inputs``) and its copy-wrapped candidate."""
-    reference = path.read_text()
+def problem_sources(path: Path, shrink: int | None = None) -> tuple[str, str]:
+    """A problem file (``Model``, ``get_inputs``, ``get_init_inputs``) and its copy-wrapped candidate (``shrink``:
+    its size constants capped first, ``shrunk``)."""
+    reference = path.read_text() if shrink is None else shrunk(path.read_text(), shrink)
     if "class Model" not in reference or "def get_inputs" not in reference:
         raise ValueError(f"{path}: not a problem file (needs class Model and get_inputs)")
     return reference, wrapped(reference)
+
+
+_SIZE_LINE = re.compile(r"^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*=\s*([0-9][0-9 ,*+/()-]*?)\s*(#.*)?$", re.M)
+
+
+def shrunk(source: str, cap: int) -> str:
+    """Pure: a problem file with its module-level integer constants (``batch_size = 128``, ``M = 1024 * 2``,
+    ``h, w = 64, 64``) capped at ``cap`` and every ``batch*`` name set to 2: the same problem small enough for the
+    interpreter on a CPU, to sweep verdicts (an honest candidate must never read `incorrect`). Caps can break a
+    problem's own constraints (channels divisible by groups): its reference then fails and is reported as such."""
+    def small(name: str, value: int) -> int:
+        return 2 if name.lower().startswith("batch") else min(value, cap)
+
+    def replace(match: re.Match[str]) -> str:
+        names = [name.strip() for name in match.group(1).split(",")]
+        if "**" in match.group(2):  # a power could take forever to evaluate; leave it as written
+            return match.group(0)
+        try:
+            value = eval(match.group(2), {"__builtins__": {}})  # digits and arithmetic only (the pattern)
+        except (SyntaxError, ZeroDivisionError, TypeError):
+            return match.group(0)
+        values = value if isinstance(value, tuple) else (value,)
+        if len(values) != len(names) or not all(type(v) is int for v in values):
+            return match.group(0)
+        return f"{', '.join(names)} = {', '.join(str(small(n, v)) for n, v in zip(names, values, strict=True))}"
+
+    return _SIZE_LINE.sub(replace, source)
 
 
 def wrapped(reference: str) -> str:
@@ -195,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="evaluate every *.py problem file under DIR instead of the built-in tasks")
     parser.add_argument("--shard", default="0/1", metavar="K/N",
                         help="with --problems: only every N-th file from the K-th (0-based; to split a long run)")
+    parser.add_argument("--shrink", type=int, metavar="CAP",
+                        help="with --problems: cap each file's integer size constants at CAP (batch sizes at 2), "
+                             "for a verdict sweep on a CPU")
     parser.add_argument("--cap-gib", type=float, help="per-worker GPU memory cap in GiB (default: the pool's)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-task wall clock in seconds")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
@@ -226,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--shard {args.shard}: K must be in [0, N)")
         files = files[shard::shards]
         try:
-            pairs = [(path.relative_to(args.problems).with_suffix("").as_posix(), *problem_sources(path)) for path in files]
+            pairs = [(path.relative_to(args.problems).with_suffix("").as_posix(), *problem_sources(path, args.shrink)) for path in files]
         except ValueError as exc:
             parser.error(str(exc))
         rows = []

@@ -145,3 +145,12 @@ def test_merge_prints_shards_as_one_table_and_names_an_incomplete_one(tmp_path, 
     with pytest.raises(SystemExit):
         memory_footprint.main(["--merge", str(tmp_path / "bad.json")])
     assert "--merge" in capsys.readouterr().err
+
+
+def test_shrunk_problems_keep_their_structure_with_small_sizes():
+    source = PROBLEM.replace("return [torch.randn(8, 16)]", "return [torch.randn(batch_size, dim)]").replace(
+        "def get_inputs", "batch_size = 128\ndim = 1024 * 4  # wide\nh, w = 64, 3\nscale = 0.5\n\n\ndef get_inputs")
+    small = memory_footprint.shrunk(source, 24)
+    assert "batch_size = 2\n" in small and "dim = 24\n" in small and "h, w = 24, 3\n" in small
+    assert "scale = 0.5" in small and "torch.randn(batch_size, dim)" in small
+    compile(small, "<shrunk>", "exec")
