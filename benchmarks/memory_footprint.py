@@ -26,6 +26,7 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--shard {args.shard}: K must be in [0, N)")
         files = files[shard::shards]
         try:
-            pairs = [(path.relative_to(args.problems).with_suffix("").as_posix(), *problem_sources(path, args.shrink)) for path in files]
+            pairs = [(path.relative_to(args.problems).with_suffix("").as_posix(), *problem_sources(path, args.shrink))
+                     for path in files]
         except ValueError as exc:
             parser.error(str(exc))
         rows = []
@@ -294,9 +296,7 @@ def print_rows(rows: list[Row]) -> None:
 def summary_line(rows: list[Row]) -> str:
     """Pure: tasks per status, and the largest peak / call among calls of at least 1 GiB (below that the judge's
     fixed buffers dominate the ratio)."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.status] = counts.get(row.status, 0) + 1
+    counts = Counter(row.status for row in rows)
     statuses = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
     large = [row for row in rows if row.call_gib and row.call_gib >= 1 and row.peak_over_call]
     worst = max(large, key=lambda row: row.peak_over_call, default=None)

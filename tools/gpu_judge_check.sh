@@ -11,6 +11,7 @@
 # "memory": the roofline and phase-memory gpu tests, then benchmarks/memory_footprint.py under an H100-sized cap.
 set -u
 OUT=${1:?usage: gpu_judge_check.sh OUT [TASKS]}
+export OUT  # the steps run under timeout as bash -c functions (mps, kernelbench) read it
 TASKS=${2:-activation_silu,elementwise_addcmul,fused_add_rms_norm,fused_linear_relu,loss_mse_rows,matmul_square,matmul_matvec,norm_layer_norm,pool_max2d,reduction_sum_dim,scan_cumsum,softmax_rows,conv2d_3x3,attention_sdpa,elementwise_bias_add_fp16,reduction_argmax}
 export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
@@ -32,7 +33,7 @@ mps_sync_probe() {
   python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty_mps.json"; local rc=$?
   echo quit | nvidia-cuda-mps-control; sleep 1; cp "$CUDA_MPS_LOG_DIRECTORY"/*.log "$OUT/" 2>/dev/null
   grep -c "New client" "$CUDA_MPS_LOG_DIRECTORY/control.log" | sed 's/^/MPS clients attached: /'; return $rc; }
-export OUT; export -f mps_sync_probe
+export -f mps_sync_probe  # timeout needs a program, not a function
 step mps "${MPS_S:-180}" bash -c mps_sync_probe
 case ",$STEPS," in *,production,*)
   python3 -c "import liger_kernel" 2>/dev/null || python3 -m pip install -q --no-deps .whl/liger_kernel-*.whl >"$OUT/liger_install.log" 2>&1;; esac
@@ -48,7 +49,7 @@ kernelbench_shards() {
       --shard "$k/$gpus" --timeout "${KB_TIMEOUT:-120}" --json-out "$OUT/kernelbench_memory_$k.json" >"$OUT/kernelbench_$k.log" 2>&1 &
   done; wait; tail -n 3 "$OUT"/kernelbench_*.log; }
 if [ "${KB_SHARD:-0}" = all ]; then
-  export OUT; export -f kernelbench_shards  # run under timeout, which needs a program, not a function
+  export -f kernelbench_shards
   step kernelbench "${KERNELBENCH_S:-560}" bash -c kernelbench_shards
 else
   step kernelbench "${KERNELBENCH_S:-560}" python3 benchmarks/memory_footprint.py --cap-gib 72 --problems .kernelbench \
