@@ -39,22 +39,22 @@ case ",$STEPS," in *,production,*)
   python3 -c "import liger_kernel" 2>/dev/null || python3 -m pip install -q --no-deps .whl/liger_kernel-*.whl >"$OUT/liger_install.log" 2>&1;; esac
 step production "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --out "$OUT/production_kernels.json"
 # "kernelbench": memory_footprint over the problem files in .kernelbench/ (a KernelBench checkout's level1 / level2,
-# MIT, not in git: carry it), one shard of KB_SHARDS (default 4) per call: KB_SHARD=0..3; KB_SHARD=all runs one shard
-# per visible GPU at once (a multi-GPU machine: each GPU is capped alone, as one H100 would be). KB_TIMEOUT: seconds
-# per problem (default 120).
+# MIT, not in git: carry it). KB_SHARD: one shard of KB_SHARDS (default 4), or a comma list of them run at once (the
+# i-th listed on visible GPU i mod count: two on one H200 fit with KB_CAP_GIB=64, a stricter cap than an H100's 72);
+# KB_SHARD=all runs one shard per visible GPU. KB_TIMEOUT: seconds per problem (default 120).
 kernelbench_shards() {
-  local gpus; gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
-  for k in $(seq 0 $((gpus - 1))); do
-    CUDA_VISIBLE_DEVICES=$k python3 benchmarks/memory_footprint.py --cap-gib 72 --problems .kernelbench \
-      --shard "$k/$gpus" --timeout "${KB_TIMEOUT:-120}" --json-out "$OUT/kernelbench_memory_$k.json" >"$OUT/kernelbench_$k.log" 2>&1 &
+  local gpus shards count=${KB_SHARDS:-4} i=0 k
+  gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+  shards=${KB_SHARD:-0}
+  if [ "$shards" = all ]; then count=$gpus; shards=$(seq -s, 0 $((gpus - 1))); fi
+  for k in ${shards//,/ }; do
+    CUDA_VISIBLE_DEVICES=$((i % gpus)) python3 benchmarks/memory_footprint.py --cap-gib "${KB_CAP_GIB:-72}" \
+      --problems .kernelbench --shard "$k/$count" --timeout "${KB_TIMEOUT:-120}" \
+      --json-out "$OUT/kernelbench_memory_$k.json" >"$OUT/kernelbench_$k.log" 2>&1 &
+    i=$((i + 1))
   done; wait; tail -n 3 "$OUT"/kernelbench_*.log; }
-if [ "${KB_SHARD:-0}" = all ]; then
-  export -f kernelbench_shards
-  step kernelbench "${KERNELBENCH_S:-560}" bash -c kernelbench_shards
-else
-  step kernelbench "${KERNELBENCH_S:-560}" python3 benchmarks/memory_footprint.py --cap-gib 72 --problems .kernelbench \
-    --shard "${KB_SHARD:-0}/${KB_SHARDS:-4}" --timeout "${KB_TIMEOUT:-120}" --json-out "$OUT/kernelbench_memory_${KB_SHARD:-0}.json"
-fi
+export -f kernelbench_shards
+step kernelbench "${KERNELBENCH_S:-560}" bash -c kernelbench_shards
 step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_roofline.py tests/kernel_reward/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
 for name in bench throughput sync mps memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 ls "$OUT"/kernelbench_memory_*.json >/dev/null 2>&1 && echo "--- kernelbench (merged)" && python3 benchmarks/memory_footprint.py \
