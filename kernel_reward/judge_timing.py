@@ -281,6 +281,7 @@ class BatchClock:
             if self.gate is None:
                 return self._host_pair(client, message, sides, empty)
             number = self.gate.close_next()
+            message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
             spans: dict[str, _Spans] = {}
             try:
                 for side in sides:
@@ -288,8 +289,12 @@ class BatchClock:
                         spans[side] = self._queue_batch(side, self._reference_calls(empty))
                     else:
                         spans[side] = self._queue_batch(side, self._hand_over(number))
-                message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
-                reply = client.ask(message, ("ran",))
+                        # From here the judge's stream waits for the runner's ``done`` word, which the runner queues
+                        # when it gets this message: asked only after the reference's calls were queued, a reference
+                        # that synchronises the host while queued (cuDNN's large transposed convolutions on the H100)
+                        # waited for it for good, the watchdog opening only the host gate. Still behind the gate, so
+                        # no launch latency enters either side's window.
+                        reply = client.ask(message, ("ran",))
                 reports = _reports(reply)
                 self.gate.open(number)
                 self._finish(spans[sides[-1]].end, client)

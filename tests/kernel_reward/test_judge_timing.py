@@ -365,3 +365,67 @@ def test_a_non_contiguous_reference_output_gets_no_copy_credit_after_the_calibra
         assert clock.output_copy_ms() == 0.0
     finally:
         arena.close()
+
+
+@pytest.mark.parametrize("candidate_first", [True, False])
+def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_hand_over(candidate_first):
+    """Once the judge's stream holds the candidate's hand-over, it waits for the runner's ``done`` word, which the
+    runner queues only when it gets the run message. A reference that synchronises the host while it is being queued
+    after that (cuDNN's transposed convolutions at KernelBench's sizes did, on the H100: the judge spun in
+    ``ConvTranspose2d.forward`` with the GPU idle until the wall-clock limit) would wait for a word that never comes,
+    the watchdog opening only the host gate. So the runner gets its message as soon as its hand-over is queued."""
+    import torch
+
+    from kernel_reward import exchange
+    from kernel_reward.judge_timing import BatchClock
+    from kernel_reward.remote import output_spec, slot_bytes
+
+    def draw(seed: int) -> list:
+        return [torch.randn(8, 4, generator=torch.Generator().manual_seed(seed))]
+
+    def reference(x):
+        return x * 2
+
+    spec = output_spec(reference(*draw(0)))
+    arena = exchange.Arena(slot_bytes(draw(0), spec), torch.device("cpu"))
+    events: list[str] = []
+
+    class Gate:
+        def close_next(self) -> int:
+            events.append("close")
+            return 7
+
+        def open(self, number: int) -> None:
+            events.append(f"open {number}")
+
+    class Spans:
+        end = None  # the batch's E1 (handed to the stubbed _finish)
+
+        def total_ms(self) -> float:
+            return 1.0
+
+        def work_ms(self) -> float:
+            return 1.0
+
+    class Client:
+        def ask(self, message: dict, expect: tuple) -> dict:
+            assert message["gate"]["n"] == 7
+            events.append("runner asked")
+            return {"type": "ran", "calls": []}
+
+    def queue(side: str, work) -> Spans:
+        events.append(f"queued {side}")
+        return Spans()
+
+    try:
+        clock = BatchClock(reference, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=True)
+        clock.prepare(1)
+        clock.gate, clock.flag_word, clock.done_word = Gate(), 0, 1
+        clock._queue_batch, clock._finish = queue, lambda end, client: events.append("finished")
+        clock.time_pair(Client(), 0, candidate_first)
+    finally:
+        arena.close()
+    if candidate_first:
+        assert events == ["close", "queued candidate", "runner asked", "queued reference", "open 7", "finished"]
+    else:
+        assert events == ["close", "queued reference", "queued candidate", "runner asked", "open 7", "finished"]
