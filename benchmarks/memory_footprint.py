@@ -233,17 +233,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="per-task wall clock in seconds")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
     parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
-                        help="run nothing: print the rows of earlier --json-out files (a sharded run's) as one table")
+                        help="run nothing: print the rows of earlier --json-out files (a sharded run's) as one "
+                             "table; a task in several files keeps its row from the last one (a re-run)")
     args = parser.parse_args(argv)
     if args.scale < 1:
         parser.error(f"--scale must be >= 1, got {args.scale}")
     if args.merge:
         try:
-            rows, incomplete = merged_rows(args.merge)
+            rows, incomplete, replaced = merged_rows(args.merge)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             parser.error(f"--merge: {exc}")
         print_rows(rows)
-        print(summary_line(rows) + (f"; incomplete runs: {', '.join(incomplete)}" if incomplete else ""))
+        print(summary_line(rows) + (f"; incomplete runs: {', '.join(incomplete)}" if incomplete else "")
+              + (f"; re-run: {', '.join(replaced)}" if replaced else ""))
         return 0
 
     from tqdm import tqdm
@@ -284,39 +286,56 @@ def print_rows(rows: list[Row]) -> None:
     fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
     width = max([10, *(len(row.task) for row in rows)])
     print(f"{'task':{width}} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
-          f"{'peak/call':>9} {'s':>7}")
+          f"{'peak/call':>9} {'peak/ref':>8} {'s':>7}")
     for row in rows:
         print(f"{row.task:{width}} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
               f"{fmt(row.arena_gib, '11.2f')} {row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} "
-              f"{row.seconds:7.1f}")
+              f"{fmt(peak_over_reference(row), '8.2f')} {row.seconds:7.1f}")
         if row.error:
             print(f"    {row.error}")
 
 
+def peak_over_reference(row: Row) -> float | None:
+    """Pure: the judge's peak over what the reference needs on its own, the larger of one call's inputs + outputs and
+    the build phase's peak (the reference's probe forward: its inputs, intermediates and outputs). A reference
+    whose intermediates outgrow its call (Swish's sigmoid; a convolution reduced by a min over channels) needs
+    that much under any harness; the judge's own overhead is the rest."""
+    if not row.judge_peak_gib or not row.call_gib:
+        return None
+    return row.judge_peak_gib / max(row.call_gib, row.phase_peaks_gib.get("build", 0.0))
+
+
 def summary_line(rows: list[Row]) -> str:
     """Pure: tasks per status, and the largest peak / call among calls of at least 1 GiB (below that the judge's
-    fixed buffers dominate the ratio)."""
+    fixed buffers dominate the ratio), also read against what the reference needs alone (``peak_over_reference``)."""
     counts = Counter(row.status for row in rows)
     statuses = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
     large = [row for row in rows if row.call_gib and row.call_gib >= 1 and row.peak_over_call]
-    worst = max(large, key=lambda row: row.peak_over_call, default=None)
     out_of_memory = sum("out_of_memory" in row.flags or "out of memory" in (row.error or "").lower() for row in rows)
     text = f"{len(rows)} tasks: {statuses}; out of memory (flag or error): {out_of_memory}"
-    if worst is not None:
+    if large:
+        worst = max(large, key=lambda row: row.peak_over_call)
         text += f"; largest peak/call at >= 1 GiB calls: {worst.peak_over_call:.2f} ({worst.task}, {worst.call_gib:.2f} GiB)"
+        worst = max(large, key=peak_over_reference)
+        text += f"; largest peak/max(call, reference alone): {peak_over_reference(worst):.2f} ({worst.task})"
     return text
 
 
-def merged_rows(paths: list[Path]) -> tuple[list[Row], list[str]]:
-    """The rows of several ``--json-out`` files in one list (sorted by task), and the files that were not complete
-    (a shard stopped by its wall-clock limit)."""
-    rows, incomplete = [], []
+def merged_rows(paths: list[Path]) -> tuple[list[Row], list[str], list[str]]:
+    """The rows of several ``--json-out`` files in one list (sorted by task), the files that were not complete (a
+    shard stopped by its wall-clock limit), and the tasks whose row a later file replaced, named with that file (a
+    re-run of a few problems after a fix, merged over the shard that first measured them)."""
+    by_task: dict[str, Row] = {}
+    incomplete, replaced = [], []
     for path in paths:
         written = json.loads(path.read_text())
-        rows += [Row(**row) for row in written["rows"]]
+        for row in (Row(**row) for row in written["rows"]):
+            if row.task in by_task:
+                replaced.append(f"{row.task} ({path})")
+            by_task[row.task] = row
         if not written["meta"].get("complete", True):
             incomplete.append(str(path))
-    return sorted(rows, key=lambda row: row.task), incomplete
+    return sorted(by_task.values(), key=lambda row: row.task), incomplete, replaced
 
 
 def write_rows(args: argparse.Namespace, rows: list[Row], complete: bool) -> None:

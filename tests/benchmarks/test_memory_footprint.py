@@ -4,6 +4,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_footprint.py"
 _spec = importlib.util.spec_from_file_location("memory_footprint", SCRIPT)
 memory_footprint = importlib.util.module_from_spec(_spec)
@@ -82,8 +84,6 @@ def test_rows_are_written_after_every_task_so_a_stopped_run_keeps_them(tmp_path,
     monkeypatch.setattr(memory_footprint, "open_evaluator", lambda *args: _NullEvaluator())
     import json
 
-    import pytest
-
     with pytest.raises(KeyboardInterrupt):
         memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--json-out", str(out)])
     written = json.loads(out.read_text())
@@ -99,8 +99,6 @@ class _NullEvaluator:
 
 
 def test_bad_problem_folders_are_named(tmp_path, capsys):
-    import pytest
-
     with pytest.raises(SystemExit):
         memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path / "missing")])
     assert "no *.py problem files" in capsys.readouterr().err
@@ -114,9 +112,9 @@ def test_bad_problem_folders_are_named(tmp_path, capsys):
         assert "--shard" in capsys.readouterr().err
 
 
-def _row(task, status="correct", call=None, peak=None, flags=(), error=None):
+def _row(task, status="correct", call=None, peak=None, flags=(), error=None, build=None):
     return memory_footprint.Row(task, status, call, peak, None, "timing", peak / call if peak and call else None,
-                                1.0, error, {}, list(flags))
+                                1.0, error, {} if build is None else {"build": build}, list(flags))
 
 
 def test_the_summary_counts_statuses_and_out_of_memory_and_names_the_worst_large_call():
@@ -126,6 +124,38 @@ def test_the_summary_counts_statuses_and_out_of_memory_and_names_the_worst_large
     line = memory_footprint.summary_line(rows)
     assert "5 tasks: correct 3, runtime_error 2" in line and "out of memory (flag or error): 2" in line
     assert "2.62 (big, 12.00 GiB)" in line  # the 10x small call is left out: its ratio is the fixed buffers'
+
+
+def test_the_peak_is_also_read_against_what_the_reference_needs_alone():
+    """A reference with intermediates larger than its call (Swish's sigmoid, a convolution reduced by a min over
+    channels) needs more than its inputs + outputs on its own: the build phase (the reference's probe forward) shows
+    how much, and the judge's overhead is read against the larger of the two."""
+    swish = _row("swish", call=12.0, peak=36.25, build=18.0)
+    relu = _row("relu", call=12.0, peak=31.5, build=12.0)
+    assert memory_footprint.peak_over_reference(swish) == pytest.approx(36.25 / 18.0)
+    assert memory_footprint.peak_over_reference(relu) == pytest.approx(31.5 / 12.0)
+    assert memory_footprint.peak_over_reference(_row("no_phases", call=1.0, peak=3.0)) == pytest.approx(3.0)
+    assert memory_footprint.peak_over_reference(_row("timeout", "timeout")) is None
+    line = memory_footprint.summary_line([swish, relu])
+    assert "largest peak/call at >= 1 GiB calls: 3.02 (swish" in line
+    assert "largest peak/max(call, reference alone): 2.62 (relu" in line
+
+
+def test_a_later_run_of_a_task_replaces_the_earlier_row_in_a_merge(tmp_path, capsys):
+    """Re-runs of a few problems after a fix merge over the shard that first measured them, and are named."""
+    import json
+    from dataclasses import asdict
+
+    first = [_row("a", "timeout"), _row("b", call=2.0, peak=5.0)]
+    rerun = [_row("a", call=1.0, peak=3.0)]
+    for name, rows in (("shard.json", first), ("rerun.json", rerun)):
+        (tmp_path / name).write_text(json.dumps({"meta": {"complete": True}, "rows": [asdict(r) for r in rows]}))
+    rows, incomplete, replaced = memory_footprint.merged_rows([tmp_path / "shard.json", tmp_path / "rerun.json"])
+    assert [(row.task, row.status) for row in rows] == [("a", "correct"), ("b", "correct")]
+    assert incomplete == [] and replaced == [f"a ({tmp_path / 'rerun.json'})"]
+    assert memory_footprint.main(["--merge", str(tmp_path / "shard.json"), str(tmp_path / "rerun.json")]) == 0
+    out = capsys.readouterr().out
+    assert "2 tasks: correct 2" in out and f"re-run: a ({tmp_path / 'rerun.json'})" in out
 
 
 def test_merge_prints_shards_as_one_table_and_names_an_incomplete_one(tmp_path, capsys):
@@ -140,8 +170,6 @@ def test_merge_prints_shards_as_one_table_and_names_an_incomplete_one(tmp_path, 
     assert out.index("\na ") < out.index("\nb ") and "2 tasks: correct 2" in out
     assert f"incomplete runs: {tmp_path / '1.json'}" in out
     (tmp_path / "bad.json").write_text("{}")
-    import pytest
-
     with pytest.raises(SystemExit):
         memory_footprint.main(["--merge", str(tmp_path / "bad.json")])
     assert "--merge" in capsys.readouterr().err
