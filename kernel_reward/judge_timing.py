@@ -270,8 +270,16 @@ class BatchClock:
         return max(float(np.median(copied)) - float(np.median(plain)), 0.0)
 
     def time_pair(self, client: Any, model_id: int, candidate_first: bool, *, empty: bool = False) -> Pair:
-        """One reference batch and one candidate batch on the staged inputs, queued back to back behind one gate
-        (``empty``: no reference calls and a dry run of the trusted harness: both sides' fixed costs)."""
+        """One reference batch and one candidate batch on the staged inputs, each queued whole behind a closed gate
+        (``empty``: no reference calls and a dry run of the trusted harness: both sides' fixed costs).
+
+        The runner is asked as soon as the candidate's hand-over is queued: from there the judge's stream waits for
+        the runner's ``done`` word, and a reference that synchronised the host while queued after it, before the
+        runner had its message, waited for good (cuDNN's large transposed convolutions on the H100; the watchdog
+        opens only the host gate). Reference first: one gate over both batches, opened after the reply. Candidate
+        first: its gate opens after the reply and the reference is queued behind a gate of its own, because how long
+        the reply takes is the candidate's to choose: a reply held past the watchdog's delay would otherwise let
+        the reference's batch start while still being queued, its launch latency timed as its work."""
         for outs in self.arena_outputs:
             poison(outs)
         self.reference_outputs = []
@@ -285,21 +293,19 @@ class BatchClock:
             spans: dict[str, _Spans] = {}
             try:
                 for side in sides:
-                    if side == "reference":
-                        spans[side] = self._queue_batch(side, self._reference_calls(empty))
-                    else:
+                    if side == "candidate":
                         spans[side] = self._queue_batch(side, self._hand_over(number))
-                        # From here the judge's stream waits for the runner's ``done`` word, which the runner queues
-                        # when it gets this message: asked only after the reference's calls were queued, a reference
-                        # that synchronises the host while queued (cuDNN's large transposed convolutions on the H100)
-                        # waited for it for good, the watchdog opening only the host gate. Still behind the gate, so
-                        # no launch latency enters either side's window.
                         reply = client.ask(message, ("ran",))
+                        continue
+                    if spans:  # the candidate's batch is queued and its runner answered: release it, close anew
+                        self.gate.open(number)
+                        number = self.gate.close_next()
+                    spans[side] = self._queue_batch(side, self._reference_calls(empty))
                 reports = _reports(reply)
                 self.gate.open(number)
                 self._finish(spans[sides[-1]].end, client)
             except BaseException:
-                self._release(number)
+                self._release(number)  # the latest gate: its number is at least the hand-over's
                 raise
         for side, span in spans.items():
             self.last_work_ms[side] = span.work_ms()

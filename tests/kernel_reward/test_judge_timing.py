@@ -373,7 +373,10 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
     runner queues only when it gets the run message. A reference that synchronises the host while it is being queued
     after that (cuDNN's transposed convolutions at KernelBench's sizes did, on the H100: the judge spun in
     ``ConvTranspose2d.forward`` with the GPU idle until the wall-clock limit) would wait for a word that never comes,
-    the watchdog opening only the host gate. So the runner gets its message as soon as its hand-over is queued."""
+    the watchdog opening only the host gate. So the runner gets its message as soon as its hand-over is queued.
+    And since the reply takes as long as the candidate's process likes, the reference is never queued behind a gate
+    that was closed before the runner was asked: held past the watchdog's delay, that gate opens while the reference
+    is still being queued, and its launch latency would be timed as its work."""
     import torch
 
     from kernel_reward import exchange
@@ -391,9 +394,12 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
     events: list[str] = []
 
     class Gate:
+        count = 6
+
         def close_next(self) -> int:
-            events.append("close")
-            return 7
+            self.count += 1
+            events.append(f"close {self.count}")
+            return self.count
 
         def open(self, number: int) -> None:
             events.append(f"open {number}")
@@ -426,6 +432,11 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
     finally:
         arena.close()
     if candidate_first:
-        assert events == ["close", "queued candidate", "runner asked", "queued reference", "open 7", "finished"]
+        assert events == ["close 7", "queued candidate", "runner asked", "open 7", "close 8", "queued reference",
+                          "open 8", "finished"]
     else:
-        assert events == ["close", "queued reference", "queued candidate", "runner asked", "open 7", "finished"]
+        assert events == ["close 7", "queued reference", "queued candidate", "runner asked", "open 7", "finished"]
+    # Whatever the order: the reference is queued behind a gate closed after the last time the runner was asked
+    reference_at = events.index("queued reference")
+    gate = max(i for i, event in enumerate(events[:reference_at]) if event.startswith("close"))
+    assert "runner asked" not in events[gate:reference_at]
