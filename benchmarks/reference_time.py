@@ -67,11 +67,14 @@ def _timed(device: torch.device, call: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def _median_forward(model: torch.nn.Module, inputs: list, device: torch.device, repeats: int, tf32: bool) -> float:
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    with torch.no_grad():
-        _timed(device, lambda: model(*inputs))  # warm-up: cuDNN's algorithm choice, Triton compiles
-        return statistics.median(_timed(device, lambda: model(*inputs))[1] for _ in range(repeats))
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
+    try:
+        with torch.no_grad():
+            _timed(device, lambda: model(*inputs))  # warm-up: cuDNN's algorithm choice, Triton compiles
+            return statistics.median(_timed(device, lambda: model(*inputs))[1] for _ in range(repeats))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def time_reference(path: Path, device: torch.device, repeats: int) -> ReferenceTiming:
@@ -105,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'problem':58s} {'build s':>8s} {'inputs s':>8s} {'fwd s fp32':>10s} {'fwd s tf32':>10s} "
           f"{'in GiB':>7s} {'out GiB':>7s}")
     for path in args.problems:
-        row = time_reference(path, device, args.repeats)
+        if not path.is_file():
+            parser.error(f"{path}: no such problem file")
+        try:
+            row = time_reference(path, device, args.repeats)
+        except ValueError as exc:  # not a problem file: named, nothing written
+            parser.error(str(exc))
         rows.append(row)
         print(f"{row.problem[:58]:58s} {row.build_s:8.3f} {row.inputs_s:8.3f} {row.forward_s_tf32_off:10.4f} "
               f"{row.forward_s_tf32_on:10.4f} {row.input_gib:7.2f} {row.output_gib:7.2f}")
