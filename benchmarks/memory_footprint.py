@@ -17,6 +17,8 @@ through the same Triton copy kernel.
     python benchmarks/memory_footprint.py --device cpu --scale 4096 --tasks relu row_sum   # a CPU smoke run
     python benchmarks/memory_footprint.py --device cpu --problems KernelBench/KernelBench --shrink 24 --timeout 25
         # every problem small, under the interpreter: a sweep for false verdicts (each against its own model)
+    python benchmarks/memory_footprint.py --cap-gib 72 --problems KernelBench/KernelBench --only level1/57 level2/39
+        # a few problems again after a fix; --merge over the first run and this one keeps the re-run's rows
 """
 
 from __future__ import annotations
@@ -224,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=1, help="divide each input's first dimension by this")
     parser.add_argument("--problems", type=Path, metavar="DIR",
                         help="evaluate every *.py problem file under DIR instead of the built-in tasks")
+    parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
+                        help="with --problems: only these problems, named as in the table (level1/57 or "
+                             "level1/57_conv_transposed_2D__square_input__square_kernel), e.g. to re-run them after a fix")
     parser.add_argument("--shard", default="0/1", metavar="K/N",
                         help="with --problems: only every N-th file from the K-th (0-based; to split a long run)")
     parser.add_argument("--shrink", type=int, metavar="CAP",
@@ -260,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--shard must be K/N with integers, got {args.shard!r}")
         if not 0 <= shard < shards:
             parser.error(f"--shard {args.shard}: K must be in [0, N)")
+        if args.only:
+            try:
+                files = only_named(files, args.problems, args.only)
+            except ValueError as exc:
+                parser.error(str(exc))
         files = files[shard::shards]
         try:
             pairs = [(path.relative_to(args.problems).with_suffix("").as_posix(), *problem_sources(path, args.shrink))
@@ -293,6 +303,19 @@ def print_rows(rows: list[Row]) -> None:
               f"{fmt(peak_over_reference(row), '8.2f')} {row.seconds:7.1f}")
         if row.error:
             print(f"    {row.error}")
+
+
+def only_named(files: list[Path], root: Path, names: list[str]) -> list[Path]:
+    """Pure: the problem files (under ``root``) that ``names`` name, by their table name or its number prefix
+    (``level1/57`` is ``level1/57_<anything>``); ValueError naming any name that matches no file."""
+    def named(path: Path, name: str) -> bool:
+        task = path.relative_to(root).with_suffix("").as_posix()
+        return task == name or task.startswith(name + "_")
+
+    unmatched = [name for name in names if not any(named(path, name) for path in files)]
+    if unmatched:
+        raise ValueError(f"--only: no problem file named {', '.join(unmatched)}")
+    return [path for path in files if any(named(path, name) for name in names)]
 
 
 def peak_over_reference(row: Row) -> float | None:

@@ -182,3 +182,13 @@ def test_shrunk_problems_keep_their_structure_with_small_sizes():
     assert "batch_size = 2\n" in small and "dim = 24\n" in small and "h, w = 24, 3\n" in small
     assert "scale = 0.5" in small and "torch.randn(batch_size, dim)" in small
     compile(small, "<shrunk>", "exec")
+
+
+def test_only_picks_problems_by_table_name_or_number_and_names_a_miss(tmp_path):
+    level = tmp_path / "level1"
+    level.mkdir()
+    files = [level / name for name in ("5_Matrix_scalar.py", "57_conv_transposed.py", "570_other.py")]
+    picked = memory_footprint.only_named(files, tmp_path, ["level1/57", "level1/5_Matrix_scalar"])
+    assert [path.name for path in picked] == ["5_Matrix_scalar.py", "57_conv_transposed.py"]
+    with pytest.raises(ValueError, match="no problem file named level1/58"):
+        memory_footprint.only_named(files, tmp_path, ["level1/57", "level1/58"])
