@@ -5,7 +5,8 @@
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
 #   (STEPS: any of bench,throughput,corpus,sync,mps,memory,production,kernelbench; default all but mps, kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 240, 180,
-# 300, 240). "corpus": the hack corpus and the timed-pair gate tests (a syncing reference, a held reply). "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
+# 300, 240). "corpus": the hack corpus and the timed-pair gate tests (a syncing reference, a held reply).
+# "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
 # without dependencies when liger is missing: the device has torch and triton already). "sync":
 # the reward beside do_bench for one kernel behind 0 / 1 / 3 host syncs per call (benchmarks/sync_penalty_probe.py).
 # "memory": the roofline and phase-memory gpu tests, then benchmarks/memory_footprint.py under an H100-sized cap.
