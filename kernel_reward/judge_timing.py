@@ -292,15 +292,14 @@ class BatchClock:
             message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
             spans: dict[str, _Spans] = {}
             try:
-                for side in sides:
-                    if side == "candidate":
-                        spans[side] = self._queue_batch(side, self._hand_over(number))
-                        reply = client.ask(message, ("ran",))
-                        continue
-                    if spans:  # the candidate's batch is queued and its runner answered: release it, close anew
-                        self.gate.open(number)
-                        number = self.gate.close_next()
-                    spans[side] = self._queue_batch(side, self._reference_calls(empty))
+                if not candidate_first:
+                    spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
+                spans["candidate"] = self._queue_batch("candidate", self._hand_over(number))
+                reply = client.ask(message, ("ran",))
+                if candidate_first:  # its batch queued and its runner answered: release it, the reference's own gate
+                    self.gate.open(number)
+                    number = self.gate.close_next()
+                    spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
                 reports = _reports(reply)
                 self.gate.open(number)
                 self._finish(spans[sides[-1]].end, client)
