@@ -13,7 +13,6 @@ a two-minute limit, whatever the judge does.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -25,6 +24,9 @@ from types import ModuleType
 from typing import Any
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script from a checkout (no install)
+from kernel_reward.loading import check_reference, import_from_file, unique_module_name  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -39,14 +41,12 @@ class ReferenceTiming:
 
 
 def load_problem(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"problem_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ValueError(f"{path}: not a loadable Python file")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for name in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(module, name):
-            raise ValueError(f"{path}: defines no {name}")
+    """The problem file imported as the judge imports a reference (a real module: Triton reads kernels' source)."""
+    module = import_from_file(path, unique_module_name("problem"))
+    try:
+        check_reference(module, "Model")
+    except AttributeError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     return module
 
 

@@ -46,10 +46,15 @@ def write_and_import(source: str, work_dir: Path, prefix: str) -> types.ModuleTy
 def load_reference(reference_code: str, work_dir: Path, entry_point: str) -> types.ModuleType:
     """Import the reference and check it has what the harness needs (a task bug, not a candidate fault)."""
     module = write_and_import(reference_code, work_dir, "ref")
+    check_reference(module, entry_point)
+    return module
+
+
+def check_reference(module: types.ModuleType, entry_point: str) -> None:
+    """AttributeError naming the first of ``entry_point``, ``get_inputs``, ``get_init_inputs`` a reference lacks."""
     for name in (entry_point, "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
             raise AttributeError(f"reference program defines no `{name}`")
-    return module
 
 
 def unload(*modules: types.ModuleType) -> None:

@@ -57,7 +57,7 @@ def test_a_missing_or_incomplete_problem_is_named_and_nothing_is_written(tmp_pat
     helper.write_text("class Model:\n    pass\n")
     with pytest.raises(SystemExit):
         reference_time.main(["--device", "cpu", "--json-out", str(out), str(helper)])
-    assert "helper.py: defines no get_inputs" in capsys.readouterr().err
+    assert "helper.py: reference program defines no `get_inputs`" in capsys.readouterr().err
     assert not out.exists()
     with pytest.raises(SystemExit):
         reference_time.main(["--device", "cpu", "--repeats", "0", str(helper)])
