@@ -30,6 +30,7 @@ class Overhead:
     spread_ms: float
     reference_wall_ms: float = 0.0
     output_copy_ms: float = 0.0  # of candidate_ms: the copies of one batch's outputs into the arena (judge_timing)
+    handover_kernel_ms: float = 0.0  # already taken out of candidate_ms: the dry batch's own kernel (calibration)
 
     def with_output_copies(self, copy_ms: float) -> Overhead:
         """Pure: the candidate's fixed cost with one batch's output copies added (they are the harness's)."""
@@ -37,7 +38,8 @@ class Overhead:
 
     def to_json(self) -> dict[str, float]:
         return {"reference_ms": self.reference_ms, "candidate_ms": self.candidate_ms, "spread_ms": self.spread_ms,
-                "reference_wall_ms": self.reference_wall_ms, "output_copy_ms": self.output_copy_ms}
+                "reference_wall_ms": self.reference_wall_ms, "output_copy_ms": self.output_copy_ms,
+                "handover_kernel_ms": self.handover_kernel_ms}
 
 
 @dataclass

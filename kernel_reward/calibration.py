@@ -4,7 +4,7 @@ candidate's code is loaded), in blocks taken tens of milliseconds apart (``overh
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,11 +20,15 @@ CALIBRATION_AGREE_MS, CALIBRATION_AGREE_SHARE = 0.02, 0.05
 
 @dataclass(frozen=True)
 class CalibrationBlock:
-    """Empty-pair samples taken back to back: each side's whole empty batch (ms) and each pair's wall time."""
+    """Empty-pair samples taken back to back: each side's whole empty batch (ms) and each pair's wall time; on a
+    gated clock also empty reference batches without and with the runner's dry-batch kernel (``kernel_plain``,
+    ``kernel``), whose difference is that kernel's own cost."""
 
     reference: list[float]
     candidate: list[float]
     walls: list[float]
+    kernel_plain: list[float] = field(default_factory=list)
+    kernel: list[float] = field(default_factory=list)
 
     @property
     def candidate_median(self) -> float:
@@ -34,14 +38,18 @@ class CalibrationBlock:
 def calibrate(clock: BatchClock, client: Any, repeats: int = CALIBRATION_PAIRS) -> CalibrationBlock:
     """One block of empty pairs (the configuration the measurement uses). Run BEFORE the candidate's code is
     loaded, while the runner is trusted."""
-    reference, candidate, walls = [], [], []
+    block = CalibrationBlock([], [], [])
     for index in range(repeats):
         start = time.perf_counter()
         pair = clock.time_pair(client, 0, candidate_first=index % 2 == 1, empty=True)
-        walls.append((time.perf_counter() - start) * 1e3)
-        reference.append(pair.reference_ms)
-        candidate.append(pair.candidate_ms)
-    return CalibrationBlock(reference, candidate, walls)
+        block.walls.append((time.perf_counter() - start) * 1e3)
+        block.reference.append(pair.reference_ms)
+        block.candidate.append(pair.candidate_ms)
+        if clock.gate is not None:  # the runner's dry batches ran stream_gate.handover_kernel: time it here too
+            for with_kernel in (index % 2 == 0, index % 2 == 1):
+                ms = clock.time_reference(empty=True, handover_kernel=with_kernel)
+                (block.kernel if with_kernel else block.kernel_plain).append(ms)
+    return block
 
 
 def blocks_agree(a: CalibrationBlock, b: CalibrationBlock) -> bool:
@@ -67,8 +75,20 @@ def overhead_from(blocks: list[CalibrationBlock]) -> Overhead:
     candidate = [ms for block in chosen for ms in block.candidate]
     walls = [ms for block in chosen for ms in block.walls]
     spread = max(_spread(reference), _spread(candidate))
+    kernel_ms = handover_kernel_ms([ms for block in chosen for ms in block.kernel_plain],
+                                   [ms for block in chosen for ms in block.kernel])
     # Half an empty pair's wall time: an upper bound on an empty reference batch's (it has no hand-over).
-    return Overhead(float(np.median(reference)), float(np.median(candidate)), spread, float(np.median(walls)) / 2)
+    return Overhead(float(np.median(reference)), float(np.median(candidate)) - kernel_ms, spread,
+                    float(np.median(walls)) / 2, handover_kernel_ms=kernel_ms)
+
+
+def handover_kernel_ms(plain: list[float], with_kernel: list[float]) -> float:
+    """Pure: the dry-batch kernel's own cost, the median empty batch with it less the median one without (0 when
+    not measured, never negative). It stays in the candidate's batches' calibrated fixed cost no longer: the
+    candidate's own calls pay their kernels' costs, as the reference's do."""
+    if not (plain and with_kernel):
+        return 0.0
+    return max(float(np.median(with_kernel)) - float(np.median(plain)), 0.0)
 
 
 def _spread(samples: list[float]) -> float:

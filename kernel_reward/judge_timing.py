@@ -99,6 +99,9 @@ class BatchClock:
         self.reference_inputs: torch.Tensor | None = None  # the staging itself, or a private copy of it
         self.gate = stream_gate.HostGate(GATE_OPEN_AFTER_S) if stream_gate.available(device) else None
         self.method = "judge_gpu_events" if self.gate is not None else "judge_host_clock"
+        # The runner's dry batches run one tiny kernel on gated clocks (stream_gate.handover_kernel); the
+        # calibration times the same kernel here to take its own cost out of the hand-over.
+        self.handover_scratch = torch.zeros(1, device=device) if self.gate is not None else None
         self.calls = 0
         # Diagnostics, never used for a verdict: the judge's events around each side's own part of the last batch
         # (the candidate's includes the hand-over to the runner and back), and the runner's claimed GPU times.
@@ -240,12 +243,16 @@ class BatchClock:
         spans.end.record()
         return spans
 
-    def time_reference(self, *, empty: bool = False, with_copies: bool = False) -> float:
+    def time_reference(self, *, empty: bool = False, with_copies: bool = False, handover_kernel: bool = False) -> float:
         """ms of one reference batch (its calls run in this process; ``empty``: none, the fixed cost alone).
         ``with_copies``: each call's fresh outputs are also copied into the capture slots inside the window, as
-        every candidate call's are copied into the arena (``copy_batches``, ``output_copy_ms``)."""
+        every candidate call's are copied into the arena (``copy_batches``, ``output_copy_ms``).
+        ``handover_kernel`` (with ``empty``, gated clocks only): the one kernel a dry batch runs in the runner,
+        timed here for ``calibration`` to take out of the hand-over."""
         self.reference_outputs = []  # the last batch's, freed before this one allocates its own
-        calls = self._reference_calls(empty, with_copies)
+        if handover_kernel and not (empty and self.handover_scratch is not None):
+            raise ValueError("handover_kernel times an empty batch on a gated clock only")
+        calls = self._reference_calls(empty, with_copies, handover_kernel)
         with torch.no_grad():
             if self.gate is None:
                 return self._host_batch("reference", calls)
@@ -313,12 +320,16 @@ class BatchClock:
             self.runner_claims.append(claimed)
         return Pair(spans["reference"].total_ms(), spans["candidate"].total_ms(), reports)
 
-    def _reference_calls(self, empty: bool, with_copies: bool = False) -> Callable[[], None]:
-        """The reference's K calls, their outputs kept as returned (``empty``: none). Nothing is copied into a slot
-        (but for ``with_copies``), so the reference is timed as ``do_bench`` would time its forward; the copies of
-        the candidate's outputs into the arena are the candidate side's fixed cost (``output_copy_ms``)."""
+    def _reference_calls(self, empty: bool, with_copies: bool = False,
+                         handover_kernel: bool = False) -> Callable[[], None]:
+        """The reference's K calls, their outputs kept as returned (``empty``: none; ``handover_kernel``: the dry
+        batch's one kernel instead). Nothing is copied into a slot (but for ``with_copies``), so the reference is
+        timed as ``do_bench`` would time its forward; the copies of the candidate's outputs into the arena are the
+        candidate side's fixed cost (``output_copy_ms``)."""
         def calls() -> None:
             if empty:
+                if handover_kernel:
+                    stream_gate.handover_kernel(self.handover_scratch)
                 return
             outputs = []
             for args in self.reference_args:

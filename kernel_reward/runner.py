@@ -118,6 +118,7 @@ class Runner:
         self.built_buffers: dict[int, dict[str, torch.Tensor]] = {}  # each model's buffers right after its build
         self.arena: exchange.MappedArena | None = None
         self.gate_events: tuple[Any, Any] | None = None  # events around the last gated batch's calls
+        self.handover_scratch: torch.Tensor | None = None  # what a dry batch's one kernel writes (stream_gate)
 
     # ------------------------------------------------------------------------------------------ serving
     def serve(self) -> None:
@@ -221,10 +222,7 @@ class Runner:
             self.gate_events[0].record()
         try:
             if dry and gate is not None:
-                # One tiny kernel: handing the GPU to this process's context costs ~0.3 ms on the H200 when it has
-                # kernels to run and next to nothing when it only passes the words on, so the judge's calibration
-                # of the hand-over must run one too.
-                torch.ones(1, device=self.device).add_(1)
+                stream_gate.handover_kernel(self._handover_scratch())
             reply["calls"] = self._run_calls(message["calls"], arena, model)
         finally:
             if gate is not None:  # always, so the judge's stream never waits for a word that will not come
@@ -235,6 +233,11 @@ class Runner:
         # A gated batch replies as soon as it is queued: the judge opens its gate only then, so synchronising here
         # would wait for ourselves. Asynchronous errors surface in the outputs the judge checks or at the next call.
         return reply
+
+    def _handover_scratch(self) -> torch.Tensor:
+        if self.handover_scratch is None:  # allocated once: a dry batch's kernel is then all it queues
+            self.handover_scratch = torch.zeros(1, device=self.device)
+        return self.handover_scratch
 
     def _gate(self, gate: Any) -> tuple[int, int, int] | None:
         """(batch number, flag address, done address) of a gated run, or None."""

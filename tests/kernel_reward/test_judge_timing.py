@@ -217,6 +217,18 @@ def test_calibration_blocks_outvote_one_caught_in_a_slow_hand_over_state():
     assert overhead_from([usual]).candidate_ms == pytest.approx(0.60) and overhead_from([usual]).reference_wall_ms == 1.0
 
 
+def test_the_dry_batch_kernels_own_cost_is_not_subtracted_as_hand_over():
+    from kernel_reward.calibration import CalibrationBlock, handover_kernel_ms, overhead_from
+
+    # empty reference batches 0.300 ms, 0.004 ms more with the runner's dry-batch kernel timed in the judge
+    block = CalibrationBlock([0.30] * 8, [0.60] * 8, [2.0] * 8, [0.300] * 8, [0.304] * 8)
+    overhead = overhead_from([block])
+    assert overhead.handover_kernel_ms == pytest.approx(0.004)
+    assert overhead.candidate_ms == pytest.approx(0.596) and overhead.to_json()["handover_kernel_ms"] == pytest.approx(0.004)
+    assert handover_kernel_ms([0.30, 0.31], [0.29, 0.30]) == 0.0  # noise never adds to the hand-over
+    assert handover_kernel_ms([], []) == 0.0  # host clock: the runner's dry batches run no kernel
+
+
 def test_coverage_inputs_fill_the_arena_only_as_far_as_it_holds():
     import torch
 
