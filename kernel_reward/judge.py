@@ -232,8 +232,7 @@ def below_coverage_floor(coverage: float | None, floor: float | None) -> str | N
 def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], slot: int) -> int:
     """Room for the reference's weights, or for as many call slots of ``slot`` bytes (inputs + outputs) as the
     budget holds: at least one, so a task larger than the budget still runs (one call per timed batch). Everything
-    the judge keeps beside it for timing (staged inputs, the candidate's output capture, the reference's
-    outputs) scales with it too."""
+    the judge keeps beside it for timing (staged inputs, the reference's outputs) scales with it too."""
     state_bytes = sum(t.numel() * t.element_size() + exchange.ALIGN for t in state.values())
     budget = ARENA_BYTES_GPU if device.type == "cuda" else ARENA_BYTES_CPU
     slots = max(1, min(judge_measure.MAX_CALLS_PER_BATCH, budget // max(slot, 1)))

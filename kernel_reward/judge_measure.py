@@ -20,7 +20,7 @@ from kernel_reward import batch_stats, calibration, exchange, judge_timing
 from kernel_reward.options import EvalOptions
 from kernel_reward.remote import RemoteCandidate
 from kernel_reward.runner_process import RunnerClient
-from kernel_reward.tensors import QueuedComparison, make_inputs, queue_comparison
+from kernel_reward.tensors import PiecewiseComparison, make_inputs
 
 MAX_CALLS_PER_BATCH = 64
 TARGET_BATCH_MS = 4.0  # long enough that the per-batch fixed costs (GPU context switches: ~0.1-0.5 ms) are small
@@ -97,8 +97,8 @@ TIMED_OUTLIER_SHARE = 1e-5  # see compare_outputs: timed batches verify far more
 
 
 def _validator(options: EvalOptions) -> Any:
-    def compare(expected: list[torch.Tensor], got: list[torch.Tensor]) -> QueuedComparison:
-        return queue_comparison(got, expected, options.tolerance, TIMED_OUTLIER_SHARE, measure_error=False)
+    def compare(outputs: list[tuple[int, torch.dtype]]) -> PiecewiseComparison:
+        return PiecewiseComparison(outputs, options.tolerance, TIMED_OUTLIER_SHARE, measure_error=False)
 
     return compare
 

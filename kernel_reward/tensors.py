@@ -193,53 +193,86 @@ def queue_comparison(
     *, measure_error: bool = True,
 ) -> QueuedComparison:
     """Queue ``compare_outputs``'s device work without waiting for it (see ``compare_outputs`` for the rules)."""
-    def decided(reason: str) -> QueuedComparison:
-        return QueuedComparison(Comparison(False, None, reason), [], outlier_share, measure_error)
+    mismatch = metadata_mismatch(candidate, reference)
+    if mismatch is not None:
+        return QueuedComparison(Comparison(False, None, mismatch), [], outlier_share, measure_error)
+    pieces = PiecewiseComparison([(r.numel(), r.dtype) for r in reference], tolerance, outlier_share, measure_error)
+    for index, (c, r) in enumerate(zip(candidate, reference, strict=True)):
+        c, r = c.detach().reshape(-1), r.detach().reshape(-1)
+        for start in range(0, r.numel(), COMPARE_CHUNK):
+            pieces.add(index, c[start : start + COMPARE_CHUNK], r[start : start + COMPARE_CHUNK])
+    return pieces.queued()
 
+
+def metadata_mismatch(candidate: list[torch.Tensor], reference: list[torch.Tensor]) -> str | None:
+    """Pure: why two output lists cannot match whatever their values (count, shape, dtype, device), or None."""
     if len(candidate) != len(reference):
-        return decided(f"returned {len(candidate)} tensor(s), the reference returns {len(reference)}")
-    queued = []
+        return f"returned {len(candidate)} tensor(s), the reference returns {len(reference)}"
     for index, (c, r) in enumerate(zip(candidate, reference, strict=True)):
         if c.shape != r.shape:
-            return decided(f"output {index}: shape {tuple(c.shape)}, expected {tuple(r.shape)}")
+            return f"output {index}: shape {tuple(c.shape)}, expected {tuple(r.shape)}"
         if c.dtype != r.dtype:
-            return decided(f"output {index}: dtype {c.dtype}, expected {r.dtype}")
+            return f"output {index}: dtype {c.dtype}, expected {r.dtype}"
         if c.device.type != r.device.type:
-            return decided(f"output {index}: on {c.device}, expected {r.device.type}")
-        if c.numel() == 0:
-            continue
-        if not (r.is_floating_point() or r.is_complex()):
-            differing = (c != r).sum().to(torch.float64)
-            zero = torch.zeros((), dtype=torch.float64, device=r.device)
-            queued.append(_QueuedOutput(index, c.numel(), None, torch.stack([differing, differing, zero])))
-            continue
-        atol, rtol = tolerance(str(r.dtype))
-        figures = _float_figures(c.detach().reshape(-1), r.detach().reshape(-1), atol, rtol, outlier_share > 0,
-                                 measure_error)
-        queued.append(_QueuedOutput(index, c.numel(), (atol, rtol), figures))
-    return QueuedComparison(None, queued, outlier_share, measure_error)
+            return f"output {index}: on {c.device}, expected {r.device.type}"
+    return None
 
 
 COMPARE_CHUNK = 1 << 24  # values per pass (64 MiB of fp32): isclose's temporaries are several times that
 
 
+class PiecewiseComparison:
+    """The figures of a comparison built a piece at a time: ``add`` queues one piece's device work at once (so the
+    caller may reuse the piece's buffer for the next one, as the timed batches' snapshot does), ``queued`` gives the
+    ``QueuedComparison``. Per piece the temporaries stay under ~0.4 GiB: whole-tensor isclose on a 6 GiB output
+    allocated another 6 GiB at a time (issue 15, out of memory in the correctness phase on the H200)."""
+
+    def __init__(self, outputs: list[tuple[int, torch.dtype]], tolerance: Any, outlier_share: float,
+                 measure_error: bool) -> None:
+        self.outputs = outputs  # (values in all, dtype) of each output, as the reference returns it
+        self.tolerance = tolerance
+        self.outlier_share = outlier_share
+        self.measure_error = measure_error
+        self.figures: list[list[torch.Tensor]] = [[] for _ in outputs]
+
+    def add(self, index: int, candidate: torch.Tensor, reference: torch.Tensor) -> None:
+        """Queue the figures of one flat piece of output ``index`` (equal lengths, the reference's dtype)."""
+        if candidate.shape != reference.shape or candidate.dim() != 1:
+            raise ValueError(f"output {index}: pieces of {tuple(candidate.shape)} and {tuple(reference.shape)} values")
+        if not (reference.is_floating_point() or reference.is_complex()):
+            differing = (candidate != reference).sum().to(torch.float64)
+            zero = torch.zeros((), dtype=torch.float64, device=reference.device)
+            self.figures[index].append(torch.stack([differing, differing, zero]))
+            return
+        atol, rtol = self.tolerance(str(reference.dtype))
+        self.figures[index].append(_float_figures(candidate, reference, atol, rtol, self.outlier_share > 0,
+                                                  self.measure_error))
+
+    def queued(self) -> QueuedComparison:
+        outputs = []
+        for index, ((numel, dtype), pieces) in enumerate(zip(self.outputs, self.figures, strict=True)):
+            if numel == 0:
+                continue
+            if not pieces:
+                raise ValueError(f"output {index}: none of its {numel} values was compared")
+            stacked = torch.stack(pieces)
+            figures = torch.cat([stacked[:, :2].sum(dim=0), stacked[:, 2].max().reshape(1)])
+            floating = dtype.is_floating_point or dtype.is_complex
+            outputs.append(_QueuedOutput(index, numel, self.tolerance(str(dtype)) if floating else None, figures))
+        return QueuedComparison(None, outputs, self.outlier_share, self.measure_error)
+
+
 def _float_figures(c: torch.Tensor, r: torch.Tensor, atol: float, rtol: float, wide_check: bool,
                    measure_error: bool) -> torch.Tensor:
-    """Queued [values outside the tolerance, outside 10x it, max finite error] of two flat floating tensors, in
-    chunks: whole-tensor isclose on a 6 GiB output allocated another 6 GiB at a time (issue 15, out of memory in
-    the correctness phase on the H200); per chunk the temporaries stay under ~0.4 GiB."""
+    """Queued [values outside the tolerance, outside 10x it, max finite error] of two flat floating pieces."""
     wide = torch.float64 if r.dtype == torch.float64 else torch.float32
-    outside = torch.zeros((), dtype=torch.float64, device=r.device)
-    far, error = outside.clone(), outside.clone()
-    for start in range(0, r.numel(), COMPARE_CHUNK):
-        cw, rw = c[start : start + COMPARE_CHUNK].to(wide), r[start : start + COMPARE_CHUNK].to(wide)
-        outside += (~torch.isclose(cw, rw, atol=atol, rtol=rtol, equal_nan=True)).sum()
-        # The wider check and the error each cost full passes over the outputs; skipped where they cannot matter.
-        if wide_check:
-            far += (~torch.isclose(cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True)).sum()
-        if measure_error:
-            error = torch.maximum(error, _max_finite_error(cw, rw))
-    return torch.stack([outside, far if wide_check else outside, error])
+    cw, rw = c.to(wide), r.to(wide)
+    outside = (~torch.isclose(cw, rw, atol=atol, rtol=rtol, equal_nan=True)).sum().to(torch.float64)
+    # The wider check and the error each cost full passes over the outputs; skipped where they cannot matter.
+    far = (~torch.isclose(cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True)).sum().to(
+        torch.float64) if wide_check else outside
+    error = _max_finite_error(cw, rw) if measure_error else torch.zeros((), dtype=torch.float64, device=r.device)
+    return torch.stack([outside, far, error])
 
 
 def resolve_all(comparisons: list[QueuedComparison]) -> list[Comparison]:

@@ -5,7 +5,7 @@
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
 #   (STEPS: any of bench,throughput,corpus,sync,mps,memory,production,kernelbench; default all but mps, kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 240, 180,
-# 300, 240). "corpus": the hack corpus and the timed-pair gate tests (a syncing reference, a held reply).
+# 300, 240). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the seal.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
 # without dependencies when liger is missing: the device has torch and triton already). "sync":
 # the reward beside do_bench for one kernel behind 0 / 1 / 3 host syncs per call (benchmarks/sync_penalty_probe.py).
@@ -23,7 +23,7 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
 step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --tasks "$TASKS" --repeats 10 --json-out "$OUT/bench_reward.json"
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
-step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/test_timed_pair_gates_gpu.py -q -n 6 -p no:cacheprovider --timeout 200
+step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/test_timed_pair_gates_gpu.py tests/kernel_reward/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
 # runner's work no longer switch contexts at each host sync); MPS's control log shows whether clients attached.

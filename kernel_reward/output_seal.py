@@ -1,0 +1,110 @@
+"""A keyed fingerprint of the candidate's outputs, taken inside the judge's timing window instead of a copy of them.
+
+The runner can write the arena at any time, so what the judge compares must be fixed inside the window: a runner
+that signals ``done`` early and writes the right answer afterwards must be compared on what was there when the
+clock stopped. Until issue 15 the judge copied every output out before ``E1`` (a capture buffer the size of the
+outputs: for an output-heavy task the third output-sized buffer beside the arena's and the reference's, judge peak
+3.0-3.34x of one call on KernelBench's transposed convolutions). Now it seals them instead: one read pass inside the
+window computes
+
+    fingerprint = sum over the region's 32-bit words w_i of (w_i XOR k1) * (k2 + 2 i)   (mod 2^64)
+
+under a key (k1, k2 odd) drawn for that batch in the judge's own process, which the runner never sees. After the
+window the outputs are read once more, a chunk at a time into a private snapshot; each chunk is both compared with
+the reference and fingerprinted, so the values compared are the values fingerprinted, and the two fingerprints must
+agree. A changed word changes its term (an odd multiplier is invertible mod 2^64); changes that cancel across words
+would need the key. The read pass also costs half a copy, inside the window as the capture's copy did (a fixed cost,
+calibrated like the rest).
+
+On a GPU one Triton kernel per region (partial sums per block, then one sum); elsewhere the same arithmetic in
+torch, a chunk at a time. ``fingerprint_reference`` is that torch arithmetic on any device: the gpu test holds the
+kernel to it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+import torch
+
+WORD = 4  # bytes: the fingerprint reads 32-bit words (arena regions start and end on exchange.ALIGN)
+TORCH_CHUNK_WORDS = 1 << 22  # words per torch pass (16 MiB read; its int64 temporaries are 32 MiB each)
+BLOCK = 4096  # words per Triton program
+
+
+@dataclass(frozen=True)
+class SealKey:
+    """One batch's key: ``k1`` any 62-bit value, ``k2`` odd (so every position's multiplier is odd)."""
+
+    k1: int
+    k2: int
+
+    @staticmethod
+    def draw() -> SealKey:
+        return SealKey(secrets.randbits(62), secrets.randbits(62) | 1)
+
+
+def fingerprint(region: torch.Tensor, key: SealKey, first_word: int = 0) -> torch.Tensor:
+    """Queued: the fingerprint (a 0-d int64 tensor on the region's device) of a uint8 ``region`` whose first word
+    is word ``first_word`` of the sealed whole (so chunks' fingerprints add up to the whole's)."""
+    words = _words(region)
+    if words.is_cuda:
+        return _fingerprint_triton(words, key, first_word)
+    return fingerprint_reference(words, key, first_word)
+
+
+def fingerprint_reference(words: torch.Tensor, key: SealKey, first_word: int = 0) -> torch.Tensor:
+    """The fingerprint of int32 ``words`` in torch, a chunk at a time (int64 arithmetic wraps mod 2^64)."""
+    total = torch.zeros((), dtype=torch.int64, device=words.device)
+    for start in range(0, words.numel(), TORCH_CHUNK_WORDS):
+        chunk = words[start : start + TORCH_CHUNK_WORDS].to(torch.int64) & 0xFFFFFFFF
+        positions = torch.arange(first_word + start, first_word + start + chunk.numel(), dtype=torch.int64,
+                                 device=words.device)
+        total += ((chunk ^ key.k1) * (positions * 2 + key.k2)).sum()
+    return total
+
+
+def _words(region: torch.Tensor) -> torch.Tensor:
+    if region.dtype != torch.uint8 or region.dim() != 1 or not region.is_contiguous():
+        raise ValueError(f"a seal reads a flat contiguous uint8 region, got {region.dtype} {tuple(region.shape)}")
+    if region.numel() % WORD or region.data_ptr() % WORD:
+        raise ValueError(f"a sealed region must start and end on {WORD}-byte words ({region.numel()} bytes)")
+    return region.view(torch.int32)
+
+
+def _fingerprint_triton(words: torch.Tensor, key: SealKey, first_word: int) -> torch.Tensor:
+    blocks = max(1, -(-words.numel() // BLOCK))
+    partial = torch.empty(blocks, dtype=torch.int64, device=words.device)
+    _kernel()[(blocks,)](words, words.numel(), first_word, key.k1, key.k2, partial, BLOCK=BLOCK)
+    return partial.sum()
+
+
+_KERNEL = None
+
+
+def _kernel():
+    """The Triton kernel, defined on first use (the judge imports this module on CPU-only machines too)."""
+    global _KERNEL
+    if _KERNEL is None:
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def seal_kernel(words_ptr, n, first_word, k1, k2, partial_ptr, BLOCK: tl.constexpr):
+            block = tl.program_id(0)
+            offsets = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            inside = offsets < n
+            words = tl.load(words_ptr + offsets, mask=inside, other=0).to(tl.uint32).to(tl.int64)  # zero-extended
+            terms = (words ^ k1) * ((offsets + first_word) * 2 + k2)
+            tl.store(partial_ptr + block, tl.sum(tl.where(inside, terms, 0), axis=0))
+
+        _KERNEL = seal_kernel
+    return _KERNEL
+
+
+def warm_up(device: torch.device) -> None:
+    """Compile (or load from Triton's cache) the kernel outside any timed window: a first launch that compiles
+    while a batch is queued behind the closed gate would hold it past the watchdog."""
+    if device.type == "cuda":
+        fingerprint(torch.zeros(BLOCK * WORD, dtype=torch.uint8, device=device), SealKey.draw())
