@@ -276,6 +276,7 @@ def test_the_clock_keeps_no_copy_of_the_candidates_outputs_and_the_references_as
         clock.stage()
         clock.time_reference()
         input_bytes, output_bytes = 2 * 256 * 64 * 4, 256 * 64 * 4
+        assert calls * output_bytes <= clock.used - clock.inputs_end < calls * (output_bytes + 2 * exchange.ALIGN)
         assert clock.snapshot.numel() == min(SNAPSHOT_BYTES, clock.used - clock.inputs_end)
         assert calls * input_bytes <= clock.staging.numel() < calls * (input_bytes + 4 * exchange.ALIGN)
         assert not hasattr(clock, "capture")
