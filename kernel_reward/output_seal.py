@@ -7,7 +7,7 @@ outputs: for an output-heavy task the third output-sized buffer beside the arena
 3.0-3.34x of one call on KernelBench's transposed convolutions). Now it seals them instead: one read pass inside the
 window computes
 
-    fingerprint = sum over the region's 32-bit words w_i of (w_i XOR k1) * (k2 + 2 i)   (mod 2^64)
+    fingerprint = sum over the region's 32-bit words w_i of (w_i XOR k1) * (k2 + 2 (i + 2^40))   (mod 2^64)
 
 under a key (k1, k2 odd) drawn for that batch in the judge's own process, which the runner never sees. After the
 window the outputs are read once more, a chunk at a time into a private snapshot; each chunk is both compared with
@@ -31,18 +31,24 @@ import torch
 WORD = 4  # bytes: the fingerprint reads 32-bit words (arena regions start and end on exchange.ALIGN)
 TORCH_CHUNK_WORDS = 1 << 22  # words per torch pass (16 MiB read; its int64 temporaries are 32 MiB each)
 BLOCK = 4096  # words per Triton program
+# Every integer the kernel gets is at least 2^40, so Triton types each as int64 whatever the region's size or place,
+# and none is specialised (do_not_specialize): ONE compiled variant, loaded by ``warm_up``. A new variant compiled
+# and loaded inside a queued batch synchronises the host with a stream that waits for the runner's ``done`` (not yet
+# asked): it hung the H100's corpus run and every timed evaluation (2026-12-05, first version of this module).
+POSITION_BASE = 1 << 40
 
 
 @dataclass(frozen=True)
 class SealKey:
-    """One batch's key: ``k1`` any 62-bit value, ``k2`` odd (so every position's multiplier is odd)."""
+    """One batch's key: ``k1`` and ``k2`` in [2^40, 2^62) (see POSITION_BASE), ``k2`` odd (so every position's
+    multiplier is odd)."""
 
     k1: int
     k2: int
 
     @staticmethod
     def draw() -> SealKey:
-        return SealKey(secrets.randbits(62), secrets.randbits(62) | 1)
+        return SealKey(secrets.randbits(62) | POSITION_BASE, secrets.randbits(62) | POSITION_BASE | 1)
 
 
 def fingerprint(region: torch.Tensor, key: SealKey, first_word: int = 0) -> torch.Tensor:
@@ -59,8 +65,8 @@ def fingerprint_reference(words: torch.Tensor, key: SealKey, first_word: int = 0
     total = torch.zeros((), dtype=torch.int64, device=words.device)
     for start in range(0, words.numel(), TORCH_CHUNK_WORDS):
         chunk = words[start : start + TORCH_CHUNK_WORDS].to(torch.int64) & 0xFFFFFFFF
-        positions = torch.arange(first_word + start, first_word + start + chunk.numel(), dtype=torch.int64,
-                                 device=words.device)
+        first = POSITION_BASE + first_word + start
+        positions = torch.arange(first, first + chunk.numel(), dtype=torch.int64, device=words.device)
         total += ((chunk ^ key.k1) * (positions * 2 + key.k2)).sum()
     return total
 
@@ -76,7 +82,8 @@ def _words(region: torch.Tensor) -> torch.Tensor:
 def _fingerprint_triton(words: torch.Tensor, key: SealKey, first_word: int) -> torch.Tensor:
     blocks = max(1, -(-words.numel() // BLOCK))
     partial = torch.empty(blocks, dtype=torch.int64, device=words.device)
-    _kernel()[(blocks,)](words, words.numel(), first_word, key.k1, key.k2, partial, BLOCK=BLOCK)
+    base = POSITION_BASE + first_word
+    _kernel()[(blocks,)](words, base, base + words.numel(), key.k1, key.k2, partial, BLOCK=BLOCK)
     return partial.sum()
 
 
@@ -90,13 +97,14 @@ def _kernel():
         import triton
         import triton.language as tl
 
-        @triton.jit
-        def seal_kernel(words_ptr, n, first_word, k1, k2, partial_ptr, BLOCK: tl.constexpr):
+        @triton.jit(do_not_specialize=["base", "end", "k1", "k2"])
+        def seal_kernel(words_ptr, base, end, k1, k2, partial_ptr, BLOCK: tl.constexpr):
             block = tl.program_id(0)
             offsets = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-            inside = offsets < n
+            positions = offsets + base
+            inside = positions < end
             words = tl.load(words_ptr + offsets, mask=inside, other=0).to(tl.uint32).to(tl.int64)  # zero-extended
-            terms = (words ^ k1) * ((offsets + first_word) * 2 + k2)
+            terms = (words ^ k1) * (positions * 2 + k2)
             tl.store(partial_ptr + block, tl.sum(tl.where(inside, terms, 0), axis=0))
 
         _KERNEL = seal_kernel
