@@ -23,7 +23,9 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
 step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --tasks "$TASKS" --repeats 10 --json-out "$OUT/bench_reward.json"
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
-step corpus "${CORPUS_S:-240}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/test_timed_pair_gates_gpu.py tests/kernel_reward/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200
+# The gate tests compare two evaluations' speedups: alone, not beside six parallel workers (under that load an honest
+# tiny kernel read 0.34x on the H100 and the comparison meant nothing).
+step corpus "${CORPUS_S:-240}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/test_timed_pair_gates_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
 # runner's work no longer switch contexts at each host sync); MPS's control log shows whether clients attached.
