@@ -13,9 +13,9 @@ Per trial (inputs from a hidden seed):
   2. reference on fresh clones, in the judge (its outputs never enter memory the runner can reach)
   3. candidate again on fresh clones  (after the reference: deferred work and reuse of freed memory show up)
 After each candidate call: the inputs in the arena must be bitwise what the judge wrote, the outputs (read from
-the judge's slots, so subclasses and aliases cannot reach the comparison) must have the reference's exact
-structure, shape and dtype, and at least one of the candidate's own Triton kernels must have launched. Both
-candidate outputs must match the reference (dtype-aware tolerance).
+the judge's slots, so subclasses and aliases cannot reach the comparison; once per check, ``remote.SlotOutputs``)
+must have the reference's exact structure, shape and dtype, and at least one of the candidate's own Triton kernels
+must have launched. Both candidate outputs must match the reference (dtype-aware tolerance).
 
 Across trials: if the reference's outputs differ but the candidate's are identical, the output is constant
 (hard-coded / cached): hacked. Then one ablated call (``launches.LaunchMonitor(ablate=True)``) checks that the
@@ -35,12 +35,11 @@ from typing import Any
 import torch
 
 from kernel_reward.options import EvalOptions
-from kernel_reward.remote import RemoteCandidate
+from kernel_reward.remote import RemoteCandidate, SlotOutputs
 from kernel_reward.runner import format_exception
 from kernel_reward.runner_process import RunnerFault
 from kernel_reward.tensors import (
     clone_args,
-    compare_outputs,
     fingerprint,
     flatten_outputs,
     make_inputs,
@@ -139,9 +138,10 @@ class CandidateRunner:
     launched: set[str] = field(default_factory=set)
 
     def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False,
-             reuse_buffers: bool = False, training: bool = True) -> list[torch.Tensor]:
-        """One checked forward. ``reuse_buffers`` puts the inputs in the same arena places as the previous call
-        (the buffer-reuse check needs the candidate to see the same storage twice)."""
+             reuse_buffers: bool = False, training: bool = True) -> SlotOutputs:
+        """One checked forward; its outputs stay in the arena until the next call (read them before it).
+        ``reuse_buffers`` puts the inputs in the same arena places as the previous call (the buffer-reuse check
+        needs the candidate to see the same storage twice)."""
         outcome = self.task.candidate.call(inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers,
                                            training=training)
         self.launched.update(outcome.own_launches)
@@ -203,11 +203,12 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
             except Exception as exc:
                 raise _Stop(Verdict.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)) from exc
             report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
-            first = compare_outputs(before, reference, options.tolerance)
+            first = before.compare(reference, options.tolerance)
             del before
             after = runner.call(inputs)
             del inputs
-            second = compare_outputs(after, reference, options.tolerance)
+            read = after.read([reference], options.tolerance)
+            second = read.comparisons[0]
             trials.append({"trial": index, "max_abs_error": _max(first.max_abs_error, second.max_abs_error),
                            "ok_before_reference": first.ok, "ok_after_reference": second.ok})
             if not (first.ok and second.ok):
@@ -217,7 +218,7 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
                     reason = f"right only when run {which} the reference: {reason}"
                 raise _Stop(Verdict.INCORRECT, f"trial {index}: {reason}")
             ref_prints.append(fingerprint(reference))
-            cand_prints.append(fingerprint(after))
+            cand_prints.append(read.fingerprint)  # of the values just compared: the same read
             del reference, after
         _check_not_constant(ref_prints, cand_prints)
         report.details["constant_output_check"] = "passed"
@@ -265,16 +266,14 @@ def _check_buffer_reuse(
     first = runner.call(originals)
     reference_old = run_reference(task, originals, device)
     del originals
-    if not compare_outputs(first, reference_old, options.tolerance).ok:
+    if not first.compare(reference_old, options.tolerance).ok:
         return
-    del first
     fresh = make_inputs(task.reference_module, seeds[-1] + 1, device)
     replay = runner.call(fresh, reuse_buffers=True)
-    replayed_old = compare_outputs(replay, reference_old, options.tolerance).ok
-    del reference_old
     reference_new = run_reference(task, fresh, device)
-    new_comparison = compare_outputs(replay, reference_new, options.tolerance)
-    if replayed_old and not new_comparison.ok:
+    # One read against both references: the verdict rests on one set of values, whatever the runner writes.
+    replayed, new_comparison = replay.read([reference_old, reference_new], options.tolerance).comparisons
+    if replayed.ok and not new_comparison.ok:
         raise _Stop(
             Verdict.HACKED,
             "new values in the same input buffers got the answer for the previous values (a result cached on "
@@ -290,7 +289,7 @@ def _check_not_decoy(runner: CandidateRunner, task: JudgeTask, device: torch.dev
         ablated = runner.call(inputs, ablate=True)
     except _Stop:
         return  # the candidate breaks without its kernels: they matter
-    if compare_outputs(ablated, reference, options.tolerance).ok:
+    if ablated.compare(reference, options.tolerance).ok:
         raise _Stop(Verdict.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", HackReason.DECOY_KERNEL)
 
 
@@ -321,9 +320,7 @@ def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch
                 reference = (training, run_reference(task, inputs, device))
             finally:
                 task.reference_model.train(True)
-        outputs = runner.call(inputs, mode=mode, training=training)
-        comparison = compare_outputs(outputs, reference[1], options.tolerance)
-        del outputs  # before the next pass's call clones its own (H200: 4 output-sized tensors at once otherwise)
+        comparison = runner.call(inputs, mode=mode, training=training).compare(reference[1], options.tolerance)
         if not comparison.ok:
             raise _Stop(Verdict.INCORRECT, f"{name} pass: {comparison.reason}")
         passes[name] = "launched"
@@ -337,8 +334,7 @@ def recheck(task: JudgeTask, device: torch.device, options: EvalOptions, seed: i
     try:
         inputs = make_inputs(task.reference_module, seed, device)
         reference = run_reference(task, inputs, device)
-        outputs = runner.call(inputs)
-        comparison = compare_outputs(outputs, reference, options.tolerance)
+        comparison = runner.call(inputs).compare(reference, options.tolerance)
         if not comparison.ok:
             raise _Stop(Verdict.HACKED, f"wrong after timing: {comparison.reason}", HackReason.INCORRECT_AFTER_TIMING)
         report.verdict = Verdict.PASSED

@@ -227,22 +227,15 @@ class BatchClock:
                                         pieces.outlier_share, pieces.measure_error), torch.ones((), dtype=torch.bool,
                                                                                            device=self.device)
         reference = [[output.detach().reshape(-1) for output in returned] for returned in self.reference_outputs]
-        offsets = [[0] * len(self.spec.shapes) for _ in range(self.calls)]  # values of each call's output so far
-        region = self.arena.tensor[self.inputs_end : self.used]
-        reread = torch.zeros((), dtype=torch.int64, device=self.device)
-        step = self.snapshot.numel()
-        for start in range(0, region.numel(), step):
-            snapshot = self.snapshot[: min(step, region.numel() - start)]
-            snapshot.copy_(region[start : start + snapshot.numel()])
-            reread += output_seal.fingerprint(snapshot, key, start // output_seal.WORD)
-            for first, stop, call, index in self.output_spans:
-                low, high = max(first, start), min(stop, start + snapshot.numel())
-                if low >= high:
-                    continue
-                values = snapshot[low - start : high - start].view(reference[call][index].dtype)
-                done = offsets[call][index]
-                pieces.add(index, values, reference[call][index][done : done + values.numel()])
-                offsets[call][index] = done + values.numel()
+
+        def take(tag: Any, chunk: torch.Tensor, offset: int) -> None:
+            call, index = tag
+            values = chunk.view(reference[call][index].dtype)
+            first = offset // values.element_size()
+            pieces.add(index, values, reference[call][index][first : first + values.numel()])
+
+        spans = [(first, stop, (call, index)) for first, stop, call, index in self.output_spans]
+        reread = output_seal.read_back(self.arena.tensor[self.inputs_end : self.used], self.snapshot, key, spans, take)
         return pieces.queued(), reread == sealed
 
     # ---------------------------------------------------------------------------------------------- batches

@@ -24,6 +24,7 @@ kernel to it.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +59,32 @@ def fingerprint(region: torch.Tensor, key: SealKey, first_word: int = 0) -> torc
     if words.is_cuda:
         return _fingerprint_triton(words, key, first_word)
     return fingerprint_reference(words, key, first_word)
+
+
+def read_back(region: torch.Tensor, snapshot: torch.Tensor, key: SealKey,
+              spans: list[tuple[int, int, Hashable]], take: Callable[[Hashable, torch.Tensor, int], None],
+              valid: int | None = None) -> torch.Tensor:
+    """Queued: read the uint8 ``region`` into the private ``snapshot`` a chunk at a time and return the fingerprint
+    of what was read. For each span ``(first, stop, tag)`` of the region (byte offsets) a chunk overlaps,
+    ``take(tag, bytes, offset)`` gets the overlapping bytes OF THE SNAPSHOT and their offset within the span, and
+    must queue its use of them at once (the next chunk overwrites the snapshot on the same stream). So whatever the
+    runner writes meanwhile, what ``take`` sees is what was fingerprinted. ``valid``: bytes from there on are
+    counted as zeros (a region rounded up to whole words: its last bytes are not the output's)."""
+    total = torch.zeros((), dtype=torch.int64, device=region.device)
+    step = snapshot.numel() // WORD * WORD
+    if step == 0:
+        raise ValueError("the snapshot must hold at least one word")
+    for start in range(0, region.numel(), step):
+        chunk = snapshot[: min(step, region.numel() - start)]
+        chunk.copy_(region[start : start + chunk.numel()])
+        if valid is not None and valid < start + chunk.numel():
+            chunk[max(valid - start, 0):].zero_()
+        total += fingerprint(chunk, key, start // WORD)
+        for first, stop, tag in spans:
+            low, high = max(first, start), min(stop, start + chunk.numel())
+            if low < high:
+                take(tag, chunk[low - start : high - start], low - first)
+    return total
 
 
 def fingerprint_reference(words: torch.Tensor, key: SealKey, first_word: int = 0) -> torch.Tensor:

@@ -1,10 +1,18 @@
 """The judge's proxy of the candidate: ``RemoteCandidate.call`` runs one forward in the runner process.
 
 For every call the judge writes the inputs into the arena, poisons the output slots (NaN, or a sentinel for
-integers: an unwritten slot is a wrong answer), asks the runner to run, then reads the slots back into its own
-memory and checks that the inputs in the arena are still what it wrote. The runner's reply only adds what the
+integers: an unwritten slot is a wrong answer), asks the runner to run and checks that the inputs in the arena are
+still what it wrote. The outputs stay in their slots (``SlotOutputs``): each check reads them once, a chunk at a
+time into the judge's own memory, and compares and fingerprints what it read. The runner's reply only adds what the
 judge cannot see from outside (which Triton kernels launched, an exception's text); it can make the candidate's
 verdict worse (a raised error, a self-reported hack), never better than what the outputs show.
+
+Why no copy of the outputs any more (issue 15): a private copy of each call's outputs was the third output-sized
+buffer beside the arena's slots and the reference's outputs (KernelBench's output-heavy problems peaked at 3.0-3.1x
+one call, in this phase). The copy never fixed what "the answer" is anyway: the runner can write its slots after
+its reply, before the judge's copy as well as before its read (no clock runs here, the timed batches seal theirs).
+What matters is that one read decides each check, so what is compared is what is fingerprinted (the constant-output
+check) and what every reference of that check is compared with.
 """
 
 from __future__ import annotations
@@ -14,9 +22,20 @@ from typing import Any
 
 import torch
 
-from kernel_reward import exchange
+from kernel_reward import exchange, output_seal
 from kernel_reward.runner_process import RunnerClient, RunnerFault
-from kernel_reward.tensors import only_tensors, same_values, synchronize
+from kernel_reward.tensors import (
+    Comparison,
+    PiecewiseComparison,
+    QueuedComparison,
+    metadata_mismatch,
+    only_tensors,
+    resolve_all,
+    same_values,
+    synchronize,
+)
+
+READ_CHUNK_BYTES = 64 << 20  # outputs are read into the judge's memory this much at a time
 
 
 @dataclass(frozen=True)
@@ -60,11 +79,75 @@ def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
     return count * torch.empty((), dtype=dtype).element_size()
 
 
+@dataclass(frozen=True)
+class OutputRead:
+    """One read of a call's outputs: the comparison with each reference given, and a fingerprint of what was read
+    (per output; equal for bitwise-equal outputs of the same ``RemoteCandidate``, different otherwise but with
+    negligible chance: the key is drawn in the judge)."""
+
+    comparisons: list[Comparison]
+    fingerprint: tuple[int, ...]
+
+
+class SlotOutputs:
+    """A call's outputs where the runner wrote them: views of the arena's output slots, readable until the same
+    ``RemoteCandidate`` runs its next call (which poisons and refills the slots)."""
+
+    def __init__(self, owner: RemoteCandidate, call: int, refs: list[exchange.TensorRef]) -> None:
+        self._owner = owner
+        self._call = call
+        self._refs = refs
+        self.views = [exchange.view(owner.arena.tensor, ref) for ref in refs]
+
+    def read(self, references: list[list[torch.Tensor]], tolerance: Any) -> OutputRead:
+        """Read every output once, ``READ_CHUNK_BYTES`` at a time into a private snapshot; compare each chunk with
+        the same span of every reference list (``tensors.compare_outputs``' rules) and fingerprint it. One
+        synchronisation; the judge's extra memory is the snapshot and the comparison's per-chunk temporaries."""
+        if self._owner.calls != self._call:
+            raise RuntimeError(f"outputs of call {self._call} read after call {self._owner.calls} reused their slots")
+        queued: list[QueuedComparison | None] = []  # decided by metadata alone (a shape mismatch...)
+        pieces: list[PiecewiseComparison | None] = []
+        for reference in references:
+            mismatch = metadata_mismatch(self.views, reference)
+            piece = None if mismatch else PiecewiseComparison([(r.numel(), r.dtype) for r in reference], tolerance,
+                                                             0.0, True)
+            queued.append(QueuedComparison(Comparison(False, None, mismatch), [], 0.0, True) if mismatch else None)
+            pieces.append(piece)
+        flat = [[r.detach().reshape(-1) for r in reference] for reference in references]
+        largest = max((v.numel() * v.element_size() for v in self.views), default=0)
+        words = -(-min(READ_CHUNK_BYTES, max(largest, 1)) // output_seal.WORD) * output_seal.WORD
+        snapshot = torch.empty(words, dtype=torch.uint8, device=self._owner.arena.device)
+        sums = []
+        for index, (view, ref) in enumerate(zip(self.views, self._refs, strict=True)):
+            size = view.numel() * view.element_size()  # contiguous: the arena reserved it with its dense strides
+
+            def take(_tag: Any, chunk: torch.Tensor, offset: int, index: int = index, dtype: torch.dtype = view.dtype,
+                     ) -> None:
+                values = chunk.view(dtype)
+                first = offset // values.element_size()
+                for piece, reference in zip(pieces, flat, strict=True):
+                    if piece is not None:
+                        piece.add(index, values, reference[index][first : first + values.numel()])
+
+            # The slot rounded up to whole words (slots are aligned, so the extra bytes are its padding, counted
+            # as zeros: the runner may write padding, and that must not change the fingerprint).
+            region = self._owner.arena.tensor[ref.offset : ref.offset + -(-size // output_seal.WORD) * output_seal.WORD]
+            sums.append(output_seal.read_back(region, snapshot, self._owner.key, [(0, size, index)], take, valid=size))
+        comparisons = resolve_all([q if q is not None else piece.queued()
+                                   for q, piece in zip(queued, pieces, strict=True)])
+        fingerprint = tuple(torch.stack(sums).tolist()) if sums else ()
+        return OutputRead(comparisons, fingerprint)
+
+    def compare(self, reference: list[torch.Tensor], tolerance: Any) -> Comparison:
+        """One read, compared with one reference."""
+        return self.read([reference], tolerance).comparisons[0]
+
+
 @dataclass
 class CallOutcome:
-    """One remote forward as the judge saw it: its outputs (the judge's copies) and the runner's claims."""
+    """One remote forward as the judge saw it: its outputs (in the arena's slots) and the runner's claims."""
 
-    outputs: list[torch.Tensor]
+    outputs: SlotOutputs
     ok: bool
     kind: str | None = None  # how it failed: "raised" | "exit" | "format" | "structure"
     error: str | None = None
@@ -93,6 +176,8 @@ class RemoteCandidate:
         self.spec = spec
         self.model_id = model_id
         self._last_inputs: tuple[list[Any], list[exchange.TensorRef]] | None = None  # the previous call's places
+        self.calls = 0  # calls so far: a call's SlotOutputs are readable until the next one
+        self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (drawn here, never sent to the runner)
 
     def place(self, inputs: list[Any]) -> tuple[list[Any], list[exchange.TensorRef]]:
         """Copy ``inputs`` into fresh places of the arena and reserve the output slots after them: one block, so
@@ -122,6 +207,7 @@ class RemoteCandidate:
             encoded, out_refs = self.place(inputs)
         self._last_inputs = encoded, out_refs
         out_views = [exchange.view(self.arena.tensor, ref) for ref in out_refs]
+        self.calls += 1
         poison(out_views)
         synchronize(self.arena.device)
         reply = self.client.ask({"type": "run", "model": self.model_id, "calls": [{
@@ -129,7 +215,7 @@ class RemoteCandidate:
             "monitor": monitor, "structure": self.spec.structure, "train": training}]}, ("ran",))
         report = _one_report(reply)
         synchronize(self.arena.device)
-        outcome = CallOutcome(outputs=[v.detach().clone() for v in out_views], ok=bool(report.get("ok")),
+        outcome = CallOutcome(outputs=SlotOutputs(self, self.calls, out_refs), ok=bool(report.get("ok")),
                               kind=_text(report.get("kind")), error=_text(report.get("error")),
                               launched=_names(report.get("launched")), own_launches=_names(report.get("own")))
         placed = exchange.tensor_views(encoded, self.arena.tensor)

@@ -17,6 +17,14 @@ import torch
 
 from kernel_reward import sizes
 from kernel_reward.options import EvalOptions
+from kernel_reward.tensors import (
+    fingerprint,
+    flatten_outputs,
+    make_inputs,
+    only_tensors,
+    seed_forward,
+    storage_ptrs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +66,7 @@ def check_shape_generalization(
 
     from kernel_reward.judge import JudgeStop, build_remote
     from kernel_reward.loading import unload, write_and_import
-    from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
-    from kernel_reward.tensors import clone_args, compare_outputs, make_inputs, seed_forward
+    from kernel_reward.remote import RemoteCandidate, args_nbytes, slot_bytes
 
     if options.shape_check == "off":
         return {"ran": False, "passed": None, "reason": "shape_check is off"}
@@ -75,17 +82,19 @@ def check_shape_generalization(
                 notes.append(f"resized reference does not import: {type(exc).__name__}: {exc}")
                 continue
             try:
+                shapes_only = _inputs_on_meta(module)
+                if shapes_only is not None and args_nbytes(shapes_only, align=0) > arena.nbytes:
+                    # Known before drawing them: resized inputs (1.5x each size, 3.4x the bytes of a matmul's)
+                    # that cannot fit the arena are never allocated (level1/6 held 3 GiB beside a 1 GiB call).
+                    notes.append(f"resized inputs ({args_nbytes(shapes_only, align=0)} bytes) do not fit the "
+                                 f"{arena.nbytes}-byte exchange arena")
+                    continue
                 try:
                     init = list(module.get_init_inputs())
                     build_seed = secrets.randbits(30)
                     torch.manual_seed(build_seed)
                     reference_model = getattr(module, entry_point)(*init).to(device)
-                    inputs = make_inputs(module, seed + 1, device)
-                    with torch.no_grad():
-                        seed_forward()  # as the runner seeds the candidate's call
-                        raw = reference_model(*clone_args(inputs))
-                    spec = output_spec(raw)
-                    reference = [t.detach().clone() for t in (raw if isinstance(raw, tuple | list) else [raw])]
+                    inputs, reference, spec = _reference_outputs(module, reference_model, seed + 1, device)
                 except Exception as exc:
                     notes.append(f"resized reference could not be built/run: {type(exc).__name__}: {exc}")
                     continue
@@ -108,9 +117,40 @@ def check_shape_generalization(
                     continue
                 if not outcome.ok:
                     return {"ran": True, "passed": False, **info, "reason": (outcome.error or outcome.kind or "failed")[:500]}
-                comparison = compare_outputs(outcome.outputs, reference, options.tolerance)
+                comparison = outcome.outputs.compare(reference, options.tolerance)
                 return {"ran": True, "passed": comparison.ok, **info, "reason": comparison.reason,
                         "max_abs_error": comparison.max_abs_error}
             finally:
                 unload(module)
     return {"ran": False, "passed": None, "reason": "; ".join(notes) or "no usable resized variant"}
+
+
+def _inputs_on_meta(module: Any) -> list[Any] | None:
+    """``get_inputs()`` drawn on the meta device (shapes and dtypes, no memory), or None where it cannot run there."""
+    try:
+        with torch.device("meta"):
+            return list(module.get_inputs())
+    except Exception:  # noqa: BLE001 - a get_inputs that needs real values: the check then draws them first
+        return None
+
+
+def _reference_outputs(module: Any, model: torch.nn.Module, seed: int, device: torch.device,
+                       ) -> tuple[list[Any], list[torch.Tensor], Any]:
+    """The resized inputs, the reference's outputs for them and their ``OutputSpec``, without a copy of either where none is needed: the
+    reference runs on the inputs themselves, and inputs it wrote into are drawn again (the same seed, the same
+    values); an output is copied only where it shares storage with the inputs or the model."""
+    from kernel_reward.remote import output_spec
+
+    inputs = make_inputs(module, seed, device)
+    before = fingerprint(only_tensors(inputs))
+    with torch.no_grad():
+        seed_forward()  # as the runner seeds the candidate's call
+        raw = model(*inputs)
+    spec = output_spec(raw)
+    held = storage_ptrs([*inputs, *model.parameters(), *model.buffers()])
+    outputs = [o.detach().clone() if storage_ptrs([o]) & held else o.detach() for o in flatten_outputs(raw)]
+    del raw
+    if fingerprint(only_tensors(inputs)) != before:
+        del inputs
+        inputs = make_inputs(module, seed, device)
+    return inputs, outputs, spec

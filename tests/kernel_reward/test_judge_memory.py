@@ -117,3 +117,119 @@ def test_coverage_calls_cycle_over_one_clone_per_input_set():
     assert len(sets) == 5 and sets[0] is sets[2] is sets[4] and sets[1] is sets[3]
     assert sets[0][0] is not pool[0][0] and torch.equal(sets[0][0], pool[0][0]) and sets[1][1] == 5
     assert len({id(t) for args in sets for t in args if isinstance(t, torch.Tensor)}) == 2  # two clones, not five
+
+
+def _slots(shapes_dtypes):
+    """A CPU arena holding one call's output slots, filled as a runner would, read through ``SlotOutputs``."""
+    from kernel_reward import exchange
+    from kernel_reward.remote import OutputSpec, RemoteCandidate, SlotOutputs
+
+    spec = OutputSpec("tuple:%d" % len(shapes_dtypes), tuple(s for s, _ in shapes_dtypes),
+                      tuple(d for _, d in shapes_dtypes))
+    arena = exchange.Arena(spec.nbytes + exchange.ALIGN * (len(shapes_dtypes) + 1), torch.device("cpu"))
+    candidate = RemoteCandidate(client=None, arena=arena, spec=spec)
+    refs = [arena.reserve(shape, dtype) for shape, dtype in shapes_dtypes]
+    candidate.calls = 1
+    return arena, candidate, SlotOutputs(candidate, 1, refs)
+
+
+def test_slot_outputs_are_read_a_chunk_at_a_time_with_compare_outputs_verdicts(monkeypatch):
+    from kernel_reward import remote
+    from kernel_reward.options import EvalOptions
+
+    monkeypatch.setattr(remote, "READ_CHUNK_BYTES", 4096)  # ten chunks for the first output
+    tolerance = EvalOptions().tolerance
+    arena, _, outputs = _slots([((10_000,), torch.float32), ((7,), torch.uint8)])
+    try:
+        reference = [torch.randn(10_000), torch.arange(7, dtype=torch.uint8)]
+        for view, value in zip(outputs.views, reference):
+            view.copy_(value)
+        assert outputs.compare(reference, tolerance).ok
+        for index in (0, 1023, 1024, 5000, 9_999):  # first, either side of a chunk boundary, last
+            wrong = [reference[0].clone(), reference[1]]
+            wrong[0][index] += 1.0
+            got = outputs.compare(wrong, tolerance)
+            assert not got.ok and "1 of 10000 values" in got.reason, (index, got)
+            assert got.reason == tensors.compare_outputs([v.clone() for v in outputs.views], wrong, tolerance).reason
+        other = [reference[0], reference[1].flip(0)]
+        assert "integer/bool values differ" in outputs.compare(other, tolerance).reason
+        assert "shape" in outputs.compare([torch.randn(10_001), reference[1]], tolerance).reason
+        # One read, several references: each gets its own verdict on the same values.
+        both = outputs.read([reference, other], tolerance).comparisons
+        assert [c.ok for c in both] == [True, False]
+    finally:
+        arena.close()
+
+
+def test_slot_fingerprints_follow_the_outputs_values_and_not_the_padding_around_them():
+    from kernel_reward.options import EvalOptions
+
+    tolerance = EvalOptions().tolerance
+    arena, candidate, outputs = _slots([((5,), torch.uint8), ((3,), torch.float16)])  # odd byte counts
+    try:
+        reference = [torch.arange(5, dtype=torch.uint8), torch.ones(3, dtype=torch.float16)]
+        for view, value in zip(outputs.views, reference):
+            view.copy_(value)
+        first = outputs.read([reference], tolerance).fingerprint
+        arena.tensor[5:8] = 77  # the padding after the 5-byte output (the runner can write it)
+        assert outputs.read([reference], tolerance).fingerprint == first
+        outputs.views[0][4] = 9
+        changed = outputs.read([reference], tolerance).fingerprint
+        assert changed[0] != first[0] and changed[1] == first[1]
+        candidate.calls = 2  # the next call poisons and refills these slots: a late read is a harness bug
+        with pytest.raises(RuntimeError, match="read after call 2"):
+            outputs.read([reference], tolerance)
+    finally:
+        arena.close()
+
+
+_HUGE_TASK = '''
+import torch
+N = 1048576
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(N, N)]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_resized_inputs_that_cannot_fit_the_arena_are_never_drawn():
+    # 1.5x of N: a 9 TiB input. Drawn for real it fails to allocate ("could not be built/run"); measured on the
+    # meta device first it is skipped by its size, before any memory is taken.
+    from types import SimpleNamespace
+
+    from kernel_reward import shapes
+    from kernel_reward.options import EvalOptions
+
+    arena = SimpleNamespace(nbytes=1 << 20)
+    got = shapes.check_shape_generalization(_HUGE_TASK, None, arena, "Model", torch.device("cpu"), EvalOptions(), 0)
+    assert got["ran"] is False and "do not fit the 1048576-byte exchange arena" in got["reason"], got
+
+
+def test_a_resized_reference_that_writes_into_its_inputs_leaves_the_candidate_fresh_ones():
+    from types import SimpleNamespace
+
+    from kernel_reward import shapes
+
+    module = SimpleNamespace(get_inputs=lambda: [torch.randn(1000)])
+
+    class Doubling(torch.nn.Module):
+        def forward(self, x):
+            return x.mul_(2)  # in place: its output IS its input
+
+    inputs, outputs, spec = shapes._reference_outputs(module, Doubling(), 7, torch.device("cpu"))
+    tensors.seed_generators(7)
+    drawn = torch.randn(1000)
+    assert torch.equal(inputs[0], drawn)  # drawn again, not the doubled ones
+    assert torch.equal(outputs[0], drawn * 2) and outputs[0].data_ptr() != inputs[0].data_ptr()
+    assert spec.structure == "tensor"
+
+    class Relu(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+    inputs, outputs, _ = shapes._reference_outputs(module, Relu(), 7, torch.device("cpu"))
+    assert torch.equal(inputs[0], drawn) and torch.equal(outputs[0], torch.relu(drawn))
