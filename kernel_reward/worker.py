@@ -86,6 +86,8 @@ def preimport() -> None:
         timing,
     )
 
+    shapes.warm_meta_device()  # the resized-shape check sizes its inputs on the meta device
+
 
 _prepared: dict[tuple[str, bool], WorkerInfo] = {}
 

@@ -124,7 +124,7 @@ def _slots(shapes_dtypes):
     from kernel_reward import exchange
     from kernel_reward.remote import OutputSpec, RemoteCandidate, SlotOutputs
 
-    spec = OutputSpec("tuple:%d" % len(shapes_dtypes), tuple(s for s, _ in shapes_dtypes),
+    spec = OutputSpec(f"tuple:{len(shapes_dtypes)}", tuple(s for s, _ in shapes_dtypes),
                       tuple(d for _, d in shapes_dtypes))
     arena = exchange.Arena(spec.nbytes + exchange.ALIGN * (len(shapes_dtypes) + 1), torch.device("cpu"))
     candidate = RemoteCandidate(client=None, arena=arena, spec=spec)
@@ -142,7 +142,7 @@ def test_slot_outputs_are_read_a_chunk_at_a_time_with_compare_outputs_verdicts(m
     arena, _, outputs = _slots([((10_000,), torch.float32), ((7,), torch.uint8)])
     try:
         reference = [torch.randn(10_000), torch.arange(7, dtype=torch.uint8)]
-        for view, value in zip(outputs.views, reference):
+        for view, value in zip(outputs.views, reference, strict=True):
             view.copy_(value)
         assert outputs.compare(reference, tolerance).ok
         for index in (0, 1023, 1024, 5000, 9_999):  # first, either side of a chunk boundary, last
@@ -168,7 +168,7 @@ def test_slot_fingerprints_follow_the_outputs_values_and_not_the_padding_around_
     arena, candidate, outputs = _slots([((5,), torch.uint8), ((3,), torch.float16)])  # odd byte counts
     try:
         reference = [torch.arange(5, dtype=torch.uint8), torch.ones(3, dtype=torch.float16)]
-        for view, value in zip(outputs.views, reference):
+        for view, value in zip(outputs.views, reference, strict=True):
             view.copy_(value)
         first = outputs.read([reference], tolerance).fingerprint
         arena.tensor[5:8] = 77  # the padding after the 5-byte output (the runner can write it)
@@ -233,3 +233,37 @@ def test_a_resized_reference_that_writes_into_its_inputs_leaves_the_candidate_fr
 
     inputs, outputs, _ = shapes._reference_outputs(module, Relu(), 7, torch.device("cpu"))
     assert torch.equal(inputs[0], drawn) and torch.equal(outputs[0], torch.relu(drawn))
+
+
+def test_the_buffer_reuse_check_holds_one_reference_output_at_a_time(monkeypatch):
+    # Comparing the replay with both references in one read held two output-sized references beside the arena
+    # (the H100: level1/9's correctness phase at 2 outputs over the arena); one at a time is enough.
+    import weakref
+    from types import SimpleNamespace
+
+    from kernel_reward.options import EvalOptions
+
+    live: weakref.WeakSet = weakref.WeakSet()
+    most = []
+
+    def reference(task, inputs, device):
+        out = inputs[0] * 2
+        live.add(out)
+        most.append(len(live))
+        return [out]
+
+    class Read:
+        def __init__(self, value):
+            self.value = value
+
+        def compare(self, expected, tolerance):
+            return tensors.compare_outputs([self.value], expected, tolerance)
+
+    class Runner:
+        def call(self, inputs, reuse_buffers=False):
+            return Read(inputs[0] * 2)
+
+    monkeypatch.setattr(correctness, "run_reference", reference)
+    task = correctness.JudgeTask(SimpleNamespace(get_inputs=lambda: [torch.randn(100)]), None, None, [])
+    correctness._check_buffer_reuse(Runner(), task, torch.device("cpu"), EvalOptions(), [1, 2, 3])
+    assert most == [1, 1]
