@@ -182,6 +182,8 @@ class Row:
     phase_peaks_gib: dict[str, float]  # every phase's peak, for the JSON
     flags: list[str]
     phase_seconds: dict[str, float] = field(default_factory=dict)  # where a slow evaluation's time went
+    speedup: float | None = None  # the copy-wrapped candidate against its own reference (a little under 1)
+    calls_per_batch: int | None = None  # the timed batches' calls (1: the one-call staging path)
 
 
 def run_task(name: str, task: Task, scale: int, device: str, cap_gib: float | None, timeout_s: float) -> Row:
@@ -216,7 +218,8 @@ def evaluate_pair(evaluator: Any, name: str, reference: str, candidate: str) -> 
     return Row(name, result.status.value, call and call / GIB, peak and peak / GIB, arena / GIB, phase,
                peak / call if peak and call else None, round(seconds, 1), (result.error or "")[:300] or None,
                {name: round(value / GIB, 3) for name, value in peaks.items()}, list(result.flags),
-               {name: round(value, 2) for name, value in (result.phase_seconds or {}).items()})
+               {name: round(value, 2) for name, value in (result.phase_seconds or {}).items()},
+               result.speedup, result.timing_method.get("calls_per_batch"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,11 +299,12 @@ def print_rows(rows: list[Row]) -> None:
     fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
     width = max([10, *(len(row.task) for row in rows)])
     print(f"{'task':{width}} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
-          f"{'peak/call':>9} {'peak/ref':>8} {'s':>7}")
+          f"{'peak/call':>9} {'peak/ref':>8} {'speedup':>7} {'K':>3} {'s':>7}")
     for row in rows:
         print(f"{row.task:{width}} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
               f"{fmt(row.arena_gib, '11.2f')} {row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} "
-              f"{fmt(peak_over_reference(row), '8.2f')} {row.seconds:7.1f}")
+              f"{fmt(peak_over_reference(row), '8.2f')} {fmt(row.speedup, '7.3f')} {fmt(row.calls_per_batch, '3.0f')} "
+              f"{row.seconds:7.1f}")
         if row.error:
             print(f"    {row.error}")
 
