@@ -10,6 +10,7 @@
 # without dependencies when liger is missing: the device has torch and triton already). "sync":
 # the reward beside do_bench for one kernel behind 0 / 1 / 3 host syncs per call (benchmarks/sync_penalty_probe.py).
 # "memory": the roofline and phase-memory gpu tests, then benchmarks/memory_footprint.py under an H100-sized cap.
+# More than 7 result files are packed into OUT/gpu_judge_check.tar.gz beside summary.txt (the device returns 8 files).
 set -u
 OUT=${1:?usage: gpu_judge_check.sh OUT [TASKS]}
 export OUT  # the steps run under timeout as bash -c functions (mps, kernelbench) read it
@@ -70,3 +71,11 @@ ls "$OUT"/kernelbench_memory_*.json >/dev/null 2>&1 && echo "--- kernelbench (me
   --merge "$OUT"/kernelbench_memory_*.json | grep -vE "^\S+ +correct "
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20
 cat "$summary"
+# The device tool returns at most 8 files from $OUT (a call that ran several steps writes more: the KernelBench JSON of
+# one run did not come back): past 7, every file but the summary goes into one archive.
+files=$(find "$OUT" -maxdepth 1 -type f ! -name summary.txt ! -name gpu_judge_check.tar.gz | wc -l)
+if [ "$files" -gt 7 ]; then
+  (cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt -printf '%P\n' | tar czf gpu_judge_check.tar.gz -T - \
+    && find . -maxdepth 1 -type f ! -name summary.txt ! -name gpu_judge_check.tar.gz -delete) \
+    && echo "($files files packed into gpu_judge_check.tar.gz)"
+fi
