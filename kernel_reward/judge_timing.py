@@ -90,8 +90,9 @@ class BatchClock:
     Device memory beside the arena's I + O (one call's inputs I and outputs O, K = 1, a reference that leaves its
     inputs alone): the staged set I + the reference's returned O while a batch runs (plus a 64 MiB snapshot while
     the outputs are compared); with one call per batch the drawn tensors are the staging, freed before the next
-    set is drawn, so staging never holds two sets: at most 2 (I + O) in all (the issue's bound: 3x). The candidate's outputs are not copied out: a capture buffer of O was the third
-    output-sized buffer of output-heavy tasks (judge peak up to 3.34x one call on KernelBench's transposed convs).
+    set is drawn, so staging never holds two sets: at most 2 (I + O) in all (the issue's bound: 3x). The
+    candidate's outputs are not copied out: a capture buffer of O was the third output-sized buffer of
+    output-heavy tasks (judge peak up to 3.34x one call on KernelBench's transposed convs).
     """
 
     def __init__(self, reference: Callable[..., Any], arena: exchange.Arena, spec: Any, device: torch.device,
