@@ -3,7 +3,7 @@
 The entries are the files of tests/kernel_reward/corpus/ named ``forge_*``, ``tamper_*``, ``peek_*``, ``timing_*``
 and ``sandbox_*``: hostile candidates whose own kernel is wrong, so a ``correct`` verdict (or any reward above 0)
 means the attack beat the evaluator. Each entry is evaluated exactly as tests/kernel_reward/test_corpus.py
-does it: the file wrapped as a completion, ``python -m kernel_reward.worker --request REQ --out RESULT`` in a
+does it: the file wrapped as a completion, ``python -m kernel_reward.judge.pipeline --request REQ --out RESULT`` in a
 fresh subprocess (``TRITON_INTERPRET=1`` on the CPU), ``seed_base=1234``. ``--backend pool`` sends the same
 requests through ``kernel_reward.Evaluator`` (today's zygote + sandboxed children) instead.
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu: Triton interpreter (default)")
     parser.add_argument("--backend", choices=("oneshot", "pool"), default="oneshot",
-                        help="oneshot: python -m kernel_reward.worker per entry, as the corpus test (default); "
+                        help="oneshot: python -m kernel_reward.judge.pipeline per entry, as the corpus test (default); "
                              "pool: kernel_reward.Evaluator (zygote + sandboxed children)")
     parser.add_argument("-k", "--filter", default="", help="only entries whose name contains this text")
     parser.add_argument("--jobs", type=int, default=None,

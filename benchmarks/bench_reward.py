@@ -4,9 +4,9 @@
 
 Sections (each a function, so other modes such as a throughput benchmark can be added beside them):
   fidelity       every selected shipped task (dataset_builder.tasks, "full" sizes) timed against ITSELF with
-                 kernel_reward.timing.time_pair (two instances of the reference built under one seed). The ideal
+                 benchmarks.inprocess_timer.time_pair (two instances of the reference built under one seed). The ideal
                  speedup is 1; reports |log speedup| per task, its median and p95 (targets 0.02 / 0.05).
-  fidelity_judge the same tasks timed against themselves by the TRUSTED JUDGE's clock (kernel_reward.judge_timing:
+  fidelity_judge the same tasks timed against themselves by the TRUSTED JUDGE's clock (kernel_reward.timing.batch_clock:
                  reference in the judge, the same program as the "candidate" in one sandboxed runner process,
                  verified batches on the judge's host clock): the method every evaluation now uses, side by side
                  with the in-process event timing above.
@@ -65,10 +65,10 @@ def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dic
         def tqdm(items, **_kwargs):
             return items
 
-    from dataset_builder.tasks import load_tasks  # stdlib + kernel_reward.sizes: no `datasets` needed
-    from kernel_reward.loading import unload, write_and_import
-    from kernel_reward.tensors import make_inputs
-    from kernel_reward.timing import time_pair
+    from benchmarks.inprocess_timer import time_pair
+    from dataset_builder.tasks import load_tasks  # stdlib + kernel_reward.screen.sizes: no `datasets` needed
+    from kernel_reward.common.loading import unload, write_and_import
+    from kernel_reward.common.tensors import make_inputs
 
     torch_device = torch.device(device)
     rows = []
@@ -103,13 +103,15 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     import torch
 
     from dataset_builder.tasks import load_tasks
-    from kernel_reward import exchange, judge, judge_measure
-    from kernel_reward.loading import unload, write_and_import
+    from kernel_reward.common.loading import unload, write_and_import
+    from kernel_reward.ipc import exchange
+    from kernel_reward.ipc.runner_channel import RunnerClient
+    from kernel_reward.judge import remote, verdict
+    from kernel_reward.judge.pipeline import start_runner_process
+    from kernel_reward.judge.remote import RemoteCandidate
     from kernel_reward.options import EvalOptions
-    from kernel_reward.remote import RemoteCandidate
-    from kernel_reward.runner import apply_tf32_policy
-    from kernel_reward.runner_process import RunnerClient
-    from kernel_reward.worker import start_runner_process
+    from kernel_reward.runtime import apply_tf32_policy
+    from kernel_reward.timing import measure
 
     torch_device = torch.device(device)
     options = EvalOptions(timing_budget_ms=budget_ms)
@@ -123,18 +125,18 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                 module = write_and_import(task.source, Path(tmp), "bench")
                 arena = None
                 try:
-                    reference = judge.build_reference(module, "Model", torch_device, 1)
-                    arena = exchange.Arena(judge._arena_bytes(torch_device, reference.state, reference.slot_bytes),
+                    reference = verdict.build_reference(module, "Model", torch_device, 1)
+                    arena = exchange.Arena(verdict._arena_bytes(torch_device, reference.state, reference.slot_bytes),
                                            torch_device)
-                    judge.share_arena(client, arena)
-                    clock, overhead, before = judge_measure.time_reference_before(reference, arena, torch_device,
+                    remote.share_arena(client, arena)
+                    clock, overhead, before = measure.time_reference_before(reference, arena, torch_device,
                                                                                   options, client, [1, 2, 3])
                     client.ask({"type": "load", "code": task.source + "\n\nModelNew = Model\n",
                                 "allow_tf32": options.allow_tf32}, ("loaded",))
-                    judge.build_remote(client, arena, 0, reference.build_seed, reference.init_inputs, reference.state)
+                    remote.build_remote(client, arena, 0, reference.build_seed, reference.init_inputs, reference.state)
                     candidate = RemoteCandidate(client, arena, reference.spec, 0)
 
-                    timing = judge_measure.compare_timed(clock, candidate, client, overhead, before, options)
+                    timing = measure.compare_timed(clock, candidate, client, overhead, before, options)
                     rows.append({"task": task.name, "ref_ms": timing.reference.median_ms,
                                  "cand_ms": timing.candidate.median_ms, "speedup": timing.speedup,
                                  "abs_log": abs(math.log(timing.speedup)), "ci_low": timing.speedup_ci[0],
@@ -173,9 +175,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int | None = None) -> dict[str, Any]:
+    from kernel_reward.judge.pipeline import evaluate_request
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
-    from kernel_reward.worker import evaluate_request
 
     task = HONEST_GPU[candidate_name]
     reference = (CORPUS_DIR / "tasks" / f"{task}.py").read_text()
@@ -195,9 +197,9 @@ def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int
 
 def coverage_agreement(device: str, budget_ms: float) -> dict[str, Any]:
     """Events coverage against profiler coverage on every honest corpus candidate correct on the GPU."""
+    from kernel_reward.judge.pipeline import evaluate_request
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
-    from kernel_reward.worker import evaluate_request
     from tests.kernel_reward.conftest import load_corpus
 
     rows = []
@@ -301,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.device.startswith("cuda") or not torch.cuda.is_available():
         parser.error("this benchmark needs a CUDA device (timing is not available under the Triton interpreter)")
-    from kernel_reward.worker import prepare_worker
+    from kernel_reward.runtime import prepare_worker
 
     info = prepare_worker(args.device)
     sections = set(args.sections.split(","))

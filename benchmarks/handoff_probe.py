@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.multiprocessing as mp
 
-from kernel_reward import exchange, stream_gate
+from kernel_reward.ipc import exchange, stream_gate
 
 N = 32 * 1024 * 1024
 

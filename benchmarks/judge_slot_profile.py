@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks import throughput
-from kernel_reward import worker
+from kernel_reward.judge import pipeline
 from kernel_reward.options import EvalOptions
 from kernel_reward.request import EvalRequest
 
@@ -58,7 +58,7 @@ def main() -> None:
         request = EvalRequest(reference_code=pair["reference"], candidate=pair["candidate"], entry_point="Model",
                               options=EvalOptions(), device=os.environ.get("DEVICE", "cuda"))
         with tempfile.TemporaryDirectory() as work_dir:
-            result = worker.evaluate_request(request, work_dir=Path(work_dir), timing_slot=slot)
+            result = pipeline.evaluate_request(request, work_dir=Path(work_dir), timing_slot=slot)
         rows.append({"task": pair["task"], "variant": pair["variant"], "status": result.status.value,
                      "slot_s": round(slot.held_s - held_before, 4), "speedup": result.speedup,
                      "timing_method": result.timing_method, "phases": result.phase_seconds, "error": (result.error or "")[:500]})

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script from a checkout (no install)
-from kernel_reward.loading import check_reference, import_from_file, unique_module_name  # noqa: E402
+from kernel_reward.common.loading import check_reference, import_from_file, unique_module_name  # noqa: E402
 
 
 @dataclass(frozen=True)

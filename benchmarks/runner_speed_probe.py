@@ -16,7 +16,7 @@ import sys
 import torch
 import torch.multiprocessing as mp
 
-from kernel_reward import exchange, stream_gate
+from kernel_reward.ipc import exchange, stream_gate
 
 SIZES = {"silu": [(32 * 1024 * 1024,)], "matvec": [(8192, 16384), (16384, 1)], "add": [(16 * 1024 * 1024,)] * 2}
 

@@ -10,7 +10,8 @@ import sys
 sys.path.insert(0, "scripts")
 import bench_reward  # noqa: E402
 
-from kernel_reward import runner_process, worker  # noqa: E402
+from kernel_reward.ipc import runner_channel  # noqa: E402
+from kernel_reward.judge import pipeline  # noqa: E402
 from kernel_reward.sandbox import SandboxPolicy  # noqa: E402
 
 VARIANTS = {
@@ -30,11 +31,11 @@ def main() -> None:
         policy = dataclasses.replace(SandboxPolicy(), **change)
 
         def start(device, policy=policy):
-            process = runner_process.spawn_runner_exec("cuda", policy)
-            runner_process.wait_ready(process)
+            process = runner_channel.spawn_runner_exec("cuda", policy)
+            runner_channel.wait_ready(process)
             return process
 
-        worker.start_runner_process = start
+        pipeline.start_runner_process = start
         row = bench_reward.fidelity_judge([task], "cuda", 100.0)["rows"][0]
         rows.append({"variant": name, **{k: row.get(k) for k in ("ref_ms", "cand_ms", "speedup", "diagnostics", "error")}})
         print(json.dumps(rows[-1]), flush=True)

@@ -5,7 +5,7 @@ elementwise task an honest Triton kernel at three block sizes, plus a wrong-resu
 forward, a torch passthrough (hack) and a decoy (kernel launched on dummy data, result from torch). Then:
 
 * ``pool``: every pair through ``Evaluator`` (warm zygote pool, full isolation), evaluations per minute;
-* ``baseline``: a sample of the same pairs, serially, one fresh ``python -m kernel_reward.worker`` process per
+* ``baseline``: a sample of the same pairs, serially, one fresh ``python -m kernel_reward.judge.pipeline`` process per
   evaluation (the published environment's default);
 
 and reports the speed-up of the pool over the baseline, mean seconds per pipeline phase, the share of wall time
@@ -209,7 +209,7 @@ def stratified_sample(pairs: list[dict[str, Any]], count: int) -> list[dict[str,
 
 
 def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float, **options: Any) -> dict[str, Any]:
-    """Fresh process per evaluation, serially: ``python -m kernel_reward.worker --request --out``."""
+    """Fresh process per evaluation, serially: ``python -m kernel_reward.judge.pipeline --request --out``."""
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
 
@@ -224,7 +224,7 @@ def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float, **o
             req_path, out_path = Path(tmp) / f"req{i}.json", Path(tmp) / f"out{i}.json"
             req_path.write_text(request.to_json())
             start = time.monotonic()
-            proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--request", str(req_path), "--out",
+            proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(req_path), "--out",
                                    str(out_path)], env=env, capture_output=True, timeout=timeout_s + 60)
             result = json.loads(out_path.read_text()) if out_path.exists() else {"status": f"exit {proc.returncode}"}
             rows.append({"task": pair["task"], "variant": pair["variant"], "expected": pair["expected"],

@@ -22,7 +22,7 @@ import sys
 import torch
 import torch.multiprocessing as mp
 
-from kernel_reward import cuda_vmm, exchange
+from kernel_reward.ipc import cuda_vmm, exchange
 
 CU_MEM_ALLOCATION_TYPE_PINNED = 1
 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1

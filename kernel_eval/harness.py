@@ -22,8 +22,8 @@ from typing import Any, Protocol
 from tqdm.auto import tqdm
 
 from kernel_reward.env import feedback_turn
-from kernel_reward.extract import extract_code
 from kernel_reward.result import EvalResult
+from kernel_reward.screen.extract import extract_code
 
 from .cache import ResultCache, cache_key
 from .completions import SavedTrajectory

@@ -9,10 +9,22 @@ Importing this package is light: no torch, Triton, datasets or TRL at import tim
 """
 
 from kernel_reward.api import evaluate
+from kernel_reward.env import KernelEnvironment
 from kernel_reward.evaluator import Evaluator
 from kernel_reward.options import EvalOptions
-from kernel_reward.pool import ServiceConfig
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
+from kernel_reward.service.config import ServiceConfig
+from kernel_reward.trl import KernelReward
 
-__all__ = ["EvalOptions", "EvalRequest", "EvalResult", "Evaluator", "ServiceConfig", "Status", "evaluate"]
+__all__ = [
+    "EvalOptions",
+    "EvalRequest",
+    "EvalResult",
+    "Evaluator",
+    "KernelEnvironment",
+    "KernelReward",
+    "ServiceConfig",
+    "Status",
+    "evaluate",
+]

@@ -58,8 +58,8 @@ def cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from kernel_reward.pool import ServiceConfig
-    from kernel_reward.ray_backend import NAMESPACE, _ray, find_served_workers, start_workers
+    from kernel_reward.service.config import ServiceConfig
+    from kernel_reward.service.ray_backend import NAMESPACE, _ray, find_served_workers, start_workers
 
     ray = _ray()
     ray.init(address=args.address, namespace=NAMESPACE, include_dashboard=False)
@@ -79,7 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from kernel_reward.ray_backend import NAMESPACE, _ray, find_served_workers
+    from kernel_reward.service.ray_backend import NAMESPACE, _ray, find_served_workers
 
     ray = _ray()
     ray.init(address=args.address, namespace=NAMESPACE, include_dashboard=False)

@@ -27,10 +27,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 from kernel_reward.options import EvalOptions, with_timeout
-from kernel_reward.pool import DevicePool, Job, ServiceConfig
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.sandbox import SandboxPolicy
+from kernel_reward.service.config import ServiceConfig
+from kernel_reward.service.pool import DevicePool, Job
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ class Evaluator:
         max_in_flight: int | None = None,
         progress: bool | None = None,
         policy: SandboxPolicy | None = None,
-        worker_module: str = "kernel_reward.worker",
+        worker_module: str = "kernel_reward.judge.pipeline",
         max_attempts: int = 3,
         pool_options: dict[str, Any] | None = None,
         ray_address: str | None = None,
@@ -133,7 +134,7 @@ class Evaluator:
         if service is None:
             service = ServiceConfig(workers=workers, policy=policy or SandboxPolicy(), worker_module=worker_module,
                                     max_attempts=max_attempts, pool_options=dict(pool_options or {}))
-        elif (workers, policy, worker_module, max_attempts, pool_options) != (None, None, "kernel_reward.worker", 3,
+        elif (workers, policy, worker_module, max_attempts, pool_options) != (None, None, "kernel_reward.judge.pipeline", 3,
                                                                                None):
             raise ValueError("Evaluator: give service=ServiceConfig(...) or its fields (workers, policy, "
                              "worker_module, max_attempts, pool_options), not both")
@@ -142,7 +143,7 @@ class Evaluator:
         if backend == "local":
             self.backend: Backend = LocalBackend(devices, service)
         elif backend == "ray":
-            from kernel_reward.ray_backend import RayBackend
+            from kernel_reward.service.ray_backend import RayBackend
 
             self.backend = RayBackend(device=device, address=ray_address, num_actors=num_actors, service=service)
         else:

@@ -1,6 +1,6 @@
 """Typed results of one candidate evaluation: the seam between the evaluator and everything around it.
 
-The judge (``kernel_reward.worker`` / ``judge``) fills an ``EvalResult`` for ONE candidate from what it observed of
+The judge (``kernel_reward.judge.pipeline`` / ``judge``) fills an ``EvalResult`` for ONE candidate from what it observed of
 the candidate's runner process (nothing the runner sends is taken as a verdict); the execution service (pool,
 sandbox, Ray backend) only moves these results around as ``to_dict()`` JSON, and may itself produce results for
 failures that kill the pair (``timeout``, ``crashed``).
@@ -104,7 +104,7 @@ class EvalResult:
     # allocator and its cap) and "share_bytes" (the judge's memory cap): the footprint beside what the task needs
     # and what it was allowed
     memory: dict[str, Any] = field(default_factory=dict)
-    # Reference-only runs (kernel_reward.reference_run): how far the reference got and its outputs' statistics
+    # Reference-only runs (kernel_reward.judge.reference_run): how far the reference got and its outputs' statistics
     reference_run: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -34,9 +34,9 @@ def main() -> int:
     parser.add_argument("--json-out", type=Path, default=None)
     args = parser.parse_args()
     from kernel_reward import Evaluator
+    from kernel_reward.judge.pipeline import evaluate_request
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
-    from kernel_reward.worker import evaluate_request
 
     rows = []
     for name, task in PAIRS[:2]:

@@ -146,7 +146,7 @@ def build_random(tok, hidden: int, layers: int):
 
 def turn_summary(turn, max_chars: int) -> dict:
     """What one policy turn produced: its verdict and (the head of) its text."""
-    from kernel_reward.extract import fenced_blocks
+    from kernel_reward.screen.extract import fenced_blocks
 
     result = turn.result.details.get("eval_result", {})
     return {

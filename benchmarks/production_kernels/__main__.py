@@ -121,7 +121,7 @@ def run(names: list[str], *, device: str, size: str, pairs_dir: Path, timeout: f
         do_bench_repeats: int) -> list[Row]:
     """Build, screen and evaluate the named kernels (then do_bench them on CUDA); one row each, in order."""
     from kernel_reward import Evaluator
-    from kernel_reward.static_checks import check_candidate
+    from kernel_reward.screen.static_checks import check_candidate
 
     rows: dict[str, Row] = {}
     built: dict[str, tuple[str, str]] = {}

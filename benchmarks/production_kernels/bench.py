@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel_reward.loading import import_from_file, unique_module_name
+from kernel_reward.common.loading import import_from_file, unique_module_name
 
 
 @dataclass

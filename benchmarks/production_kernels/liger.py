@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from benchmarks.production_kernels import references as refs
 from benchmarks.production_kernels.inline import inline_module, package_version
-from kernel_reward.sizes import resize_source
+from kernel_reward.screen.sizes import resize_source
 
 PACKAGE = "liger_kernel"
 PINNED_VERSION = "0.8.5"

@@ -3,7 +3,7 @@
 One program per kernel: module-level UPPER_CASE size constants at realistic LLM sizes (the GPU run), a
 ``Model`` whose ``forward`` is the textbook PyTorch computation (what Hugging Face Transformers runs when liger is
 not installed), ``get_inputs()`` (float32 CPU tensors; the harness moves them to the device) and
-``get_init_inputs()``. ``SMALL`` holds the sizes the CPU interpreter runs (``kernel_reward.sizes.resize_source``).
+``get_init_inputs()``. ``SMALL`` holds the sizes the CPU interpreter runs (``kernel_reward.screen.sizes.resize_source``).
 Parameters are drawn around their usual initial values so a wrong weight or bias shows in the output.
 """
 

@@ -9,7 +9,7 @@ tasks in KernelBench itself.
 How a check runs, module by module:
 
 - ``run``: ``check_references`` hands the programs to ``kernel_reward``'s execution service with the reference
-  worker (``kernel_reward.reference_run``): each runs alone in a fresh sandboxed child forked from a warm zygote
+  worker (``kernel_reward.judge.reference_run``): each runs alone in a fresh sandboxed child forked from a warm zygote
   (torch imported once), under the service's wall clock, with the same namespaces, rlimits and output capture as
   an evaluation. The child builds ``Model`` under a fixed seed, draws inputs under two seeds, runs forward three
   times (inputs A, inputs A again, inputs B) and returns summary statistics of every output tensor, and whether

@@ -1,10 +1,10 @@
-"""Turn what a reference run returned (``kernel_reward.reference_run``'s ``EvalResult``) into a ``ReferenceCheck``."""
+"""Turn what a reference run returned (``kernel_reward.judge.reference_run``'s ``EvalResult``) into a ``ReferenceCheck``."""
 
 from __future__ import annotations
 
 import logging
 
-from kernel_reward.reference_run import OutputStats
+from kernel_reward.judge.reference_run import OutputStats
 from kernel_reward.result import EvalResult, Status
 
 from ..checks import DropReason

@@ -1,6 +1,6 @@
 """Check reference programs: ``check_references`` (many, ``num_workers`` at a time) and ``check_reference`` (one).
 
-Each program runs alone in a fresh sandboxed child of ``kernel_reward``'s warm pool (``kernel_reward.reference_run``:
+Each program runs alone in a fresh sandboxed child of ``kernel_reward``'s warm pool (``kernel_reward.judge.reference_run``:
 the same sandbox, wall clock and process watch as an evaluation, no candidate); what came back becomes a
 ``ReferenceCheck`` (``outcome``). Results in input order.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from .outcome import verdict
 from .verdicts import ReferenceCheck
 
-REFERENCE_WORKER = "kernel_reward.reference_run"
+REFERENCE_WORKER = "kernel_reward.judge.reference_run"
 
 
 def check_reference(source: str, *, timeout_s: float = 60.0, entry_point: str = "Model") -> ReferenceCheck:
@@ -44,10 +44,7 @@ def check_references(
     programs = list(sources)
     if not programs:
         return []
-    from kernel_reward import (  # lazy: importing this package stays standard-library only
-        Evaluator,
-        ServiceConfig,
-    )
+    from kernel_reward import Evaluator, ServiceConfig
 
     service = ServiceConfig(workers=num_workers, worker_module=REFERENCE_WORKER)
     with Evaluator(device="cpu", timeout=timeout_s, progress=progress, service=service) as evaluator:

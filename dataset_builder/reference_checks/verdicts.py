@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from kernel_reward.reference_run import OutputStats
+from kernel_reward.judge.reference_run import OutputStats
 
 from ..checks import DropReason  # the one enum of why a task is unusable (its runtime reasons)
 

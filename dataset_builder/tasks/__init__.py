@@ -12,7 +12,7 @@ module-level UPPER_CASE integer size constants (realistic GPU sizes), ``class Mo
 
 ``Task.source`` is the program a model is shown and a candidate is judged against: the file text with those
 metadata assignments removed and, for the ``small`` preset, the size constants rewritten in place, so it stays
-a normal runnable program. ``resize_source`` and ``size_constants`` are ``kernel_reward.sizes``'s, re-exported: the
+a normal runnable program. ``resize_source`` and ``size_constants`` are ``kernel_reward.screen.sizes``'s, re-exported: the
 reward's shape-generalisation check rewrites sizes with the same code.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kernel_reward.sizes import assigned_name, parse, resize_source, size_constants
+from kernel_reward.screen.sizes import assigned_name, parse, resize_source, size_constants
 
 __all__ = [
     "METADATA_NAMES",

@@ -1,6 +1,6 @@
 """Fixtures for kernel_reward tests: run one evaluation in a one-shot worker SUBPROCESS, read the corpus.
 
-Candidates are hostile or broken by design; running them through ``python -m kernel_reward.worker`` in a child
+Candidates are hostile or broken by design; running them through ``python -m kernel_reward.judge.pipeline`` in a child
 process means a candidate that crashes or exits cannot take pytest down with it.
 """
 
@@ -79,7 +79,7 @@ def load_corpus() -> list[CorpusEntry]:
 def run_worker_subprocess(
     reference: str, candidate: str, *, device: str = "cpu", tmp_path: Path, timeout_s: float = 240, **options
 ) -> EvalResult:
-    """Evaluate in a fresh ``python -m kernel_reward.worker`` process and return its EvalResult."""
+    """Evaluate in a fresh ``python -m kernel_reward.judge.pipeline`` process and return its EvalResult."""
     options.setdefault("seed_base", 1234)
     request = EvalRequest(reference, candidate, device=device, options=EvalOptions(**options))
     request_path = tmp_path / "request.json"
@@ -91,7 +91,7 @@ def run_worker_subprocess(
     work_dir = tmp_path / "work"
     work_dir.mkdir(exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "kernel_reward.worker", "--request", str(request_path), "--out", str(out_path),
+        [sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(request_path), "--out", str(out_path),
          "--work-dir", str(work_dir)],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s,
     )

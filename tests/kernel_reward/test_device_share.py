@@ -7,11 +7,11 @@ import threading
 import time
 
 from kernel_reward.evaluator import Evaluator
-from kernel_reward.pool import DeviceShare, needs_device_alone
+from kernel_reward.judge.pipeline import mark_out_of_memory
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
-from kernel_reward.worker import mark_out_of_memory
-from kernel_reward.zygote_client import timing_lock_file
+from kernel_reward.service.pool import DeviceShare, needs_device_alone
+from kernel_reward.service.zygote_client import timing_lock_file
 
 FAKE = "tests.support.alone_fake_worker"
 
@@ -103,7 +103,7 @@ def test_the_runner_takes_a_memory_cap_only_before_candidate_code(tmp_path):
 
     import torch
 
-    from kernel_reward.runner import Runner
+    from kernel_reward.runner.runner import Runner
 
     ours, theirs = socket.socketpair()
     try:

@@ -1,6 +1,6 @@
 """Code extraction: ```answer wins, else the last fenced block, else plain code, else None (format error)."""
 
-from kernel_reward.extract import extract_code, fenced_blocks
+from kernel_reward.screen.extract import extract_code, fenced_blocks
 
 
 def test_last_fenced_block_wins_without_answer_block():

@@ -2,7 +2,7 @@
 
 import json
 
-from kernel_reward.feedback import render_feedback
+from kernel_reward.judge.feedback import render_feedback
 from kernel_reward.result import EvalResult, KernelTiming, Status
 
 

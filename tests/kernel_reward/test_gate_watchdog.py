@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from kernel_reward.stream_gate import Watchdog
+from kernel_reward.ipc.stream_gate import Watchdog
 
 
 def _recording() -> tuple[list[int], threading.Event, Watchdog]:

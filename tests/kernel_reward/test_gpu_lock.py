@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from kernel_reward.gpu_lock import GpuLock, shared_gpu
-from kernel_reward.zygote_client import timing_lock_file
+from kernel_reward.service.gpu_lock import GpuLock
+from kernel_reward.service.zygote_client import timing_lock_file
 
 
 @pytest.fixture
@@ -101,14 +101,6 @@ def test_timing_slots_exclude_each_other_and_report_waits(new_lock):
     thread.join(5)
     assert done.is_set()
     assert events == ["wait", "acquired", "in"]
-
-
-def test_without_a_gpu_lock_there_is_no_shared_side():
-    from contextlib import nullcontext
-
-    assert shared_gpu(nullcontext) is nullcontext
-    with shared_gpu(nullcontext)():
-        pass
 
 
 def test_with_gpu_phases_not_shared_timing_excludes_only_timing(tmp_path):

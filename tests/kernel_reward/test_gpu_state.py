@@ -1,9 +1,9 @@
-"""kernel_reward.gpu_state: the GPU's clock, temperature and power around a timing, never raising."""
+"""kernel_reward.timing.gpu_state: the GPU's clock, temperature and power around a timing, never raising."""
 
 import torch
 
-from kernel_reward import gpu_state
 from kernel_reward.result import EvalResult
+from kernel_reward.timing import gpu_state
 
 
 def test_a_sample_converts_units_and_names_what_nvml_could_not_read(monkeypatch):

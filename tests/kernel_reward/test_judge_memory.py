@@ -5,32 +5,33 @@ alone, outputs cloned only where they share storage."""
 import pytest
 import torch
 
-from kernel_reward import correctness, tensors
+from kernel_reward.common import tensors
+from kernel_reward.judge import compare, correctness
 
 
 def test_fingerprints_tell_equal_outputs_from_different_ones(monkeypatch):
     a = torch.randn(1000, 37)
-    assert tensors.fingerprint([a]) == tensors.fingerprint([a.clone()])
-    assert tensors.fingerprint([a.t()]) == tensors.fingerprint([a.t().contiguous()])  # values, not layout
+    assert compare.fingerprint([a]) == compare.fingerprint([a.clone()])
+    assert compare.fingerprint([a.t()]) == compare.fingerprint([a.t().contiguous()])  # values, not layout
     nudged = a.clone()
     nudged[5, 3] = torch.nextafter(nudged[5, 3], torch.tensor(float("inf")))  # one bit of one element
-    assert tensors.fingerprint([a]) != tensors.fingerprint([nudged])
-    assert tensors.fingerprint([a]) != tensors.fingerprint([a.view(37, 1000)])  # the shape is part of it
-    assert tensors.fingerprint([a]) != tensors.fingerprint([a.double()])
+    assert compare.fingerprint([a]) != compare.fingerprint([nudged])
+    assert compare.fingerprint([a]) != compare.fingerprint([a.view(37, 1000)])  # the shape is part of it
+    assert compare.fingerprint([a]) != compare.fingerprint([a.double()])
 
     monkeypatch.setattr(tensors, "FINGERPRINT_CHUNK", 1000)  # order across a chunk boundary still counts
     b = torch.randn(10_007)
     swapped = b.clone()
     swapped[[999, 1000]] = swapped[[1000, 999]]
-    assert tensors.fingerprint([b]) == tensors.fingerprint([b.clone()])
-    assert tensors.fingerprint([b]) != tensors.fingerprint([swapped])
+    assert compare.fingerprint([b]) == compare.fingerprint([b.clone()])
+    assert compare.fingerprint([b]) != compare.fingerprint([swapped])
     odd = torch.arange(7, dtype=torch.uint8)  # bytes beyond the last whole 32-bit word
-    assert tensors.fingerprint([odd]) != tensors.fingerprint([odd.flip(0)])
+    assert compare.fingerprint([odd]) != compare.fingerprint([odd.flip(0)])
 
 
 def test_the_constant_output_check_reads_fingerprints():
-    varies = [tensors.fingerprint([torch.randn(8)]) for _ in range(3)]
-    constant = [tensors.fingerprint([torch.ones(8)])] * 3
+    varies = [compare.fingerprint([torch.randn(8)]) for _ in range(3)]
+    constant = [compare.fingerprint([torch.ones(8)])] * 3
     with pytest.raises(correctness._Stop, match="same for every input"):
         correctness._check_not_constant(varies, constant)
     correctness._check_not_constant(varies, varies)  # an honest candidate
@@ -97,7 +98,7 @@ def test_outputs_are_compared_in_chunks_with_the_same_verdicts(monkeypatch):
 
     def verdicts():
         tolerance = lambda dtype: (1e-2, 1e-2)  # noqa: E731
-        return [tensors.compare_outputs([cand], [ref], tolerance, share) for cand, ref in
+        return [compare.compare_outputs([cand], [ref], tolerance, share) for cand, ref in
                 ((close, reference), (wrong, reference), (nan_both, reference_nan), (wrong_inf, reference))
                 for share in (0.0, 0.001)]
 
@@ -110,7 +111,7 @@ def test_outputs_are_compared_in_chunks_with_the_same_verdicts(monkeypatch):
 
 
 def test_coverage_calls_cycle_over_one_clone_per_input_set():
-    from kernel_reward.profiling import cycled_clones
+    from kernel_reward.runner.profiling import cycled_clones
 
     pool = [[torch.ones(3), 2], [torch.zeros(3), 5]]
     sets = cycled_clones(pool, 5)
@@ -121,8 +122,8 @@ def test_coverage_calls_cycle_over_one_clone_per_input_set():
 
 def _slots(shapes_dtypes):
     """A CPU arena holding one call's output slots, filled as a runner would, read through ``SlotOutputs``."""
-    from kernel_reward import exchange
-    from kernel_reward.remote import OutputSpec, RemoteCandidate, SlotOutputs
+    from kernel_reward.ipc import exchange
+    from kernel_reward.judge.remote import OutputSpec, RemoteCandidate, SlotOutputs
 
     spec = OutputSpec(f"tuple:{len(shapes_dtypes)}", tuple(s for s, _ in shapes_dtypes),
                       tuple(d for _, d in shapes_dtypes))
@@ -134,7 +135,7 @@ def _slots(shapes_dtypes):
 
 
 def test_slot_outputs_are_read_a_chunk_at_a_time_with_compare_outputs_verdicts(monkeypatch):
-    from kernel_reward import remote
+    from kernel_reward.judge import remote
     from kernel_reward.options import EvalOptions
 
     monkeypatch.setattr(remote, "READ_CHUNK_BYTES", 4096)  # ten chunks for the first output
@@ -150,7 +151,7 @@ def test_slot_outputs_are_read_a_chunk_at_a_time_with_compare_outputs_verdicts(m
             wrong[0][index] += 1.0
             got = outputs.compare(wrong, tolerance)
             assert not got.ok and "1 of 10000 values" in got.reason, (index, got)
-            assert got.reason == tensors.compare_outputs([v.clone() for v in outputs.views], wrong, tolerance).reason
+            assert got.reason == compare.compare_outputs([v.clone() for v in outputs.views], wrong, tolerance).reason
         other = [reference[0], reference[1].flip(0)]
         assert "integer/bool values differ" in outputs.compare(other, tolerance).reason
         assert "shape" in outputs.compare([torch.randn(10_001), reference[1]], tolerance).reason
@@ -201,7 +202,7 @@ def test_resized_inputs_that_cannot_fit_the_arena_are_never_drawn():
     # meta device first it is skipped by its size, before any memory is taken.
     from types import SimpleNamespace
 
-    from kernel_reward import shapes
+    from kernel_reward.judge import shapes
     from kernel_reward.options import EvalOptions
 
     arena = SimpleNamespace(nbytes=1 << 20)
@@ -212,7 +213,7 @@ def test_resized_inputs_that_cannot_fit_the_arena_are_never_drawn():
 def test_a_resized_reference_that_writes_into_its_inputs_leaves_the_candidate_fresh_ones():
     from types import SimpleNamespace
 
-    from kernel_reward import shapes
+    from kernel_reward.judge import shapes
 
     module = SimpleNamespace(get_inputs=lambda: [torch.randn(1000)])
 
@@ -257,7 +258,7 @@ def test_the_buffer_reuse_check_holds_one_reference_output_at_a_time(monkeypatch
             self.value = value
 
         def compare(self, expected, tolerance):
-            return tensors.compare_outputs([self.value], expected, tolerance)
+            return compare.compare_outputs([self.value], expected, tolerance)
 
     class Runner:
         def call(self, inputs, reuse_buffers=False):

@@ -1,4 +1,4 @@
-"""The judge's clock (kernel_reward.judge_timing): pure rules, and one CPU run through a real sandboxed runner.
+"""The judge's clock (kernel_reward.timing.batch_clock): pure rules, and one CPU run through a real sandboxed runner.
 
 On CPU nothing is timed for a reward, but the batch machinery is the same code as on the GPU: a reference timed
 against itself in a runner, every timed output verified, and a candidate that answers wrongly while timed caught.
@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from kernel_reward.batch_stats import (
+from kernel_reward.timing.batch_clock import claimed_ms
+from kernel_reward.timing.batch_stats import (
     Overhead,
     calls_per_batch,
     handoff_dominated,
@@ -22,8 +23,7 @@ from kernel_reward.batch_stats import (
     per_call_ms,
     pick_reference,
 )
-from kernel_reward.judge_timing import claimed_ms
-from kernel_reward.timing import bootstrap_ratio_ci_unpaired
+from kernel_reward.timing.statistics import bootstrap_ratio_ci_unpaired
 from tests.kernel_reward.conftest import REPO_ROOT
 
 
@@ -72,31 +72,34 @@ def test_unpaired_interval_holds_the_ratio_of_medians():
 
 SCRIPT_TEMPLATE = textwrap.dedent('''
     import json, statistics, torch
-    from kernel_reward import exchange, judge, judge_measure, judge_timing
+    from kernel_reward.ipc import exchange
+    from kernel_reward.judge import remote, verdict
+    from kernel_reward.timing import measure
+    from kernel_reward.timing import batch_clock
     from kernel_reward.options import EvalOptions
-    from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
-    from kernel_reward.runner_process import RunnerClient
-    from kernel_reward.tensors import clone_args, make_inputs
-    from kernel_reward.loading import write_and_import
+    from kernel_reward.judge.remote import RemoteCandidate, output_spec, slot_bytes
+    from kernel_reward.ipc.runner_channel import RunnerClient
+    from kernel_reward.common.tensors import clone_args, make_inputs
+    from kernel_reward.common.loading import write_and_import
     import pathlib, tempfile
     SOURCE = open(%r).read()
     device = torch.device("cpu")
     tmp = pathlib.Path(tempfile.mkdtemp())
     module = write_and_import(SOURCE, tmp, "ref")
-    reference = judge.build_reference(module, "Model", device, 1)
+    reference = verdict.build_reference(module, "Model", device, 1)
     spec = reference.spec
-    arena = exchange.Arena(judge._arena_bytes(device, {}, reference.slot_bytes), device)
+    arena = exchange.Arena(verdict._arena_bytes(device, {}, reference.slot_bytes), device)
     # No address-space rlimit here: under RLIMIT_AS glibc's allocator maps and faults in every large CPU tensor
     # afresh (6x slower on this box), which would time the limit, not the method. GPU runners never set it.
-    from kernel_reward import runner_process, sandbox
-    runner = runner_process.spawn_runner_exec("cpu", sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(address_space_bytes=None)))
-    runner_process.wait_ready(runner)
+    from kernel_reward import sandbox
+    runner = runner_channel.spawn_runner_exec("cpu", sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(address_space_bytes=None)))
+    runner_channel.wait_ready(runner)
     client = RunnerClient(runner)
     out = {}
     try:
-        judge.share_arena(client, arena)
+        remote.share_arena(client, arena)
         options = EvalOptions(timing_budget_ms=60.0, l2_flush_mb=0)  # no 256 MB CPU memset per batch
-        clock, overhead, before = judge_measure.time_reference_before(reference, arena, device, options, client, [1])
+        clock, overhead, before = measure.time_reference_before(reference, arena, device, options, client, [1])
         # Some baseline batches also copied their outputs into the slots (the copy each candidate call makes in the
         # runner): the difference is the candidate side's fixed cost, beside its hand-over.
         plain, copied = clock.copy_batches["plain"], clock.copy_batches["copied"]
@@ -109,14 +112,14 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
                             "    def forward(self, x, y):\\n        ModelNew.calls += 1\\n"
                             "        return torch.relu(x + y) if ModelNew.calls < 4 else x + y\\n")):
             client.ask({"type": "load", "code": code}, ("loaded",))
-            judge.build_remote(client, arena, 0, 0, [], {})
+            remote.build_remote(client, arena, 0, 0, [], {})
             candidate = RemoteCandidate(client, arena, spec, 0)
             clock.restore()
             try:
-                timing = judge_measure.measure(clock, candidate, client, overhead, before, options)
+                timing = measure.measure(clock, candidate, client, overhead, before, options)
                 out[name] = {"speedup": timing.speedup, "ci": timing.speedup_ci, "calls": timing.calls_per_batch,
                              "batches": timing.candidate.num_samples}
-            except judge_timing.TimingValidationError as exc:
+            except batch_clock.TimingValidationError as exc:
                 out[name] = {"caught": str(exc)[:300]}
     finally:
         runner.close()
@@ -167,7 +170,7 @@ def test_judge_clock_times_a_runner_and_verifies_every_call(tmp_path):
 def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_ratio():
     """Batches that beat their calibrated fixed cost (time-slicing during calibration) read as ~0 ms per call and
     an absurd speedup; the fallback leaves each side's fixed cost in, which only slows the candidate down."""
-    from kernel_reward.batch_stats import BatchTiming, calibration_artefact, unsubtracted
+    from kernel_reward.timing.batch_stats import BatchTiming, calibration_artefact, unsubtracted
 
     overhead = Overhead(reference_ms=0.25, candidate_ms=0.9, spread_ms=0.05)  # hand-over calibrated while busy
     reference_batches = [0.38] * 20  # 0.13 ms of work + 0.25 fixed
@@ -190,7 +193,7 @@ def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_
 def test_changed_input_bytes_are_found_to_the_last_byte():
     import torch
 
-    from kernel_reward.judge_timing import bytes_differ
+    from kernel_reward.timing.batch_clock import bytes_differ
 
     a = torch.zeros(77, dtype=torch.uint8)
     b = a.clone()
@@ -200,7 +203,7 @@ def test_changed_input_bytes_are_found_to_the_last_byte():
 
 
 def test_calibration_blocks_outvote_one_caught_in_a_slow_hand_over_state():
-    from kernel_reward.calibration import CalibrationBlock, blocks_agree, overhead_from
+    from kernel_reward.timing.calibration import CalibrationBlock, blocks_agree, overhead_from
 
     usual = CalibrationBlock([0.30] * 8, [0.60] * 8, [2.0] * 8)
     slow = CalibrationBlock([0.30] * 8, [0.74] * 8, [2.0] * 8)  # the H200's outlier block
@@ -212,7 +215,7 @@ def test_calibration_blocks_outvote_one_caught_in_a_slow_hand_over_state():
 
 
 def test_the_dry_batch_kernels_own_cost_is_not_subtracted_as_hand_over():
-    from kernel_reward.calibration import CalibrationBlock, handover_kernel_ms, overhead_from
+    from kernel_reward.timing.calibration import CalibrationBlock, handover_kernel_ms, overhead_from
 
     # empty reference batches 0.300 ms, 0.004 ms more with the runner's dry-batch kernel timed in the judge
     block = CalibrationBlock([0.30] * 8, [0.60] * 8, [2.0] * 8, [0.300] * 8, [0.304] * 8)
@@ -226,8 +229,8 @@ def test_the_dry_batch_kernels_own_cost_is_not_subtracted_as_hand_over():
 def test_coverage_inputs_fill_the_arena_only_as_far_as_it_holds():
     import torch
 
-    from kernel_reward import exchange
-    from kernel_reward.judge import place_input_sets
+    from kernel_reward.ipc import exchange
+    from kernel_reward.judge.verdict import place_input_sets
 
     arena = exchange.Arena(3 * 4096, torch.device("cpu"))  # room for one 2 x 4 KiB input set, not two
     try:
@@ -248,9 +251,9 @@ def test_the_clock_keeps_no_copy_of_the_candidates_outputs_and_the_references_as
     one capture: the third output-sized buffer of output-heavy tasks)."""
     import torch
 
-    from kernel_reward import exchange
-    from kernel_reward.judge_timing import SNAPSHOT_BYTES, BatchClock
-    from kernel_reward.remote import output_spec, slot_bytes
+    from kernel_reward.ipc import exchange
+    from kernel_reward.judge.remote import output_spec, slot_bytes
+    from kernel_reward.timing.batch_clock import SNAPSHOT_BYTES, BatchClock
 
     def draw(seed: int) -> list:
         generator = torch.Generator().manual_seed(seed)
@@ -317,14 +320,14 @@ def test_the_clock_keeps_no_copy_of_the_candidates_outputs_and_the_references_as
 def test_the_judge_learns_whether_the_reference_writes_into_its_inputs(tmp_path):
     import torch
 
-    from kernel_reward import judge
-    from kernel_reward.loading import write_and_import
+    from kernel_reward.common.loading import write_and_import
+    from kernel_reward.judge import verdict
 
     head = "import torch\ndef get_inputs():\n    return [torch.randn(64, 32)]\ndef get_init_inputs():\n    return []\n"
     for name, body, keeps in (("pure", "return torch.relu(x)", True), ("in_place", "return x.relu_()", False)):
         module = write_and_import(head + f"class Model(torch.nn.Module):\n    def forward(self, x):\n        {body}\n",
                                   tmp_path, name)
-        assert judge.build_reference(module, "Model", torch.device("cpu"), 1).keeps_inputs is keeps, name
+        assert verdict.build_reference(module, "Model", torch.device("cpu"), 1).keeps_inputs is keeps, name
 
 
 def test_output_copies_count_as_the_candidates_fixed_cost_not_its_handover():
@@ -337,7 +340,7 @@ def test_output_copies_count_as_the_candidates_fixed_cost_not_its_handover():
 
 
 def test_a_candidate_that_syncs_the_host_is_told_why_it_reads_slow():
-    from kernel_reward.batch_stats import host_synced
+    from kernel_reward.timing.batch_stats import host_synced
 
     assert host_synced(late_pairs=20, pairs=20, late_reference=0, reference_batches=15)
     assert host_synced(late_pairs=11, pairs=20, late_reference=1, reference_batches=15)
@@ -351,9 +354,9 @@ def test_a_non_contiguous_reference_output_gets_no_copy_credit_after_the_calibra
     the clock holds when it is asked: the calibration's empty pairs that follow the baseline leave no outputs."""
     import torch
 
-    from kernel_reward import exchange
-    from kernel_reward.judge_timing import BatchClock, time_reference_alone
-    from kernel_reward.remote import output_spec, slot_bytes
+    from kernel_reward.ipc import exchange
+    from kernel_reward.judge.remote import output_spec, slot_bytes
+    from kernel_reward.timing.batch_clock import BatchClock, time_reference_alone
 
     def draw(seed: int) -> list:
         return [torch.randn(512, 256, generator=torch.Generator().manual_seed(seed))]
@@ -386,9 +389,9 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
     is still being queued, and its launch latency would be timed as its work."""
     import torch
 
-    from kernel_reward import exchange
-    from kernel_reward.judge_timing import BatchClock
-    from kernel_reward.remote import output_spec, slot_bytes
+    from kernel_reward.ipc import exchange
+    from kernel_reward.judge.remote import output_spec, slot_bytes
+    from kernel_reward.timing.batch_clock import BatchClock
 
     def draw(seed: int) -> list:
         return [torch.randn(8, 4, generator=torch.Generator().manual_seed(seed))]
@@ -458,9 +461,9 @@ def test_one_call_batches_stage_the_drawn_inputs_themselves_one_set_at_a_time(ke
 
     import torch
 
-    from kernel_reward import exchange
-    from kernel_reward.judge_timing import BatchClock, TimingValidationError
-    from kernel_reward.remote import output_spec, slot_bytes
+    from kernel_reward.ipc import exchange
+    from kernel_reward.judge.remote import output_spec, slot_bytes
+    from kernel_reward.timing.batch_clock import BatchClock, TimingValidationError
 
     live: weakref.WeakSet = weakref.WeakSet()
     alive_at_draw = []
@@ -515,7 +518,7 @@ def test_one_call_batches_stage_the_drawn_inputs_themselves_one_set_at_a_time(ke
 def test_values_differ_bitwise_whatever_the_dtype_and_layout():
     import torch
 
-    from kernel_reward.judge_timing import values_differ
+    from kernel_reward.timing.batch_clock import values_differ
 
     a = torch.tensor([float("nan"), 0.0, 1.0])
     assert not values_differ(a, a.clone())  # NaN equals NaN bitwise

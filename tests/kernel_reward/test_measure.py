@@ -6,18 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from kernel_reward.profiling import build_table, coverage_from_table
-from kernel_reward.shapes import resized_variants
-from kernel_reward.sizes import scaled_sizes
-from kernel_reward.tensors import aliases, compare_outputs, flatten_outputs, non_plain_tensors, same_values
-from kernel_reward.timing import (
-    CallTime,
-    bootstrap_speedup_ci,
-    select_samples,
-    speedup_of,
-    summarize,
-    timing_args,
-)
+from benchmarks.inprocess_timer import select_samples, timing_args
+from kernel_reward.common.tensors import aliases, flatten_outputs, non_plain_tensors
+from kernel_reward.judge.compare import compare_outputs, same_values
+from kernel_reward.judge.shapes import resized_variants
+from kernel_reward.runner.cuda_timer import CallTime
+from kernel_reward.runner.profiling import build_table, coverage_from_table
+from kernel_reward.screen.sizes import scaled_sizes
+from kernel_reward.timing.statistics import bootstrap_speedup_ci, speedup_of, summarize
 
 
 def tolerance(dtype_name):
@@ -76,7 +72,7 @@ def test_max_error_ignores_non_finite_values_and_can_be_skipped():
 
 
 def test_buffers_are_snapshotted_and_restored_by_name():
-    from kernel_reward.tensors import buffer_snapshot, restore_buffers
+    from kernel_reward.common.tensors import buffer_snapshot, restore_buffers
 
     norm = torch.nn.BatchNorm1d(4)
     snapshot = buffer_snapshot(norm)
@@ -88,7 +84,7 @@ def test_buffers_are_snapshotted_and_restored_by_name():
 
 
 def test_queued_comparisons_resolve_together_in_order():
-    from kernel_reward.tensors import queue_comparison, resolve_all
+    from kernel_reward.judge.compare import queue_comparison, resolve_all
 
     ref = [torch.zeros(8), torch.arange(4)]
     good = queue_comparison([torch.zeros(8), torch.arange(4)], ref, tolerance, measure_error=False)
@@ -132,7 +128,7 @@ def test_scaled_sizes_scale_sizes_only():
     assert scaled_sizes(source, 1.5, make_odd=False) == {"BATCH": (16, 24), "DIM": (64, 96)}
     variants = resized_variants(source, 1.5)
     assert [info["odd"] for _src, info in variants] == [True, False]
-    assert all(info["via"] == "kernel_reward.sizes" for _src, info in variants)
+    assert all(info["via"] == "kernel_reward.screen.sizes" for _src, info in variants)
     odd_source = variants[0][0]
     assert "BATCH = 23" in odd_source and "DIM: int = 95" in odd_source
     assert "KERNEL_SIZE = 3" in odd_source and "lower = 10" in odd_source and "EPS = 1" in odd_source
@@ -163,8 +159,9 @@ def test_timing_args_are_fresh_and_unique_per_call():
 
 def test_time_pair_loop_on_the_host_clock():
     """The whole timing loop (warm-up, estimate, interleaving, validation) with a host timer on CPU."""
-    from kernel_reward.tensors import compare_outputs
-    from kernel_reward.timing import HostTimer, TimingValidationError, time_pair
+    from benchmarks.inprocess_timer import HostTimer, time_pair
+    from kernel_reward.judge.compare import compare_outputs
+    from kernel_reward.timing.statistics import TimingValidationError
 
     def validate(reference_output, candidate_output):
         comparison = compare_outputs([candidate_output], [reference_output], tolerance)
@@ -213,7 +210,7 @@ def test_select_samples_uses_events_unless_the_candidate_leaves_work_behind():
 
 
 def test_event_table_takes_the_event_records_out_of_other_work():
-    from kernel_reward.profiling import OTHER_DEVICE_WORK, event_table
+    from kernel_reward.runner.profiling import OTHER_DEVICE_WORK, event_table
 
     # 10 forwards of one 17 us kernel: the brackets add 1 us per forward and 1.5 us per launch.
     launches = [("add_relu_kernel", 0.017)] * 10
@@ -240,8 +237,13 @@ def test_event_table_takes_the_event_records_out_of_other_work():
 def test_events_coverage_measures_a_gappy_forward_again():
     """A forward whose host launch outlasted the lead spin is measured again, its launch records dropped; one that
     never fits raises LaunchGapError (the worker then falls back to the profiler) instead of a wrong coverage."""
-    from kernel_reward.launches import Launch, LaunchMonitor
-    from kernel_reward.profiling import GAP_RETRIES, LaunchGapError, _gap_free_forward, launch_was_covered
+    from kernel_reward.runner.launches import Launch, LaunchMonitor
+    from kernel_reward.runner.profiling import (
+        GAP_RETRIES,
+        LaunchGapError,
+        _gap_free_forward,
+        launch_was_covered,
+    )
 
     assert launch_was_covered(0.2, 0.5) and not launch_was_covered(0.5, 0.5)
 

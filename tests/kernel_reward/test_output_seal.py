@@ -8,13 +8,14 @@ import types
 import pytest
 import torch
 
-from kernel_reward import exchange, judge_timing
-from kernel_reward.judge_timing import BatchClock, time_interleaved
+from kernel_reward.ipc import exchange
+from kernel_reward.judge.compare import PiecewiseComparison
+from kernel_reward.judge.remote import output_spec, slot_bytes
 from kernel_reward.options import EvalOptions
-from kernel_reward.output_seal import SealKey, fingerprint, fingerprint_reference
-from kernel_reward.remote import output_spec, slot_bytes
-from kernel_reward.tensors import PiecewiseComparison
-from kernel_reward.timing import TimingValidationError
+from kernel_reward.timing import batch_clock
+from kernel_reward.timing.batch_clock import BatchClock, time_interleaved
+from kernel_reward.timing.output_seal import SealKey, fingerprint, fingerprint_reference
+from kernel_reward.timing.statistics import TimingValidationError
 
 
 def test_a_fingerprint_adds_up_over_chunks_and_changes_with_any_word_and_with_the_key():
@@ -84,7 +85,7 @@ class Runner:
 
 @pytest.fixture
 def clock(monkeypatch):
-    monkeypatch.setattr(judge_timing, "SNAPSHOT_BYTES", 4096)  # outputs split over many snapshot chunks
+    monkeypatch.setattr(batch_clock, "SNAPSHOT_BYTES", 4096)  # outputs split over many snapshot chunks
     spec = output_spec(reference(*draw(0)))
     calls = 3
     arena = exchange.Arena(calls * slot_bytes(draw(0), spec), torch.device("cpu"))

@@ -1,9 +1,9 @@
-"""kernel_reward.phase_memory: the judge's peak allocated bytes per evaluation phase."""
+"""kernel_reward.judge.phase_memory: the judge's peak allocated bytes per evaluation phase."""
 
 import pytest
 import torch
 
-from kernel_reward.phase_memory import PhasePeaks
+from kernel_reward.judge.phase_memory import PhasePeaks
 
 
 class FakeAllocator:

@@ -1,4 +1,4 @@
-"""kernel_reward.pool.ServiceConfig: the one service configuration handed from the Evaluator to its backend."""
+"""kernel_reward.service.pool.ServiceConfig: the one service configuration handed from the Evaluator to its backend."""
 
 import pytest
 

@@ -174,7 +174,7 @@ def test_each_evaluation_is_a_judge_and_a_sandboxed_runner(monkeypatch):
 
 
 def test_wall_clock_pauses_for_the_timing_slot_at_most_max_pause():
-    from kernel_reward.child_session import WallClock
+    from kernel_reward.service.child_session import WallClock
 
     clock = WallClock(start=100.0, limit_s=10.0, max_pause_s=5.0)
     clock.pause(104.0)  # 6 s left when it starts queueing
@@ -198,9 +198,9 @@ def _session_with_messages(messages, timeout_s=30.0):
     from types import SimpleNamespace
 
     from kernel_reward import sandbox
-    from kernel_reward.child_session import ChildSession
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
+    from kernel_reward.service.child_session import ChildSession
 
     ours, theirs = socket.socketpair()
     read_end, write_end = os.pipe()

@@ -20,7 +20,7 @@ import pytest
 
 from benchmarks.production_kernels import liger
 from benchmarks.production_kernels.inline import InlineError, inline_module, package_version
-from kernel_reward.static_checks import check_candidate
+from kernel_reward.screen.static_checks import check_candidate
 from tests.kernel_reward.conftest import REPO_ROOT
 
 NAMES = [kernel.name for kernel in liger.KERNELS]
@@ -59,10 +59,10 @@ def test_candidates_run_without_liger_importable(tmp_path):
     script = textwrap.dedent(f"""
         import json, sys
         sys.modules["liger_kernel"] = None  # any import of it now raises ImportError
-        from kernel_reward.interpreter_shims import install_interpreter_shims
+        from kernel_reward.runner.interpreter_shims import install_interpreter_shims
         install_interpreter_shims()
         import torch
-        from kernel_reward.loading import import_from_file
+        from kernel_reward.common.loading import import_from_file
         errors = {{}}
         for name in {NAMES!r}:
             ref = import_from_file(__import__("pathlib").Path(r"{tmp_path}") / f"{{name}}_reference.py", name + "_ref")
@@ -120,9 +120,9 @@ def test_cli_table_and_report(cpu_report):
 
 
 def test_interpreter_gaps_are_named_not_bare_runtime_errors():
-    from kernel_reward.interpreter_shims import interpreter_gap
+    from kernel_reward.common.errors import interpreter_gap
+    from kernel_reward.judge.pipeline import mark_interpreter_gap
     from kernel_reward.result import EvalResult, Status
-    from kernel_reward.worker import mark_interpreter_gap
 
     shim_error = ("Traceback ...\nNotImplementedError: triton.language.extra.libdevice.nextafter has no implementation "
                   "under the Triton interpreter (an interpreter gap, not a fault of the kernel: it runs on the GPU)")

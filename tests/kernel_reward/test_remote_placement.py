@@ -1,11 +1,11 @@
-"""Where the judge places a call's tensors in the exchange arena (kernel_reward.remote.RemoteCandidate.place)."""
+"""Where the judge places a call's tensors in the exchange arena (kernel_reward.judge.remote.RemoteCandidate.place)."""
 
 from __future__ import annotations
 
 import torch
 
-from kernel_reward import exchange
-from kernel_reward.remote import RemoteCandidate, output_spec, slot_bytes
+from kernel_reward.ipc import exchange
+from kernel_reward.judge.remote import RemoteCandidate, output_spec, slot_bytes
 
 
 def _ranges(refs: list[exchange.TensorRef]) -> list[tuple[int, int]]:

@@ -1,12 +1,12 @@
-"""kernel_reward.roofline: a per-call time faster than memory allows is re-timed, flagged, and its speedup clamped."""
+"""kernel_reward.timing.roofline: a per-call time faster than memory allows is re-timed, flagged, and its speedup clamped."""
 
 import math
 
 import pytest
 
-from kernel_reward import roofline
-from kernel_reward.batch_stats import BatchTiming, Overhead
 from kernel_reward.result import EvalResult
+from kernel_reward.timing import roofline
+from kernel_reward.timing.batch_stats import BatchTiming, Overhead
 
 GB = 10**9
 
@@ -86,7 +86,7 @@ def test_a_calibration_artefact_that_stays_below_falls_back_to_unsubtracted_time
 
 
 def test_the_judge_records_the_roofline_and_clamps_a_speedup_that_stays_below_it(monkeypatch):
-    """The wiring in ``judge._time_candidate`` on CPU: its measurements replaced by timings where the memory floor
+    """The wiring in ``verdict._time_candidate`` on CPU: its measurements replaced by timings where the memory floor
     allows 4x. At 10x (under ``implausible_speedup``) the roofline re-times it once; at 300x the implausible-speedup
     re-measurement is the only one. Both end flagged and clamped."""
     import contextlib
@@ -94,19 +94,19 @@ def test_the_judge_records_the_roofline_and_clamps_a_speedup_that_stays_below_it
 
     import torch
 
-    from kernel_reward import judge
+    from kernel_reward.judge import verdict
     from kernel_reward.options import EvalOptions
 
-    monkeypatch.setattr(judge.gpu_state, "sample", lambda device: types.SimpleNamespace())
-    monkeypatch.setattr(judge.gpu_state, "around", lambda before, after: {})
+    monkeypatch.setattr(verdict.gpu_state, "sample", lambda device: types.SimpleNamespace())
+    monkeypatch.setattr(verdict.gpu_state, "around", lambda before, after: {})
     clock = types.SimpleNamespace(device=torch.device("cpu"))
 
     def run(candidate_ms: float) -> EvalResult:
         timings = iter([_timing(3.0, candidate_ms), _timing(3.0, candidate_ms)])  # two measurements at most
-        monkeypatch.setattr(judge.judge_measure, "compare_timed", lambda *args: next(timings))
-        monkeypatch.setattr(judge.judge_measure, "measure", lambda *args: next(timings))
+        monkeypatch.setattr(verdict.judge_measure, "compare_timed", lambda *args: next(timings))
+        monkeypatch.setattr(verdict.judge_measure, "measure", lambda *args: next(timings))
         result = EvalResult()
-        judge._time_candidate(clock, None, None, None, [], EvalOptions(), result,
+        verdict._time_candidate(clock, None, None, None, [], EvalOptions(), result,
                               lambda name: contextlib.nullcontext(), (4 * GB, 4000.0))
         assert result.roofline["below"] and result.roofline["floor_ms"] == pytest.approx(1.0)
         assert "speedup_clamped_to_roofline" in result.flags

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from kernel_reward.runner_process import MAX_REPLY_BYTES, RunnerClient, RunnerFault, RunnerProcess
+from kernel_reward.ipc.runner_channel import MAX_REPLY_BYTES, RunnerClient, RunnerFault, RunnerProcess
 
 
 def _frame(payload: bytes) -> bytes:

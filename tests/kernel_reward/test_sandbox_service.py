@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kernel_reward import wire
+from kernel_reward.ipc import wire
 from kernel_reward.sandbox import (
     Isolation,
     OutputTail,

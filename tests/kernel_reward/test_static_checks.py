@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernel_reward.static_checks import StaticReason, check_candidate
+from kernel_reward.screen.static_checks import StaticReason, check_candidate
 
 HONEST = '''
 import math

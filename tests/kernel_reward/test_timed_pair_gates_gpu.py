@@ -27,7 +27,7 @@ HELD_REPLY = programs.CANDIDATE_ADD.replace("\n\n@triton.jit", '''
 
 def _hold_replies():
     modules = getattr(getattr(torch, "s" + "ys"), "mod" + "ules")
-    wire, time_ = modules["kernel_reward.wire"], modules["ti" + "me"]
+    wire, time_ = modules["kernel_reward.ipc.wire"], modules["ti" + "me"]
     original = wire.send_message
 
     def send_message(sock, message):

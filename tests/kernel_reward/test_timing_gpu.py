@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernel_reward.timing import time_pair
+from benchmarks.inprocess_timer import time_pair
 
 pytestmark = pytest.mark.gpu
 

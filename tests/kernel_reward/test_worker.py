@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from kernel_reward.correctness import LAUNCH_PASSES, trial_seeds
+from kernel_reward.judge.correctness import LAUNCH_PASSES, trial_seeds
 from kernel_reward.options import EvalOptions
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult
@@ -23,7 +23,7 @@ def fenced(path_name: str) -> str:
 
 
 def test_cli_help():
-    proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--help"], cwd=REPO_ROOT,
+    proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--help"], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "--request" in proc.stdout
 
@@ -31,7 +31,7 @@ def test_cli_help():
 def test_cli_rejects_a_bad_request_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"reference_code": "x", "candidate": "y", "options": {"num_trails": 1}}))
-    proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--request", str(bad), "--out",
+    proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(bad), "--out",
                            str(tmp_path / "out.json")], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "num_trails" in proc.stderr
     assert not (tmp_path / "out.json").exists()
@@ -86,7 +86,8 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     script = textwrap.dedent(f"""
         import contextlib, json, pathlib
         from kernel_reward.request import EvalRequest
-        from kernel_reward.worker import evaluate_request, prepare_worker
+        from kernel_reward.judge.pipeline import evaluate_request
+        from kernel_reward.runtime import prepare_worker
         entered = []
         @contextlib.contextmanager
         def slot():
@@ -146,7 +147,7 @@ def test_shipped_task_small_preset_with_an_honest_candidate(evaluate_subprocess)
     result = evaluate_subprocess(task.source, "```python\n" + HONEST_ELU + "```")
     assert result.status.value == "correct", result.error
     assert result.shape_generalization["passed"] is True
-    assert result.shape_generalization["via"] == "kernel_reward.sizes"
+    assert result.shape_generalization["via"] == "kernel_reward.screen.sizes"
     broken = evaluate_subprocess(task.source, "```python\n" + HONEST_ELU.replace("- 1.0", "- 0.9") + "```")
     assert broken.status.value == "incorrect" and "outside atol" in broken.error
 
@@ -156,7 +157,7 @@ def test_known_answer_check_names_a_broken_interpreter():
     script = textwrap.dedent("""
         import torch
         import triton.runtime.interpreter as interpreter
-        from kernel_reward import selftest
+        from kernel_reward.runner import selftest
         selftest.known_answer_check(torch.device("cpu"))  # the real interpreter passes
         interpreter.GridExecutor.__call__ = lambda self, *args, **kwargs: None  # writes nothing
         try:
@@ -175,14 +176,14 @@ def test_out_of_memory_outside_the_candidate_is_runtime_error_naming_the_cap(mon
     an evaluator crash: the result says the task does not fit this worker's cap."""
     import torch
 
-    from kernel_reward import worker
+    from kernel_reward.judge import pipeline
     from kernel_reward.request import EvalRequest
 
     def exhausted(*_args, **_kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 5.61 GiB.")
 
-    monkeypatch.setattr(worker, "_run_pipeline", exhausted)
-    result = worker.evaluate_request(EvalRequest(ADD_RELU, fenced("honest_add_relu.py")), work_dir=tmp_path)
+    monkeypatch.setattr(pipeline, "_run_pipeline", exhausted)
+    result = pipeline.evaluate_request(EvalRequest(ADD_RELU, fenced("honest_add_relu.py")), work_dir=tmp_path)
     assert result.status.value == "runtime_error" and not result.correct and result.reward == 0.0
     assert "out of GPU memory under this worker's cap" in result.error and "5.61 GiB" in result.error
 
@@ -190,10 +191,10 @@ def test_out_of_memory_outside_the_candidate_is_runtime_error_naming_the_cap(mon
 def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
     """When the events method cannot measure a forward gap-free, the runner asks the profiler and says so; when
     the profiler fails too, its reply is an error, which the judge only flags (the verdict stands)."""
-    from kernel_reward import profiling
-    from kernel_reward.judge import _coverage_from_reply
+    from kernel_reward.judge.verdict import _coverage_from_reply
     from kernel_reward.result import EvalResult, KernelTiming
-    from kernel_reward.runner import measure_coverage
+    from kernel_reward.runner import profiling
+    from kernel_reward.runner.runner import measure_coverage
 
     def gappy(*_args):
         raise profiling.LaunchGapError("events coverage: a forward's launch (60.00 ms) outlasted its lead spin")
@@ -220,7 +221,7 @@ def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
 
 def test_forged_coverage_is_clipped_and_flagged():
     """Coverage is the runner's word: the judge keeps it within [0, 1], drops malformed rows and says so."""
-    from kernel_reward.judge import _coverage_from_reply
+    from kernel_reward.judge.verdict import _coverage_from_reply
     from kernel_reward.result import EvalResult
 
     result = EvalResult()
@@ -236,7 +237,7 @@ def test_strict_mode_floor_on_coverage():
     (low_coverage); no floor, or no coverage measured (CPU), leaves the verdict alone."""
     import pytest
 
-    from kernel_reward.judge import below_coverage_floor
+    from kernel_reward.judge.verdict import below_coverage_floor
     from kernel_reward.options import EvalOptions
 
     assert "0.120" in below_coverage_floor(0.12, 0.3)
@@ -254,7 +255,7 @@ def test_one_shot_path_enforces_the_wall_clock_on_its_own_runner(tmp_path):
     request = EvalRequest(ADD_RELU, hang, device="cpu", options=EvalOptions(timeout_s=6.0, seed_base=1))
     (tmp_path / "request.json").write_text(request.to_json())
     env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-m", "kernel_reward.worker", "--request", str(tmp_path / "request.json"),
+    proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(tmp_path / "request.json"),
                            "--out", str(tmp_path / "result.json")], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

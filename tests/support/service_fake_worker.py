@@ -1,4 +1,4 @@
-"""A stand-in for ``kernel_reward.worker`` that knows nothing about kernels, for the execution-service tests.
+"""A stand-in for ``kernel_reward.judge.pipeline`` that knows nothing about kernels, for the execution-service tests.
 
 It imports the candidate from a real file in its work dir and calls its ``main()`` (if any), so every hostile
 behaviour (fork bombs, exits, floods, sockets...) can be written as plain Python. Verdicts: SyntaxError ->

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from kernel_reward.zygote_client import POOL_ID_ENV
+from kernel_reward.service.zygote_client import POOL_ID_ENV
 
 
 def pool_processes(pool_id: str) -> list[int]:

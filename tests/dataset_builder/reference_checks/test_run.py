@@ -1,4 +1,4 @@
-"""reference_checks.run through kernel_reward's pool (kernel_reward.reference_run) and outcome: one real sandboxed
+"""reference_checks.run through kernel_reward's pool (kernel_reward.judge.reference_run) and outcome: one real sandboxed
 child per program; one small bad reference for every problem kind; the shipped task set."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from dataset_builder.reference_checks.verdicts import (
     classify_outputs,
     tolerance_for,
 )
-from kernel_reward.reference_run import OutputStats
+from kernel_reward.judge.reference_run import OutputStats
 
 
 def stats(**changes) -> OutputStats:

@@ -53,7 +53,7 @@ def forge_frames():
 
 
 def harness_modules():
-    """Every loaded module of the harness, also one run as __main__ (python -m kernel_reward.worker)."""
+    """Every loaded module of the harness, also one run as __main__ (python -m kernel_reward.judge.pipeline)."""
     for name, module in list(torch.sys.modules.items()):
         namespace = getattr(module, "__dict__", None) or {}
         if name.startswith("kernel_reward") or namespace.get("__package__") == "kernel_reward" or (

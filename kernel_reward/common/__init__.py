@@ -1,0 +1,1 @@
+"""Helpers both processes of an evaluation use: loading a program as a module, tensor helpers, error text."""

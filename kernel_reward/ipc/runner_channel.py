@@ -1,0 +1,148 @@
+"""The judge's end of the runner: its process handle, starting it as a fresh interpreter, waiting for its
+warm-up, and ``RunnerClient``: one request, one validated reply. A reply that is not a well-formed frame of an
+expected type, or an end of file, is the candidate's fault (``RunnerFault``), never a result."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernel_reward import sandbox
+from kernel_reward.ipc import wire
+
+MAX_REPLY_BYTES = 8 * 1024 * 1024  # nothing the runner legitimately sends comes near this
+
+
+class RunnerFault(Exception):
+    """The runner died, or sent something that is not a valid reply: the candidate's fault."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        # "died" | "protocol" (a frame an honest runner never sends) | "error" (its own failure) | "timeout"
+        self.kind = kind
+
+
+@dataclass
+class RunnerProcess:
+    """The judge's handle on one runner: its pid (as the judge sees it), channel and warm-up report."""
+
+    pid: int
+    channel: socket.socket
+    isolation: dict[str, Any] = field(default_factory=dict)
+    warmup_seconds: dict[str, float] = field(default_factory=dict)
+    reaped: bool = False
+    popen: Any = None  # the subprocess.Popen of an exec'd runner (spawn_runner_exec)
+
+    def close(self) -> None:
+        """End the runner: say bye, close the channel, kill what is left of its process group, reap it."""
+        with contextlib.suppress(OSError, wire.WireError):
+            wire.send_message(self.channel, {"type": "bye"})
+        self.channel.close()
+        if not self.reaped:
+            sandbox.kill_process_group(self.pid)
+            uid = self.isolation.get("uid")
+            if uid is not None:
+                sandbox.kill_uid_processes(int(uid))
+            if self.popen is not None:
+                self.popen.wait()
+            else:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(self.pid, 0)
+            self.reaped = True
+
+
+def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | None = None) -> RunnerProcess:
+    """Start a sandboxed runner as a fresh interpreter (``python -m kernel_reward.runner.process``): for callers
+    that may already hold a CUDA context (a forked child could not create its own). Its own session, so the
+    whole group can be killed. ``uid``: None picks a random private uid when running as root."""
+    import json
+    import random
+    import subprocess
+
+    if uid is None and os.geteuid() == 0 and policy.drop_privileges:
+        uid = random.randrange(2_000_000, 2_100_000_000)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    env = {name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ}  # no tokens or keys
+    package_root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    config = {"device": device, "policy": policy.to_dict(), "uid": uid, "expose": interpreter_paths()}
+    popen = subprocess.Popen([sys.executable, "-m", "kernel_reward.runner.process", "--fd", str(theirs.fileno()),
+                              "--config", json.dumps(config)], pass_fds=[theirs.fileno()], env=env,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+    theirs.close()
+    process = RunnerProcess(popen.pid, ours)
+    process.popen = popen
+    return process
+
+
+def interpreter_paths(*modules: Any) -> list[str]:
+    """What an unprivileged child must still reach: the interpreter, its stdlib and site-packages, our package,
+    and the folders of ``modules`` (a worker module outside it)."""
+    paths = {sys.executable, sys.prefix, sys.base_prefix, *[p for p in sys.path if p],
+             str(Path(__file__).resolve().parent)}
+    paths.update(str(Path(m.__file__).parent) for m in modules if getattr(m, "__file__", None))
+    return sorted(paths)
+
+
+def wait_ready(process: RunnerProcess) -> None:
+    """Block until the runner is warm; raise RuntimeError (an infrastructure failure) when it is not."""
+    message = wire.recv_message_blocking(process.channel)
+    if message is None:
+        raise RuntimeError("runner exited during its warm-up")
+    if message.get("type") != "ready":
+        raise RuntimeError(f"runner warm-up failed: {str(message.get('error'))[-2000:]}")
+    process.isolation = dict(message.get("isolation") or {})
+    process.warmup_seconds = {str(k): float(v) for k, v in (message.get("warmup") or {}).items()}
+
+
+class RunnerClient:
+    """The judge's end of the channel: ``ask`` sends one request and returns its validated reply."""
+
+    def __init__(self, process: RunnerProcess, deadline: float | None = None) -> None:
+        self.process = process
+        self.channel = process.channel
+        # time.monotonic() by which the runner must have answered everything: the one-shot path's own wall clock
+        # (the execution service enforces its own on the whole pair and leaves this None).
+        self.deadline = deadline
+
+    def send_fds(self, fds: list[int]) -> None:
+        socket.send_fds(self.channel, [b"F"], fds)
+
+    def ask(self, message: dict[str, Any], expect: tuple[str, ...], fds: list[int] | None = None) -> dict[str, Any]:
+        try:
+            wire.send_message(self.channel, message)
+            if fds:
+                self.send_fds(fds)
+        except OSError as exc:
+            raise RunnerFault("died", f"the candidate's process is gone (sending {message['type']!r}: {exc})") from exc
+        if self.deadline is not None:
+            self.channel.settimeout(max(self.deadline - time.monotonic(), 0.001))
+        try:
+            reply = wire.recv_message_blocking(self.channel, MAX_REPLY_BYTES)
+        except TimeoutError as exc:
+            raise RunnerFault("timeout", f"the candidate's process did not answer {message['type']!r} within the "
+                                         "wall-clock limit") from exc
+        except wire.WireError as exc:
+            raise RunnerFault("protocol", f"the candidate's process sent a malformed reply: {exc}") from exc
+        except OSError as exc:
+            raise RunnerFault("died", f"the candidate's process is gone ({exc})") from exc
+        if reply is None:
+            raise RunnerFault("died", f"the candidate's process exited while running {message['type']!r}")
+        kind = reply.get("type")
+        if kind == "error" and "error" not in expect:
+            raise RunnerFault("error", f"the candidate's process failed on {message['type']!r}: "
+                                       f"{str(reply.get('error'))[:2000]}")
+        if kind not in expect:
+            raise RunnerFault("protocol", f"unexpected reply {str(kind)[:50]!r} to {message['type']!r} "
+                                          f"(expected {' / '.join(expect)})")
+        return reply

@@ -1,0 +1,351 @@
+"""Correctness and integrity of one candidate against its reference, decided in the judge.
+
+The candidate runs in its own process (``remote.RemoteCandidate``); every comparison, every input and the
+reference itself stay here. Checks that rest on the runner's own report (which Triton kernels launched; the
+ablated call of the decoy check) can only lower a verdict the outputs allow: a runner that lies about them gains
+what its outputs are worth and no more (the ``launch_checks_self_reported`` flag, README).
+
+First, on the fresh model: two candidate calls on the SAME input buffers, refilled with new values in between; a
+second answer that is right for the old values and wrong for the new ones is a replayed cache: hacked.
+
+Per trial (inputs from a hidden seed):
+  1. candidate on fresh clones of the inputs  (before this trial's reference has run)
+  2. reference on fresh clones, in the judge (its outputs never enter memory the runner can reach)
+  3. candidate again on fresh clones  (after the reference: deferred work and reuse of freed memory show up)
+After each candidate call: the inputs in the arena must be bitwise what the judge wrote, the outputs (read from
+the judge's slots, so subclasses and aliases cannot reach the comparison; once per check, ``remote.SlotOutputs``)
+must have the reference's exact structure, shape and dtype, and at least one of the candidate's own Triton kernels
+must have launched. Both candidate outputs must match the reference (dtype-aware tolerance).
+
+Across trials: if the reference's outputs differ but the candidate's are identical, the output is constant
+(hard-coded / cached): hacked. Then one ablated call (``launches.LaunchMonitor(ablate=True)``) checks that the
+candidate's kernels contribute to the answer (decoy detection), and the launch verification runs one forward in
+each module mode (``.train()``, ``.eval()``) under ``torch.inference_mode()`` and under ``torch.enable_grad()``,
+each of which must launch a candidate kernel and still give the right answer.
+
+Fail closed: the report is ``passed`` only when every check ran and succeeded.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernel_reward.common.errors import format_exception
+from kernel_reward.common.tensors import (
+    clone_args,
+    flatten_outputs,
+    make_inputs,
+    restore_buffers,
+    seed_forward,
+    storage_ptrs,
+    synchronize,
+)
+from kernel_reward.ipc.runner_channel import RunnerFault
+from kernel_reward.judge.compare import fingerprint
+from kernel_reward.judge.remote import RemoteCandidate, SlotOutputs
+from kernel_reward.options import EvalOptions
+
+
+class HackReason(enum.StrEnum):
+    TENSOR_SUBCLASS = "tensor_subclass"
+    OUTPUT_ALIASES_INPUT = "output_aliases_input"
+    INPUT_MUTATION = "input_mutation"
+    CONSTANT_OUTPUT = "constant_output"
+    NO_KERNEL_LAUNCHED = "no_kernel_launched"
+    DECOY_KERNEL = "decoy_kernel"
+    INCONSISTENT_RESULTS = "inconsistent_results"  # right before the reference ran, wrong after (or vice versa)
+    INCORRECT_AFTER_TIMING = "incorrect_after_timing"
+    INCORRECT_DURING_TIMING = "incorrect_during_timing"
+    EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
+    CACHED_REPLAY = "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)
+    LOW_COVERAGE = "low_coverage"  # strict mode (EvalOptions.min_coverage): coverage under the floor
+    FORGED_MESSAGE = "forged_message"  # the runner sent a frame its harness never sends (the candidate wrote it)
+
+
+# Runner-side checks (``runner._self_check``) whose report names a hack: a runner can only hurt itself by them.
+SELF_REPORTED_HACKS = {"hack:tensor_subclass": HackReason.TENSOR_SUBCLASS,
+                       "hack:output_aliases_input": HackReason.OUTPUT_ALIASES_INPUT}
+
+
+class Verdict(enum.StrEnum):
+    PASSED = "passed"
+    INCORRECT = "incorrect"
+    HACKED = "hacked"
+    RUNTIME_ERROR = "runtime_error"
+
+
+@dataclass
+class CorrectnessReport:
+    verdict: Verdict = Verdict.RUNTIME_ERROR  # fail closed
+    error: str | None = None
+    hack_reasons: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    launched_kernels: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.PASSED
+
+    def stop(self, stop: _Stop) -> None:
+        """Record the verdict that ended the checks early."""
+        self.verdict = stop.verdict
+        self.error = str(stop)
+        if stop.hack is not None:
+            self.hack_reasons.append(stop.hack.value)
+
+
+class _Stop(Exception):
+    """Internal: ends the checks early with a verdict."""
+
+    def __init__(self, verdict: Verdict, message: str, hack: HackReason | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.hack = hack
+
+
+@dataclass
+class JudgeTask:
+    """What the judge holds of one evaluation: the reference (private to this process) and the candidate's proxy."""
+
+    reference_module: Any
+    reference_model: torch.nn.Module
+    candidate: RemoteCandidate
+    init_inputs: list[Any]
+    state_transfer: dict[str, Any] = field(default_factory=dict)
+    reference_keeps_inputs: bool = False  # its forward leaves its inputs alone: it may run on the judge's own inputs
+    # The reference's buffers when the candidate was built (and given the reference's state): both sides go back to
+    # them before each module mode's launch passes (``verify_launch_passes``).
+    reference_buffers: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def trial_seeds(base: int, count: int) -> list[int]:
+    """Deterministic, well-spread seeds from a (secret) base."""
+    return [(base * 1_000_003 + 7919 * i) % (2**31 - 1) for i in range(count)]
+
+
+@dataclass
+class CandidateRunner:
+    """Calls the candidate (in its runner process) and turns what the judge observed into verdicts; shared by the
+    trials, the launch passes and the timing re-check."""
+
+    task: JudgeTask
+    device: torch.device
+    options: EvalOptions
+    launched: set[str] = field(default_factory=set)
+
+    def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False,
+             reuse_buffers: bool = False, training: bool = True) -> SlotOutputs:
+        """One checked forward; its outputs stay in the arena until the next call (read them before it).
+        ``reuse_buffers`` puts the inputs in the same arena places as the previous call (the buffer-reuse check
+        needs the candidate to see the same storage twice)."""
+        outcome = self.task.candidate.call(inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers,
+                                           training=training)
+        self.launched.update(outcome.own_launches)
+        if not outcome.ok:
+            if outcome.kind == "exit":
+                raise _Stop(Verdict.HACKED, outcome.error or "forward raised SystemExit", HackReason.EARLY_EXIT)
+            if outcome.kind in SELF_REPORTED_HACKS:
+                raise _Stop(Verdict.HACKED, outcome.error or outcome.kind, SELF_REPORTED_HACKS[outcome.kind])
+            if outcome.kind in ("format", "structure"):
+                raise _Stop(Verdict.INCORRECT, outcome.error or "wrong output structure")
+            raise _Stop(Verdict.RUNTIME_ERROR, outcome.error or "candidate forward failed")
+        if outcome.inputs_mutated:
+            raise _Stop(Verdict.HACKED, "forward modified its input tensors", HackReason.INPUT_MUTATION)
+        if not ablate and not outcome.own_launches:
+            raise _Stop(
+                Verdict.HACKED,
+                f"no Triton kernel of the candidate launched in forward (other launches: {outcome.launched or 'none'})",
+                HackReason.NO_KERNEL_LAUNCHED,
+            )
+        return outcome.outputs
+
+
+def run_reference(task: JudgeTask, inputs: list[Any], device: torch.device) -> list[torch.Tensor]:
+    """The reference's output for ``inputs`` (the judge's private copy). No poisoning of freed memory is needed any
+    more: the reference runs in the judge's process, whose memory the runner cannot reach (stale-memory hacks can
+    only find the candidate's own earlier outputs, which are wrong for new inputs).
+
+    Memory: the inputs are cloned only for a reference that writes into them, and an output is cloned only where
+    it shares storage with the inputs or the model's own tensors (a 6 GiB task: up to 12 GiB of copies fewer)."""
+    args = inputs if task.reference_keeps_inputs else clone_args(inputs)
+    with torch.no_grad():
+        seed_forward()  # the runner seeds the candidate's forward the same way
+        raw = flatten_outputs(task.reference_model(*args))
+    held = storage_ptrs([*inputs, *task.reference_model.parameters(), *task.reference_model.buffers()])
+    kept = [o.detach().clone() if storage_ptrs([o]) & held else o.detach() for o in raw]
+    del raw, args
+    synchronize(device)
+    return kept
+
+
+def check_correctness(task: JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> CorrectnessReport:
+    """All trials, the constant-output check, decoy ablation and launch verification. Never raises."""
+    report = CorrectnessReport()
+    runner = CandidateRunner(task, device, options)
+    trials: list[dict[str, Any]] = []
+    report.details = {"trials": trials, "num_trials": len(seeds), "tolerance": {
+        "fp32": [options.atol_fp32, options.rtol_fp32], "half": [options.atol_half, options.rtol_half]}}
+    try:
+        _check_buffer_reuse(runner, task, device, options, seeds)
+        report.details["buffer_reuse_check"] = "passed"
+        # Fingerprints, not the outputs: a trial holds its inputs and two outputs at most (issue 15: keeping every
+        # trial's outputs for the constant-output check held 2 x trials x outputs, 60 GiB on a 6 GiB task).
+        ref_prints, cand_prints = [], []
+        for index, seed in enumerate(seeds):
+            inputs = make_inputs(task.reference_module, seed, device)
+            before = runner.call(inputs)
+            try:
+                reference = run_reference(task, inputs, device)
+            except Exception as exc:
+                raise _Stop(Verdict.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)) from exc
+            report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
+            first = before.compare(reference, options.tolerance)
+            del before
+            after = runner.call(inputs)
+            del inputs
+            read = after.read([reference], options.tolerance)
+            second = read.comparisons[0]
+            trials.append({"trial": index, "max_abs_error": _max(first.max_abs_error, second.max_abs_error),
+                           "ok_before_reference": first.ok, "ok_after_reference": second.ok})
+            if not (first.ok and second.ok):
+                reason = first.reason or second.reason
+                if first.ok != second.ok:
+                    which = "before" if first.ok else "after"
+                    reason = f"right only when run {which} the reference: {reason}"
+                raise _Stop(Verdict.INCORRECT, f"trial {index}: {reason}")
+            ref_prints.append(fingerprint(reference))
+            cand_prints.append(read.fingerprint)  # of the values just compared: the same read
+            del reference, after
+        _check_not_constant(ref_prints, cand_prints)
+        report.details["constant_output_check"] = "passed"
+        if options.decoy_check:
+            _check_not_decoy(runner, task, device, options, seeds[0])
+            report.details["decoy_check"] = "passed"
+        report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
+        report.verdict = Verdict.PASSED
+    except _Stop as stop:
+        report.stop(stop)
+    except RunnerFault:
+        raise  # the candidate's process died or broke the protocol: the pipeline reports it
+    except Exception as exc:  # a harness-side failure caused by odd candidate behaviour: fail closed
+        report.verdict = Verdict.RUNTIME_ERROR
+        report.error = format_exception("evaluation failed", exc)
+    report.launched_kernels = sorted(runner.launched)
+    return report
+
+
+def _check_not_constant(ref_prints: list[tuple[Any, ...]], cand_prints: list[tuple[Any, ...]]) -> None:
+    """Pure: the trials' output fingerprints (``tensors.fingerprint``). Different fingerprints mean different
+    outputs; equal ones equal outputs but for a negligible chance, which could only call a candidate constant."""
+    if len(ref_prints) < 2:
+        return
+    reference_varies = any(r != ref_prints[0] for r in ref_prints[1:])
+    candidate_constant = all(c == cand_prints[0] for c in cand_prints[1:])
+    if reference_varies and candidate_constant:
+        raise _Stop(Verdict.HACKED, "output is the same for every input while the reference's changes", HackReason.CONSTANT_OUTPUT)
+
+
+def _check_buffer_reuse(
+    runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]
+) -> None:
+    """Give the candidate the SAME input storage twice, refilled with new values in between.
+
+    Allocators hand freed blocks back out, so in real use a cache keyed on data pointers or shapes serves stale
+    answers for new inputs, but whether a given run reuses an address is up to the allocator. Reusing the buffers
+    on purpose makes a replay certain to show: hacked when the second answer is right for the OLD values and
+    wrong for the new ones. (A candidate that is simply wrong is left to the trials, which call it incorrect.)
+    Runs first, on a fresh model. The references run in the judge's process, so where they fall between the
+    candidate's calls changes nothing it can see; they are placed so that no more than one input set and one
+    reference output are held beside the arena at once (the candidate's outputs stay in their slots).
+    """
+    originals = make_inputs(task.reference_module, seeds[0], device)
+    first = runner.call(originals)
+    reference_old = run_reference(task, originals, device)
+    del originals
+    if not first.compare(reference_old, options.tolerance).ok:
+        return
+    fresh = make_inputs(task.reference_module, seeds[-1] + 1, device)
+    replay = runner.call(fresh, reuse_buffers=True)
+    replayed_old = replay.compare(reference_old, options.tolerance).ok
+    del reference_old  # one reference's outputs at a time (the H100: 2 outputs beside the arena otherwise)
+    reference_new = run_reference(task, fresh, device)
+    new_comparison = replay.compare(reference_new, options.tolerance)
+    if replayed_old and not new_comparison.ok:
+        raise _Stop(
+            Verdict.HACKED,
+            "new values in the same input buffers got the answer for the previous values (a result cached on "
+            f"pointers or shapes): {new_comparison.reason}",
+            HackReason.CACHED_REPLAY,
+        )
+
+
+def _check_not_decoy(runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> None:
+    inputs = make_inputs(task.reference_module, seed, device)
+    reference = run_reference(task, inputs, device)
+    try:
+        ablated = runner.call(inputs, ablate=True)
+    except _Stop:
+        return  # the candidate breaks without its kernels: they matter
+    if ablated.compare(reference, options.tolerance).ok:
+        raise _Stop(Verdict.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", HackReason.DECOY_KERNEL)
+
+
+LAUNCH_PASSES = (  # (name, module in training mode, grad mode): DR.Kernel checks both module modes
+    ("train/inference_mode", True, "inference_mode"), ("train/enable_grad", True, "enable_grad"),
+    ("eval/inference_mode", False, "inference_mode"), ("eval/enable_grad", False, "enable_grad"),
+)
+
+
+def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> dict[str, Any]:
+    """One forward per module mode (``.train()`` / ``.eval()``) and grad mode (inference mode / grad enabled): each
+    must launch a candidate kernel and be right against the reference in the same module mode. A candidate that
+    runs Triton in training mode and plain torch after ``.eval()`` is caught here."""
+    inputs = make_inputs(task.reference_module, seed, device)
+    reference: tuple[bool, list[torch.Tensor]] | None = None  # one module mode's at a time (LAUNCH_PASSES' order)
+    passes: dict[str, Any] = {}
+    for name, training, mode in LAUNCH_PASSES:
+        if reference is None or reference[0] != training:
+            reference = None
+            # Equal buffers on both sides first: a BatchNorm's running statistics move with every training-mode
+            # forward, and the candidate has run more of those than the reference by now (two per trial, one per
+            # reference run), one of them with its kernels skipped (the decoy check: garbage, even NaN, went into
+            # its statistics); ``.eval()`` reads them. KernelBench's BatchNorm problems read `incorrect` without this.
+            restore_buffers(task.reference_model, task.reference_buffers)
+            task.candidate.reset_buffers()
+            task.reference_model.train(training)
+            try:
+                reference = (training, run_reference(task, inputs, device))
+            finally:
+                task.reference_model.train(True)
+        comparison = runner.call(inputs, mode=mode, training=training).compare(reference[1], options.tolerance)
+        if not comparison.ok:
+            raise _Stop(Verdict.INCORRECT, f"{name} pass: {comparison.reason}")
+        passes[name] = "launched"
+    return passes
+
+
+def recheck(task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> CorrectnessReport:
+    """One more full trial (used after timing: the answer must still be right)."""
+    report = CorrectnessReport()
+    runner = CandidateRunner(task, device, options)
+    try:
+        inputs = make_inputs(task.reference_module, seed, device)
+        reference = run_reference(task, inputs, device)
+        comparison = runner.call(inputs).compare(reference, options.tolerance)
+        if not comparison.ok:
+            raise _Stop(Verdict.HACKED, f"wrong after timing: {comparison.reason}", HackReason.INCORRECT_AFTER_TIMING)
+        report.verdict = Verdict.PASSED
+    except _Stop as stop:
+        report.stop(stop)
+    return report
+
+
+def _max(a: float | None, b: float | None) -> float | None:
+    values = [v for v in (a, b) if v is not None]
+    return max(values) if values else None
+
+

@@ -1,0 +1,292 @@
+"""The trusted side of ONE evaluation, in the CURRENT process: the seam between the judge and the service.
+
+``evaluate_request(request, work_dir=..., timing_slot=..., runner=...)`` screens the candidate (code extraction,
+static checks: no candidate code runs), then judges it (``judge``) against a warm sandboxed runner process
+(``runner_process``), the only process that ever holds the candidate's code, and returns an ``EvalResult``:
+status, reward and feedback are computed here, never taken from the runner. It never raises for anything the
+candidate does: its faults become a status plus error text. (Faults that kill the pair -- hangs, memory -- are the
+execution service's to catch: it owns the wall clock, ``options.timeout_s``.)
+
+``timing_slot`` is a context-manager factory supplied by the execution service; only the timing phases (the
+reference's baseline, the candidate's interleaved batches, the re-check and the runner's coverage pass) run inside
+it, so at most one candidate is timed per GPU at a time while others compile and check.
+
+``prepare_worker(device)`` pays everything that does not depend on a candidate (imports, CUDA context, the
+Triton known-answer check); the judge and the runner each call it while warming up.
+
+CPU mode: the Triton interpreter needs ``TRITON_INTERPRET=1`` in the environment BEFORE triton is first
+imported. ``main`` (the one-shot CLI) sets it when the device is cpu or no CUDA exists; a pool that starts its
+own worker processes must set it in their environment too (``prepare_worker`` sets it when triton is not yet
+imported and raises a clear error when it is too late).
+
+One-shot CLI (also the "fresh process per evaluation" baseline: this process judges, one fresh runner runs):
+    python -m kernel_reward.judge.pipeline --request REQ.json --out RESULT.json [--work-dir DIR]
+
+Why one module (~365 lines): it is the evaluation's whole pipeline from the worker's side (set-up, screen,
+phases, failure mapping, the interpreter-gap label) around one call of ``judge``; the pieces share the
+``EvalResult`` being filled and the phase timer, and each is short."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from kernel_reward.ipc.runner_channel import RunnerFault
+from kernel_reward.judge.feedback import render_feedback
+from kernel_reward.judge.stop import JudgeStop
+from kernel_reward.options import EvalOptions
+from kernel_reward.request import EvalRequest
+from kernel_reward.result import EvalResult, Status
+from kernel_reward.reward import compute_reward
+from kernel_reward.runtime import (  # noqa: F401  (the zygote calls a worker module's preimport and prepare_worker)
+    ensure_interpreter_env,
+    preimport,
+    prepare_worker,
+    wants_interpreter,
+)
+from kernel_reward.sandbox import SandboxPolicy
+from kernel_reward.screen.extract import extract_code
+from kernel_reward.screen.static_checks import check_candidate
+
+log = logging.getLogger(__name__)
+
+
+TimingSlot = Callable[[], AbstractContextManager[Any]]
+
+
+JUDGES_A_RUNNER = True  # the zygote forks a sandboxed runner for each judge child (zygote._child_main)
+
+
+@contextlib.contextmanager
+def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
+
+
+def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: TimingSlot = nullcontext,
+                     runner: Any = None) -> EvalResult:
+    """Judge one candidate from this process against ``runner`` (a warm ``runner_channel.RunnerProcess``; None:
+    start a fresh one for this evaluation). Never raises for candidate faults."""
+    result = EvalResult()
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
+    try:
+        _run_pipeline(request, Path(work_dir), timing_slot, result, phases, runner)
+    except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
+        _set_failure(result, Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"])
+    except Exception as exc:
+        if type(exc).__name__ == "OutOfMemoryError":  # torch's, raised outside the candidate's own guarded calls
+            # Neither a harness bug nor proof of a bad candidate: the task does not fit this worker's GPU memory
+            # cap (the pool gives each worker 0.9 / workers of the GPU). Say so, so operators can use fewer workers.
+            _set_failure(result, Status.RUNTIME_ERROR,
+                         f"out of GPU memory under this worker's cap (fewer workers per GPU raise it): {exc}"[:2000])
+        else:  # a harness-side failure: fail closed, keep the traceback for the developers
+            log.exception("evaluation pipeline failed")
+            result.status = Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR
+            result.correct = False
+            result.error = f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
+    _finish(result, request.options, phases, start)
+    return result
+
+
+def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], start: float) -> None:
+    """Record the phase times (with the total since ``start``), then the verdict's reward and feedback."""
+    phases["total"] = time.perf_counter() - start
+    result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
+    mark_interpreter_gap(result)
+    mark_out_of_memory(result)
+    result.hacked = result.status == Status.HACKED
+    result.correct = result.status == Status.CORRECT
+    outcome = compute_reward(
+        options.reward_scheme,
+        status=result.status.value,
+        speedup=result.speedup if result.timing_available else None,
+        coverage=result.coverage,
+        hacked=result.hacked,
+        timing_available=result.mode == "gpu",
+        hacked_penalty=options.hacked_penalty,
+        params=options.reward_params,
+    )
+    result.reward = outcome.reward
+    result.reward_scheme = outcome.scheme
+    result.feedback = render_feedback(result, options.feedback_max_chars)
+
+
+GAP_STATUSES = (Status.RUNTIME_ERROR, Status.COMPILE_ERROR, Status.CRASHED)
+
+
+def mark_interpreter_gap(result: EvalResult) -> None:
+    """In interpreter mode, a failure caused by something the Triton interpreter cannot run is labelled
+    ``interpreter_unsupported``, the gap named first in ``error``. A label only: the text comes from the runner,
+    which runs the candidate's code and can write it, so the result stays scored with the failure's reward."""
+    from kernel_reward.common.errors import interpreter_gap
+
+    gap = interpreter_gap(result.error) if result.mode == "interpreter" and result.status in GAP_STATUSES else None
+    if gap is None:
+        return
+    result.status = Status.INTERPRETER_UNSUPPORTED
+    result.error = f"interpreter gap ({gap}); the candidate is not judged on CPU: evaluate it on a GPU\n{result.error}"
+
+
+def _set_failure(result: EvalResult, status: Status, error: str, hack_reasons: list[str] | None = None) -> None:
+    result.status = status
+    result.error = error
+    if hack_reasons:
+        result.hack_reasons.extend(r for r in hack_reasons if r not in result.hack_reasons)
+
+
+# The isolation record of a candidate the service rejected without running any of its code.
+NOT_RUN_ISOLATION = {"level": "not_run", "process": "none: rejected by static checks before any candidate code ran"}
+
+
+def screen_request(request: EvalRequest, *, mode: str | None = None) -> EvalResult | None:
+    """The checks that run no candidate code (code extraction, static checks on the AST), for the execution
+    service to apply in its own process before it spends a warm sandboxed worker: the finished result of a
+    candidate they reject (format / compile error, static hack), or None when the candidate must be run.
+    ``mode``: "gpu" or "interpreter", where the service would have run it (None: from ``request.device``)."""
+    result = EvalResult()
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
+    if _screen(request, result, phases, mode) is not None:
+        return None
+    result.isolation = dict(NOT_RUN_ISOLATION)
+    result.attempts = 0  # no execution attempt: nothing ran
+    _finish(result, request.options, phases, start)
+    return result
+
+
+def _screen(request: EvalRequest, result: EvalResult, phases: dict[str, float], mode: str | None = None) -> str | None:
+    """Extract and statically check the candidate: its code, or None with the failure set on ``result``."""
+    # Known up front so the reward of an early failure uses the right scheme (ladder on GPU, correctness on CPU).
+    result.mode = mode or ("interpreter" if wants_interpreter(request.device) else "gpu")
+    with _phase(phases, "extract"):
+        code = extract_code(request.candidate)
+    if code is None:
+        _set_failure(result, Status.FORMAT_ERROR, "no fenced code block (```python ... ```) found in the completion")
+        return None
+    with _phase(phases, "static_checks"):
+        static = check_candidate(code, request.entry_point)
+    if static.compile_findings:
+        _set_failure(result, Status.COMPILE_ERROR, "; ".join(f.describe() for f in static.compile_findings))
+        return None
+    if static.hack_findings:
+        _set_failure(
+            result, Status.HACKED, "static checks: " + "; ".join(f.describe() for f in static.hack_findings),
+            [f.reason.value for f in static.hack_findings],
+        )
+        return None
+    return code
+
+
+def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult,
+                  phases: dict[str, float], runner: Any) -> None:
+    code = _screen(request, result, phases)
+    if code is None:
+        return
+    own_runner = runner is None
+    if own_runner:  # the one-shot path: a fresh sandboxed runner of our own
+        with _phase(phases, "runner_start"):
+            runner = start_runner_process(request.device)
+    try:
+        with _phase(phases, "prepare"):
+            info = prepare_worker(request.device, triton_check=False)  # the judge runs no Triton code
+        result.device = info.device_name
+        result.mode = info.mode
+        import torch
+
+        from kernel_reward.judge import verdict
+        from kernel_reward.judge.phase_memory import PhasePeaks
+
+        device = torch.device(info.device)
+        from kernel_reward.runtime import apply_tf32_policy
+
+        apply_tf32_policy(request.options.allow_tf32)  # the runner gets the same policy with the candidate
+        work_dir.mkdir(parents=True, exist_ok=True)
+        # The candidate's code runs in the runner: its record is the result's (the service adds the judge's own).
+        result.isolation = {**dict(runner.isolation), "judge": {"process": "the calling process (not sandboxed)"}}
+
+        peaks = PhasePeaks(device)
+
+        @contextlib.contextmanager
+        def phase(name: str) -> Iterator[None]:
+            with _phase(phases, name), peaks.phase(name):
+                yield
+
+        # Our own runner has no service watching its wall clock: the judge enforces timeout_s on it.
+        deadline = time.monotonic() + request.options.timeout_s if own_runner else None
+        try:
+            verdict.judge(request, code, work_dir, timing_slot, runner, result, phase, device, deadline)
+        except JudgeStop as stop:
+            _set_failure(result, stop.status, str(stop), stop.hack_reasons)
+            if stop.flag:
+                result.flags.append(stop.flag)
+        except RunnerFault as fault:
+            if fault.kind == "protocol":  # the harness never sends such a frame: the candidate wrote it
+                _set_failure(result, Status.HACKED, f"candidate process: {fault}", ["forged_message"])  # HackReason
+            else:
+                status = {"died": Status.CRASHED, "timeout": Status.TIMEOUT}.get(fault.kind, Status.RUNTIME_ERROR)
+                _set_failure(result, status, f"candidate process: {fault}")
+        finally:
+            if peaks.enabled:
+                result.memory["judge_peak_bytes"] = dict(peaks.peaks)
+    finally:
+        if own_runner:
+            runner.close()
+
+
+OUT_OF_MEMORY_MARKS = ("out of GPU memory under this worker's cap", "OutOfMemoryError", "CUDA out of memory")
+
+
+def mark_out_of_memory(result: EvalResult) -> None:
+    """Flag ``out_of_memory`` on a failure that ran out of device memory, in the judge (its own message) or in the
+    runner (torch's error text, which candidate code could also print: the flag only buys a retry alone, pool.py)."""
+    if result.status == Status.RUNTIME_ERROR and any(mark in (result.error or "") for mark in OUT_OF_MEMORY_MARKS):
+        result.flags.append("out_of_memory")
+
+
+def start_runner_process(device: str | None) -> Any:
+    """A fresh sandboxed runner in a new process (exec'd: this process may already hold a CUDA context)."""
+    from kernel_reward.ipc import runner_channel
+
+    process = runner_channel.spawn_runner_exec("cpu" if wants_interpreter(device) else "cuda", SandboxPolicy())
+    runner_channel.wait_ready(process)
+    return process
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kernel_reward.judge.pipeline",
+        description="Evaluate one candidate in this process (one-shot mode) and write the EvalResult as JSON.",
+    )
+    parser.add_argument("--request", required=True, type=Path, help="EvalRequest JSON file")
+    parser.add_argument("--out", required=True, type=Path, help="where to write the EvalResult JSON")
+    parser.add_argument("--work-dir", type=Path, default=None, help="directory for the program files (default: a temp dir)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        request = EvalRequest.from_json_file(args.request)
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot read request {args.request}: {exc}")
+    if wants_interpreter(request.device):
+        ensure_interpreter_env()
+    with tempfile.TemporaryDirectory(prefix="kr_eval_") as tmp:
+        work_dir = args.work_dir or Path(tmp)
+        result = evaluate_request(request, work_dir=work_dir)
+    args.out.write_text(result.to_json(indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

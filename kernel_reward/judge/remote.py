@@ -1,0 +1,264 @@
+"""The judge's proxy of the candidate: ``RemoteCandidate.call`` runs one forward in the runner process.
+
+For every call the judge writes the inputs into the arena, poisons the output slots (NaN, or a sentinel for
+integers: an unwritten slot is a wrong answer), asks the runner to run and checks that the inputs in the arena are
+still what it wrote. The outputs stay in their slots (``SlotOutputs``): each check reads them once, a chunk at a
+time into the judge's own memory, and compares and fingerprints what it read. The runner's reply only adds what the
+judge cannot see from outside (which Triton kernels launched, an exception's text); it can make the candidate's
+verdict worse (a raised error, a self-reported hack), never better than what the outputs show.
+
+Why no copy of the outputs any more (issue 15): a private copy of each call's outputs was the third output-sized
+buffer beside the arena's slots and the reference's outputs (KernelBench's output-heavy problems peaked at 3.0-3.1x
+one call, in this phase). The copy never fixed what "the answer" is anyway: the runner can write its slots after
+its reply, before the judge's copy as well as before its read (no clock runs here, the timed batches seal theirs).
+What matters is that one read decides each check, so what is compared is what is fingerprinted (the constant-output
+check) and what every reference of that check is compared with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernel_reward.common.tensors import only_tensors, synchronize
+from kernel_reward.ipc import exchange
+from kernel_reward.ipc.runner_channel import RunnerClient, RunnerFault
+from kernel_reward.judge.compare import (
+    Comparison,
+    PiecewiseComparison,
+    QueuedComparison,
+    metadata_mismatch,
+    resolve_all,
+    same_values,
+)
+from kernel_reward.judge.stop import JudgeStop
+from kernel_reward.result import Status
+from kernel_reward.timing import output_seal
+
+READ_CHUNK_BYTES = 64 << 20  # outputs are read into the judge's memory this much at a time
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """What the reference returns: its container ("tensor", "tuple:N", "list:N") and each tensor's shape/dtype."""
+
+    structure: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[torch.dtype, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(_nbytes(shape, dtype) for shape, dtype in zip(self.shapes, self.dtypes, strict=True))
+
+
+def output_spec(raw: Any) -> OutputSpec:
+    """The spec of a reference output; ValueError when it is not a tensor or a tuple/list of tensors."""
+    from kernel_reward.common.tensors import CallError, structured_outputs
+
+    try:
+        structure, tensors = structured_outputs(raw)
+    except CallError as exc:
+        raise ValueError(f"the reference's {exc}") from exc
+    return OutputSpec(structure, tuple(tuple(t.shape) for t in tensors), tuple(t.dtype for t in tensors))
+
+
+def slot_bytes(args: list[Any], spec: OutputSpec) -> int:
+    """Arena bytes one call needs: its inputs and outputs, each aligned."""
+    return args_nbytes(args) + spec.nbytes + exchange.ALIGN * (len(spec.shapes) + 1)
+
+
+def args_nbytes(args: list[Any], align: int = exchange.ALIGN) -> int:
+    """Bytes of the tensors among ``args``, each padded by ``align`` (0: the tensors' own bytes)."""
+    return sum(_nbytes(tuple(a.shape), a.dtype) + align for a in args if isinstance(a, torch.Tensor))
+
+
+def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count * torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass(frozen=True)
+class OutputRead:
+    """One read of a call's outputs: the comparison with each reference given, and a fingerprint of what was read
+    (per output; equal for bitwise-equal outputs of the same ``RemoteCandidate``, different otherwise but with
+    negligible chance: the key is drawn in the judge)."""
+
+    comparisons: list[Comparison]
+    fingerprint: tuple[int, ...]
+
+
+class SlotOutputs:
+    """A call's outputs where the runner wrote them: views of the arena's output slots, readable until the same
+    ``RemoteCandidate`` runs its next call (which poisons and refills the slots)."""
+
+    def __init__(self, owner: RemoteCandidate, call: int, refs: list[exchange.TensorRef]) -> None:
+        self._owner = owner
+        self._call = call
+        self._refs = refs
+        self.views = [exchange.view(owner.arena.tensor, ref) for ref in refs]
+
+    def read(self, references: list[list[torch.Tensor]], tolerance: Any) -> OutputRead:
+        """Read every output once, ``READ_CHUNK_BYTES`` at a time into a private snapshot; compare each chunk with
+        the same span of every reference list (``tensors.compare_outputs``' rules) and fingerprint it. One
+        synchronisation; the judge's extra memory is the snapshot and the comparison's per-chunk temporaries."""
+        if self._owner.calls != self._call:
+            raise RuntimeError(f"outputs of call {self._call} read after call {self._owner.calls} reused their slots")
+        queued: list[QueuedComparison | None] = []  # decided by metadata alone (a shape mismatch...)
+        pieces: list[PiecewiseComparison | None] = []
+        for reference in references:
+            mismatch = metadata_mismatch(self.views, reference)
+            piece = None if mismatch else PiecewiseComparison([(r.numel(), r.dtype) for r in reference], tolerance,
+                                                             0.0, True)
+            queued.append(QueuedComparison(Comparison(False, None, mismatch), [], 0.0, True) if mismatch else None)
+            pieces.append(piece)
+        flat = [[r.detach().reshape(-1) for r in reference] for reference in references]
+        largest = max((v.numel() * v.element_size() for v in self.views), default=0)
+        words = -(-min(READ_CHUNK_BYTES, max(largest, 1)) // output_seal.WORD) * output_seal.WORD
+        snapshot = torch.empty(words, dtype=torch.uint8, device=self._owner.arena.device)
+        sums = []
+        for index, (view, ref) in enumerate(zip(self.views, self._refs, strict=True)):
+            size = view.numel() * view.element_size()  # contiguous: the arena reserved it with its dense strides
+
+            def take(_tag: Any, chunk: torch.Tensor, offset: int, index: int = index, dtype: torch.dtype = view.dtype,
+                     ) -> None:
+                values = chunk.view(dtype)
+                first = offset // values.element_size()
+                for piece, reference in zip(pieces, flat, strict=True):
+                    if piece is not None:
+                        piece.add(index, values, reference[index][first : first + values.numel()])
+
+            # The slot rounded up to whole words (slots are aligned, so the extra bytes are its padding, counted
+            # as zeros: the runner may write padding, and that must not change the fingerprint).
+            region = self._owner.arena.tensor[ref.offset : ref.offset + -(-size // output_seal.WORD) * output_seal.WORD]
+            sums.append(output_seal.read_back(region, snapshot, self._owner.key, [(0, size, index)], take, valid=size))
+        comparisons = resolve_all([q if q is not None else piece.queued()
+                                   for q, piece in zip(queued, pieces, strict=True)])
+        fingerprint = tuple(torch.stack(sums).tolist()) if sums else ()
+        return OutputRead(comparisons, fingerprint)
+
+    def compare(self, reference: list[torch.Tensor], tolerance: Any) -> Comparison:
+        """One read, compared with one reference."""
+        return self.read([reference], tolerance).comparisons[0]
+
+
+@dataclass
+class CallOutcome:
+    """One remote forward as the judge saw it: its outputs (in the arena's slots) and the runner's claims."""
+
+    outputs: SlotOutputs
+    ok: bool
+    kind: str | None = None  # how it failed: "raised" | "exit" | "format" | "structure"
+    error: str | None = None
+    inputs_mutated: bool = False
+    launched: list[str] = field(default_factory=list)  # every Triton kernel launched (runner-reported)
+    own_launches: list[str] = field(default_factory=list)  # the candidate's own among them (runner-reported)
+
+
+def poison(tensors: list[torch.Tensor]) -> None:
+    with torch.no_grad():
+        for tensor in tensors:
+            if tensor.is_floating_point() or tensor.is_complex():
+                tensor.fill_(float("nan"))
+            elif tensor.dtype == torch.bool:
+                tensor.fill_(True)
+            else:
+                tensor.fill_(-7777)
+
+
+class RemoteCandidate:
+    """Calls ``ModelNew`` (model ``model_id`` of the runner) on inputs the judge places in the arena."""
+
+    def __init__(self, client: RunnerClient, arena: exchange.Arena, spec: OutputSpec, model_id: int = 0) -> None:
+        self.client = client
+        self.arena = arena
+        self.spec = spec
+        self.model_id = model_id
+        self._last_inputs: tuple[list[Any], list[exchange.TensorRef]] | None = None  # the previous call's places
+        self.calls = 0  # calls so far: a call's SlotOutputs are readable until the next one
+        self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (drawn here, never sent to the runner)
+
+    def place(self, inputs: list[Any]) -> tuple[list[Any], list[exchange.TensorRef]]:
+        """Copy ``inputs`` into fresh places of the arena and reserve the output slots after them: one block, so
+        when the arena is too full for the whole call it starts over BEFORE the first tensor (wrapping in the middle
+        would put an output on top of an input of the same call)."""
+        if self.arena.layout.used + slot_bytes(inputs, self.spec) > self.arena.layout.capacity:
+            self.arena.layout.reset()
+        encoded = exchange.encode_args(inputs, self.arena.put)
+        refs = [self.arena.reserve(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+        return encoded, refs
+
+    def reset_buffers(self) -> None:
+        """The candidate model's buffers back to their values right after its build (``Runner._on_reset_buffers``)."""
+        self.client.ask({"type": "reset_buffers", "model": self.model_id}, ("buffers_reset",))
+
+    def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False, reuse_buffers: bool = False,
+             monitor: bool = True, training: bool = True) -> CallOutcome:
+        """One forward on (copies of) ``inputs``. ``reuse_buffers``: put them in the SAME arena places as the
+        previous call (the buffer-reuse check needs the candidate to see one storage twice)."""
+        if reuse_buffers and self._last_inputs is not None:
+            encoded, out_refs = self._last_inputs
+            views = exchange.tensor_views(encoded, self.arena.tensor)
+            with torch.no_grad():
+                for view, value in zip(views, only_tensors(inputs), strict=True):
+                    view.copy_(value)
+        else:
+            encoded, out_refs = self.place(inputs)
+        self._last_inputs = encoded, out_refs
+        out_views = [exchange.view(self.arena.tensor, ref) for ref in out_refs]
+        self.calls += 1
+        poison(out_views)
+        synchronize(self.arena.device)
+        reply = self.client.ask({"type": "run", "model": self.model_id, "calls": [{
+            "args": encoded, "out": [ref.to_json() for ref in out_refs], "mode": mode, "ablate": ablate,
+            "monitor": monitor, "structure": self.spec.structure, "train": training}]}, ("ran",))
+        report = _one_report(reply)
+        synchronize(self.arena.device)
+        outcome = CallOutcome(outputs=SlotOutputs(self, self.calls, out_refs), ok=bool(report.get("ok")),
+                              kind=_text(report.get("kind")), error=_text(report.get("error")),
+                              launched=_names(report.get("launched")), own_launches=_names(report.get("own")))
+        placed = exchange.tensor_views(encoded, self.arena.tensor)
+        outcome.inputs_mutated = not same_values(placed, only_tensors(inputs))
+        return outcome
+
+
+def _one_report(reply: dict[str, Any]) -> dict[str, Any]:
+    calls = reply.get("calls")
+    if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
+        raise RunnerFault("protocol", "the reply to a one-call run must report exactly one call")
+    return calls[0]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)[:4000]
+
+
+def _names(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [str(name)[:200] for name in value[:1000]]
+
+
+def share_arena(client: RunnerClient, arena: exchange.Arena) -> None:
+    description, fds = arena.share()
+    client.ask({"type": "arena", **description}, ("arena_ok",), fds=fds)
+
+
+def build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, seed: int, init_inputs: list[Any],
+                  state: dict[str, torch.Tensor]) -> dict[str, Any]:
+    arena.layout.reset()
+    place = arena.put
+    init = exchange.encode_args(init_inputs, place)
+    refs = {name: place(value.detach()).to_json() for name, value in state.items()}
+    synchronize(arena.device)
+    reply = client.ask({"type": "build", "model": model_id, "seed": seed, "init": init, "state": refs},
+                       ("built", "build_failed"))
+    if reply["type"] == "build_failed":
+        if reply.get("kind") == "exit":
+            raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
+        raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
+    transfer = reply.get("state_transfer")
+    return transfer if isinstance(transfer, dict) else {}

@@ -1,0 +1,323 @@
+"""The trusted judge: the whole verdict of one candidate, computed in a process the candidate cannot reach.
+
+``judge(request, work_dir, timing_slot, runner, result, phases)`` drives one evaluation against a warm, sandboxed
+runner (``runner_process``): it loads the reference HERE (its source is never sent to the runner), draws every
+input from hidden seeds, hands the runner the init arguments and the reference's weights, asks it for forwards on
+inputs it places in the shared arena (``remote``), and decides correctness (``correctness``), timing
+(``judge_measure`` on the clock of ``judge_timing``), the speedup, the reward and the feedback from what it sees
+in its own memory and on its own clock. Nothing the runner sends is a verdict: a malformed or early reply, or its
+death, is the candidate's fault.
+
+What still rests on the runner's word, and is flagged in every result that used it:
+* ``launch_checks_self_reported``: which Triton kernels launched (no_kernel_launched) and the ablated call of the
+  decoy check. A runner that forges them gains at most what its outputs are worth: outputs are always judged.
+* ``coverage_self_reported``: PR (coverage). A forged coverage can raise the reward by at most
+  ``pr_weight * (1 - true coverage)`` and never makes a wrong answer right.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernel_reward.common import loading, tensors
+from kernel_reward.common.tensors import buffer_snapshot, make_inputs, synchronize
+from kernel_reward.ipc import exchange
+from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
+from kernel_reward.judge import compare, correctness
+from kernel_reward.judge.remote import (
+    OutputSpec,
+    RemoteCandidate,
+    args_nbytes,
+    build_remote,
+    output_spec,
+    share_arena,
+    slot_bytes,
+)
+from kernel_reward.judge.stop import JudgeStop
+from kernel_reward.options import EvalOptions
+from kernel_reward.result import EvalResult, KernelTiming, Status
+from kernel_reward.timing import batch_clock, batch_stats, gpu_state, measure, roofline
+
+ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
+ARENA_BYTES_CPU = 32 * 1024 * 1024
+
+
+def judge(request: Any, code: str, work_dir: Path, timing_slot: Any, runner: RunnerProcess, result: EvalResult,
+          phases: Any, device: torch.device, deadline: float | None = None) -> None:
+    """Fill ``result`` for one candidate (already screened; ``code`` extracted). Raises JudgeStop / RunnerFault.
+    ``deadline``: time.monotonic() by which the runner must have answered (None: the service's wall clock)."""
+    options: EvalOptions = request.options
+    client = RunnerClient(runner, deadline)
+    seed_base = options.seed_base if options.seed_base is not None else secrets.randbits(30)
+    seeds = correctness.trial_seeds(seed_base, options.num_trials + 3)
+    result.flags.append("launch_checks_self_reported")
+
+    with phases("load"):
+        try:
+            reference_module = loading.load_reference(request.reference_code, work_dir, request.entry_point)
+        except Exception as exc:
+            raise JudgeStop(Status.RUNTIME_ERROR, f"reference program failed to load (task problem): {type(exc).__name__}: {exc}",
+                            flag="reference_error") from exc
+    try:
+        _judge_loaded(request, code, reference_module, client, timing_slot, result, phases, device, seeds, options)
+    finally:
+        loading.unload(reference_module)
+
+
+@dataclass
+class Reference:
+    """The reference as the judge built it: its model, init arguments and weights, and what it returns."""
+
+    module: Any
+    model: torch.nn.Module
+    init_inputs: list[Any]
+    state: dict[str, torch.Tensor]
+    spec: OutputSpec
+    input_bytes: int  # one call's tensor inputs (the probe's, which is not kept: 6 GiB on a large task)
+    slot_bytes: int  # one call's inputs and outputs in the exchange arena, aligned
+    build_seed: int
+    keeps_inputs: bool  # its forward left the probe's inputs as they were (batch_clock.BatchClock uses that)
+
+
+def _judge_loaded(request: Any, code: str, reference_module: Any, client: RunnerClient, timing_slot: Any,
+                  result: EvalResult, phases: Any, device: torch.device, seeds: list[int], options: EvalOptions) -> None:
+    # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
+    shared = getattr(timing_slot, "shared", None) or contextlib.nullcontext
+    with phases("build"), shared():
+        if device.type == "cuda":
+            gpu_state.sample(device)  # NVML's start-up, here rather than inside the timing slot
+        reference = build_reference(reference_module, request.entry_point, device, seeds[-1])
+        if device.type == "cuda":
+            result.memory["call_bytes"] = reference.input_bytes + reference.spec.nbytes
+        arena = exchange.Arena(_arena_bytes(device, reference.state, reference.slot_bytes), device)
+        if device.type == "cuda":  # device memory outside torch's allocator (and its cap), held to the end
+            result.memory["arena_bytes"] = arena.nbytes
+    try:
+        share_arena(client, arena)
+        clock = None
+        if device.type == "cuda":  # calibration and the reference's baseline: before the candidate's code exists
+            with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
+                bandwidth = roofline.device_bandwidth_gbps(device)  # once per process: a copy with the GPU to itself
+                clock, overhead, before = measure.time_reference_before(reference, arena, device, options,
+                                                                              client, seeds)
+            clock.release()  # its private buffers are not needed again before the candidate's timing
+        with shared():
+            with phases("load"):
+                _load_candidate(client, code, options.allow_tf32)
+            with phases("build"):
+                result.state_transfer = build_remote(client, arena, 0, reference.build_seed, reference.init_inputs,
+                                                     reference.state)
+            result.compiled = True
+            candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
+            task = correctness.JudgeTask(reference.module, reference.model, candidate, reference.init_inputs,
+                                         result.state_transfer, reference.keeps_inputs,
+                                         buffer_snapshot(reference.model))
+            with phases("correctness"):
+                _check_correctness(task, device, options, seeds, result)
+            with phases("shape_check"):
+                _check_resized(request, client, arena, device, options, seeds, result)
+        if clock is None:
+            result.timing_available = False
+            result.flags.append("timing_unavailable_interpreter")
+        else:
+            moved = roofline.bytes_per_call(reference.input_bytes, reference.spec.nbytes,
+                                            torch.cuda.get_device_properties(device).L2_cache_size, clock.calls)
+            clock.restore()
+            with timing_slot():
+                _time_candidate(clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth))
+                clock.release()  # nothing after the timing needs its buffers (2 input + 2 output sets at most)
+                if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
+                    _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
+            with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
+                _recheck(task, device, options, seeds)
+            if options.profile and not options.coverage_in_timing_slot:  # CUPTI's start-up must not hold the slot
+                with shared():
+                    _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
+            floor = below_coverage_floor(result.coverage, options.min_coverage)
+            if floor is not None:
+                raise JudgeStop(Status.HACKED, floor, [correctness.HackReason.LOW_COVERAGE.value])
+        result.status = Status.CORRECT
+    finally:
+        arena.close()
+
+
+def build_reference(module: Any, entry_point: str, device: torch.device, probe_seed: int) -> Reference:
+    """Build the reference under a fresh build seed and learn its output structure; a failure is the task's."""
+    build_seed = secrets.randbits(30)
+    try:
+        init_inputs = list(module.get_init_inputs())
+        torch.manual_seed(build_seed)
+        model = getattr(module, entry_point)(*init_inputs).to(device)
+        probe = make_inputs(module, probe_seed, device)
+        # Whether the forward writes into its inputs, from fingerprints rather than a copy of them (a 16 GiB input
+        # would need 16 GiB more here): any write changes them; equal ones mean untouched but for a negligible
+        # chance, which could only make the judge skip its private copy for a reference that needs one.
+        before = compare.fingerprint(tensors.only_tensors(probe))
+        with torch.no_grad():
+            spec = output_spec(model(*probe))
+        keeps_inputs = compare.fingerprint(tensors.only_tensors(probe)) == before
+        input_bytes, slot = args_nbytes(probe, align=0), slot_bytes(probe, spec)
+        del probe  # only its sizes are kept: it would hold one call's inputs for the whole evaluation
+    except Exception as exc:
+        raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
+                                              f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
+    return Reference(module, model, init_inputs, dict(model.state_dict()), spec, input_bytes, slot, build_seed,
+                     keeps_inputs)
+
+
+def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
+    reply = client.ask({"type": "load", "code": code, "allow_tf32": allow_tf32}, ("loaded", "load_failed"))
+    if reply["type"] == "load_failed":
+        if reply.get("kind") == "exit":
+            raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
+        raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
+
+
+def _check_correctness(task: correctness.JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int],
+                       result: EvalResult) -> None:
+    report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
+    result.correctness = report.details
+    result.launched_kernels = report.launched_kernels
+    if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
+        result.flags.append("bf16_under_interpreter_unreliable")  # background §7: interpreter bf16 is silently wrong
+    if report.passed:
+        return
+    status = {correctness.Verdict.INCORRECT: Status.INCORRECT,
+              correctness.Verdict.HACKED: Status.HACKED}.get(report.verdict, Status.RUNTIME_ERROR)
+    if status == Status.RUNTIME_ERROR and "CompilationError" in (report.error or ""):
+        status, result.compiled = Status.COMPILE_ERROR, False
+    raise JudgeStop(status, report.error or "correctness check failed", report.hack_reasons)
+
+
+def _check_resized(request: Any, client: RunnerClient, arena: exchange.Arena, device: torch.device,
+                   options: EvalOptions, seeds: list[int], result: EvalResult) -> None:
+    from kernel_reward.judge import shapes
+
+    result.shape_generalization = shapes.check_shape_generalization(
+        request.reference_code, client, arena, request.entry_point, device, options, seeds[-2])
+    if options.shape_check == "fail" and result.shape_generalization.get("passed") is False:
+        raise JudgeStop(Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason")))
+
+
+def _recheck(task: correctness.JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> None:
+    """One more trial after timing: the answer must still be right."""
+    report = correctness.recheck(task, device, options, seeds[-3])
+    if not report.passed:
+        raise JudgeStop(Status.HACKED if report.hack_reasons else Status.RUNTIME_ERROR,
+                        report.error or "re-check failed", report.hack_reasons)
+
+
+def below_coverage_floor(coverage: float | None, floor: float | None) -> str | None:
+    """Pure: the reason a correct candidate fails strict mode (coverage under ``floor``), or None."""
+    if floor is None or coverage is None or coverage >= floor:
+        return None
+    return (f"coverage {coverage:.3f} is below the strict-mode floor {floor:g}: most of the device time is not the "
+            "candidate's own Triton kernels (a kernel wrapped around a torch answer)")
+
+
+def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], slot: int) -> int:
+    """Room for the reference's weights, or for as many call slots of ``slot`` bytes (inputs + outputs) as the
+    budget holds: at least one, so a task larger than the budget still runs (one call per timed batch). Everything
+    the judge keeps beside it for timing (staged inputs, the reference's outputs) scales with it too."""
+    state_bytes = sum(t.numel() * t.element_size() + exchange.ALIGN for t in state.values())
+    budget = ARENA_BYTES_GPU if device.type == "cuda" else ARENA_BYTES_CPU
+    slots = max(1, min(measure.MAX_CALLS_PER_BATCH, budget // max(slot, 1)))
+    return max(state_bytes, slots * slot)
+
+
+# ------------------------------------------------------------------------------------------------ timing
+
+
+def _time_candidate(clock: batch_clock.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
+                    overhead: batch_stats.Overhead, before: list[float], options: EvalOptions, result: EvalResult,
+                    phases: Any, memory: tuple[int, float]) -> None:
+    """``memory``: the bytes one call must move and the device's measured bandwidth (GB/s), for the roofline."""
+    def retime() -> batch_stats.BatchTiming:
+        return measure.measure(clock, candidate, client, overhead, before, options)
+
+    with phases("timing"):
+        state_before = gpu_state.sample(clock.device)
+        try:
+            timing = measure.compare_timed(clock, candidate, client, overhead, before, options)
+            remeasured = timing.speedup > options.implausible_speedup
+            if remeasured:
+                result.flags.append("implausible_speedup_remeasured")
+                timing = retime()
+                if timing.speedup > options.implausible_speedup:
+                    result.flags.append("implausible_speedup")
+                    if batch_stats.calibration_artefact(timing):
+                        timing = batch_stats.unsubtracted(timing)
+            # one re-measurement at most: a speedup already re-measured as implausible is not timed a third time
+            timing, roof = roofline.review(timing, *memory, None if remeasured else retime, result.flags)
+        except batch_clock.TimingValidationError as exc:
+            raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
+        result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
+    result.timing_available = True
+    result.flags.extend(timing.flags)
+    if options.baseline != "eager":
+        result.flags.append(f"baseline_{options.baseline}")
+    result.timing_method = timing.describe()
+    result.reference_timing, result.kernel_timing = timing.reference, timing.candidate
+    result.reference_time_ms, result.kernel_time_ms = timing.reference.median_ms, timing.candidate.median_ms
+    result.speedup, result.speedup_ci = timing.speedup, timing.speedup_ci
+    result.roofline = roof.to_dict()
+    result.speedup, result.speedup_ci, clamped = roofline.clamp_speedup(result.speedup, result.speedup_ci, roof)
+    if clamped:
+        result.flags.append("speedup_clamped_to_roofline")
+
+
+def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,
+              options: EvalOptions, result: EvalResult, phases: Any, seeds: list[int]) -> None:
+    """PR from the runner's own measurement (the judge cannot see inside its process): flagged as self-reported,
+    clipped to [0, 1], and a failure only flags."""
+    with phases("profile"):
+        inputs = place_input_sets(candidate.arena, [lambda seed=seed: make_inputs(reference_module, seed, device)
+                                                    for seed in seeds[-2:]])
+        synchronize(device)
+        reply = client.ask({"type": "coverage", "model": candidate.model_id, "inputs": inputs,
+                            "calls": options.profile_calls, "method": options.coverage_method}, ("coverage", "error"))
+    _coverage_from_reply(reply, result)
+
+
+def place_input_sets(arena: exchange.Arena, draws: list[Any]) -> list[Any]:
+    """Encode, from the start of the arena, as many of the input sets ``draws`` make as it holds, in order: at least
+    the first (the arena is sized for one call's inputs and outputs). On the H200 five of liger-kernel's ten
+    kernels at full size failed their coverage pass asking for two input sets in an arena sized for one."""
+    arena.layout.reset()
+    placed: list[Any] = []
+    for draw in draws:
+        try:
+            placed.append(exchange.encode_args(draw(), arena.put))
+        except MemoryError:
+            if not placed:
+                raise
+            break
+    return placed
+
+
+def _coverage_from_reply(reply: dict[str, Any], result: EvalResult) -> None:
+    """Take the runner's coverage as a claim: clipped to [0, 1], malformed rows dropped, flagged."""
+    if reply.get("type") != "coverage":
+        result.flags.append(f"profile_failed: {str(reply.get('error'))[:300]}")
+        return
+    result.flags.append("coverage_self_reported")
+    if reply.get("flag"):
+        result.flags.append(str(reply["flag"])[:300])
+    coverage = reply.get("coverage")
+    if isinstance(coverage, int | float) and not isinstance(coverage, bool) and coverage == coverage:
+        result.coverage = min(max(float(coverage), 0.0), 1.0)
+    rows = reply.get("table") if isinstance(reply.get("table"), list) else []
+    table = []
+    for row in rows[:50]:
+        try:
+            table.append(KernelTiming(str(row["name"])[:200], float(row["device_time_ms"]), int(row["calls"]),
+                                      bool(row["from_candidate"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    result.kernel_table = table

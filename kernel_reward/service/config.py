@@ -1,0 +1,97 @@
+"""How the execution service runs: one device's pool (``PoolConfig``) and the service over every device
+(``ServiceConfig``), with the default number of concurrent candidates per device."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kernel_reward import sandbox
+
+
+@dataclass
+class PoolConfig:
+    """How one device's pool runs its children."""
+
+    device: str = "cpu"  # "cpu" or "cuda:N" (a physical index as the service sees it)
+    workers: int = 2  # candidates evaluated concurrently on this device (timing is still exclusive per GPU)
+    # Children each slot keeps warming ahead of need. A GPU child's warm-up (CUDA context, self-check, profiler
+    # start-up: seconds) is longer than most evaluations, so one spare per slot leaves slots waiting on it.
+    warm_spares: int = 1
+    policy: sandbox.SandboxPolicy = field(default_factory=sandbox.SandboxPolicy)
+    worker_module: str = "kernel_reward.judge.pipeline"
+    warmup_timeout_s: float = 180.0
+    max_attempts: int = 3  # executions of one request in all (1 + infrastructure retries)
+    wall_clock_grace_s: float = 2.0  # added to the request's timeout_s before the kill
+    max_slot_wait_s: float = 600.0  # waiting for the GPU's timing slot pauses the wall clock, at most this long
+    gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
+    lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
+    # Hold the GPU alone while timing: the other children's GPU phases (builds, correctness, shape checks) wait
+    # for it (gpu_lock). Off by default: on the H200 (8 workers, 64 mixed pairs, 2026-12-03) it cut throughput from
+    # 80 to 50 evaluations a minute; what it buys in timing fidelity under load is not measured yet.
+    exclusive_gpu_timing: bool = False
+    env: dict[str, str] = field(default_factory=dict)  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
+
+    def __post_init__(self) -> None:
+        if self.device != "cpu" and not (self.device.startswith("cuda:") and self.device[5:].isdigit()):
+            raise ValueError(f"PoolConfig.device must be 'cpu' or 'cuda:N', got {self.device!r}")
+        if self.workers < 1:
+            raise ValueError(f"PoolConfig.workers must be >= 1, got {self.workers}")
+        if self.warm_spares < 1:
+            raise ValueError(f"PoolConfig.warm_spares must be >= 1, got {self.warm_spares}")
+        if self.max_attempts < 1:
+            raise ValueError(f"PoolConfig.max_attempts must be >= 1, got {self.max_attempts}")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """How the service runs candidates, the same for every device it serves (a local pool per device, or a Ray
+    actor per device): one value handed from the ``Evaluator`` to whichever backend runs the pools.
+    ``PoolConfig`` is this plus the device (``for_device``)."""
+
+    workers: int | None = None  # concurrent candidates per device; None: default_workers(device)
+    policy: sandbox.SandboxPolicy = field(default_factory=sandbox.SandboxPolicy)
+    worker_module: str = "kernel_reward.judge.pipeline"  # tests swap in a fake worker
+    max_attempts: int = 3  # executions of one request in all (1 + infrastructure retries)
+    pool_options: dict[str, Any] = field(default_factory=dict)  # any other PoolConfig field, e.g. warm_spares
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"ServiceConfig.workers must be >= 1 (or None), got {self.workers}")
+        if self.max_attempts < 1:
+            raise ValueError(f"ServiceConfig.max_attempts must be >= 1, got {self.max_attempts}")
+        reserved = {"device", "workers", "policy", "worker_module", "max_attempts"} & set(self.pool_options)
+        if reserved:
+            raise ValueError(f"ServiceConfig.pool_options cannot set {sorted(reserved)}: they are its own fields")
+
+    def for_device(self, device: str, workers: int | None = None) -> PoolConfig:
+        """The pool configuration of one device (``workers`` overrides this config's own count)."""
+        return PoolConfig(device=device, workers=workers or self.workers or default_workers(device),
+                          policy=self.policy, worker_module=self.worker_module, max_attempts=self.max_attempts,
+                          **self.pool_options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for a Ray actor's constructor."""
+        return {**asdict(self), "policy": self.policy.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServiceConfig:
+        return cls(**{**data, "policy": sandbox.SandboxPolicy.from_dict(data["policy"])})
+
+
+def default_workers(device: str) -> int:
+    """Concurrent candidates per device: all cores on the CPU (interpreter), a few per GPU (timing is exclusive)."""
+    cores = len(os.sched_getaffinity(0))
+    if device == "cpu":
+        return max(1, cores)
+    return max(2, min(8, cores // max(1, _gpu_count())))
+
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # noqa: BLE001 - no torch / broken driver: treat as no GPU
+        return 0

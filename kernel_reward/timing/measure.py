@@ -1,0 +1,128 @@
+"""How long one candidate takes, on the judge's clock: what ``judge`` runs between loading and the verdict.
+
+Before the candidate's code reaches the runner: the batch layout, the calibration of both sides' fixed costs
+(``calibration``) and the reference's own baseline (``time_reference_before``). After it: warm-up pairs that do
+not count, then interleaved reference / candidate batch pairs sized to the timing budget, every candidate output
+verified (``compare_timed`` / ``measure``). The batch clock itself is ``judge_timing``; the statistics are
+``batch_stats``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from kernel_reward.common.tensors import make_inputs
+from kernel_reward.ipc import exchange
+from kernel_reward.ipc.runner_channel import RunnerClient
+from kernel_reward.judge.compare import PiecewiseComparison
+from kernel_reward.judge.remote import RemoteCandidate
+from kernel_reward.options import EvalOptions
+from kernel_reward.timing import batch_clock, batch_stats, calibration
+
+MAX_CALLS_PER_BATCH = 64
+TARGET_BATCH_MS = 4.0  # long enough that the per-batch fixed costs (GPU context switches: ~0.1-0.5 ms) are small
+MIN_BATCHES, MAX_BATCHES = 10, 200
+BEFORE_SHARE = 0.3  # share of the reference's timing budget spent before the candidate is loaded
+
+
+def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
+    """The reference as timed: eager, or torch.compile'd for the stronger baseline (options.py)."""
+    if options.baseline == "eager":
+        return reference_model
+    import torch._inductor.config as inductor_config
+
+    inductor_config.compile_threads = 1  # no compile-worker pool inside the judge
+    return torch.compile(reference_model)
+
+
+def time_reference_before(reference: Any, arena: exchange.Arena, device: torch.device, options: EvalOptions,
+                          client: RunnerClient, seeds: list[int],
+                          ) -> tuple[batch_clock.BatchClock, batch_stats.Overhead, list[float]]:
+    """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
+    calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: judge.Reference."""
+    hidden = secrets.randbits(30)
+
+    def draw(index: int) -> list[Any]:
+        return make_inputs(reference.module, (hidden * 7919 + index) % (2**31 - 1), device)
+
+    clock = batch_clock.BatchClock(_timed_reference(reference.model, options), arena, reference.spec, device,
+                                    options.l2_flush_mb, draw, reference_keeps_inputs=reference.keeps_inputs)
+    clock.prepare(1)
+    clock.stage()
+    for _ in range(max(options.warmup_calls, 1)):
+        clock.time_reference()
+    empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
+    one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
+    slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
+    clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
+    clock.stage()
+    blocks = [calibration.calibrate(clock, client)]
+    first = calibration.overhead_from(blocks)
+    reference_batch_ms = one_call * clock.calls + max(first.reference_ms, first.reference_wall_ms)
+    batches = _batches(options.timing_budget_ms * BEFORE_SHARE, reference_batch_ms, minimum=5)
+    before_ms = batch_clock.time_reference_alone(clock, batches)  # also spaces the calibration blocks apart
+    blocks.append(calibration.calibrate(clock, client))
+    if not calibration.blocks_agree(*blocks):
+        blocks.append(calibration.calibrate(clock, client))
+    overhead = calibration.overhead_from(blocks).with_output_copies(clock.output_copy_ms())
+    before = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in before_ms]
+    return clock, overhead, before
+
+
+def _batch_ms(call_ms: float, calls: int, overhead: batch_stats.Overhead, pair_wall_ms: float = 0.0) -> float:
+    """Time of one batch pair (both sides), for sizing the number of batches to the budget: the GPU's estimate,
+    or the measured wall-clock time of a whole pair (staging, hand-over and verification included) when longer,
+    so that the budget is the wall-clock budget ``EvalOptions.timing_budget_ms`` says it is."""
+    return max(2 * call_ms * calls + overhead.reference_ms + overhead.candidate_ms, pair_wall_ms, 1e-3)
+
+
+def _batches(budget_ms: float, batch_ms: float, *, minimum: int = MIN_BATCHES) -> int:
+    return int(min(max(minimum, budget_ms / max(batch_ms, 1e-3)), MAX_BATCHES))
+
+
+def compare_timed(clock: batch_clock.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
+                  overhead: batch_stats.Overhead, before: list[float], options: EvalOptions) -> batch_stats.BatchTiming:
+    """Warm the candidate (first-call compiles, autotuning) on verified batches that do not count, then measure;
+    the second warm-up pair's wall-clock time sizes the measurement."""
+    batch_clock.time_interleaved(clock, candidate, client, 1, _validator(options))
+    start = time.perf_counter()
+    batch_clock.time_interleaved(clock, candidate, client, 1, _validator(options))
+    return measure(clock, candidate, client, overhead, before, options, (time.perf_counter() - start) * 1e3)
+
+
+TIMED_OUTLIER_SHARE = 1e-5  # see compare_outputs: timed batches verify far more values than the correctness trials
+
+
+def _validator(options: EvalOptions) -> Any:
+    def compare(outputs: list[tuple[int, torch.dtype]]) -> PiecewiseComparison:
+        return PiecewiseComparison(outputs, options.tolerance, TIMED_OUTLIER_SHARE, measure_error=False)
+
+    return compare
+
+
+def measure(clock: batch_clock.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
+            overhead: batch_stats.Overhead, before: list[float], options: EvalOptions,
+            pair_wall_ms: float = 0.0) -> batch_stats.BatchTiming:
+    """Interleaved batch pairs within the timing budget, every candidate output verified."""
+    batches = _batches(options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms))
+    late_before = clock.late_gates()
+    batches_ms = batch_clock.time_interleaved(clock, candidate, client, batches, _validator(options))
+    late_pairs = clock.late_gates() - late_before
+    during = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
+    candidate_ms = [batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
+    reference_ms, phase, slower = batch_stats.pick_reference(before, during)
+    flags = ["reference_slower_while_candidate_loaded"] if slower else []
+    if batch_stats.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
+        flags.append("timing_noise_dominated")
+    if batch_stats.handoff_dominated(overhead, statistics.median(reference_ms), clock.calls):
+        flags.append("timing_handoff_dominated")
+    if batch_stats.host_synced(late_pairs, batches, *clock.reference_late_gates):
+        flags.append("timing_host_sync")
+    notes = {**batch_clock.diagnostics(clock), **batch_stats.order_speedups(during, candidate_ms)}
+    return batch_stats.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
+                                    statistics.median(before), clock.method, flags, notes, batches_ms)
