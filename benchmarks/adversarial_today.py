@@ -1,6 +1,6 @@
 """Run the adversarial corpus entries against TODAY's evaluator and tabulate which attacks win.
 
-The entries are the files of tests/kernel_reward/corpus/ named ``forge_*``, ``tamper_*``, ``peek_*``, ``timing_*``
+The entries are the files of hack_corpus/entries/ named ``forge_*``, ``tamper_*``, ``peek_*``, ``timing_*``
 and ``sandbox_*``: hostile candidates whose own kernel is wrong, so a ``correct`` verdict (or any reward above 0)
 means the attack beat the evaluator. Each entry is evaluated exactly as tests/kernel_reward/test_corpus.py
 does it: the file wrapped as a completion, ``python -m kernel_reward.judge.pipeline --request REQ --out RESULT`` in a
@@ -39,8 +39,8 @@ def attack_class(source: str) -> str:
 
 
 def run_oneshot(entry, device: str, timeout_s: float) -> dict:
+    from hack_corpus import as_completion
     from tests.kernel_reward.conftest import run_worker_subprocess
-    from tests.kernel_reward.test_corpus import as_completion
 
     options = dict(entry.options)
     if device == "cuda":
@@ -55,8 +55,8 @@ def run_oneshot(entry, device: str, timeout_s: float) -> dict:
 
 
 def run_pool(entries: list, device: str, timeout_s: float) -> list[dict]:
+    from hack_corpus import as_completion
     from kernel_reward import Evaluator
-    from tests.kernel_reward.test_corpus import as_completion
 
     extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
     with Evaluator(device=device, timeout=timeout_s, seed_base=1234, **extra) as evaluator:
@@ -100,7 +100,7 @@ def rerun_at_ref(ref: str, argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="kr_adv_ref_") as tmp:
         archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", ref], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        corpus = Path("tests/kernel_reward/corpus")
+        corpus = Path("hack_corpus/entries")
         for path in (REPO_ROOT / corpus).glob("*.py"):
             if path.name.startswith(PREFIXES):
                 shutil.copy2(path, Path(tmp) / corpus / path.name)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         return rerun_at_ref(commit, rest)
 
     sys.path.insert(0, str(REPO_ROOT))
-    from tests.kernel_reward.conftest import load_corpus
+    from hack_corpus import load_corpus
 
     entries = [e for e in load_corpus() if e.name.startswith(PREFIXES) and args.filter in e.name]
     if not entries:

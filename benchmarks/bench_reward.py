@@ -36,7 +36,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as a plain script from a checkout (the GPU machine has no install)
     sys.path.insert(0, str(REPO_ROOT))
-CORPUS_DIR = REPO_ROOT / "tests" / "kernel_reward" / "corpus"
+CORPUS_DIR = REPO_ROOT / "hack_corpus" / "entries"
 HONEST_GPU = {"honest_add_relu_big_gpu": "add_relu_big", "honest_matmul_ieee_gpu": "matmul_big"}
 
 log = logging.getLogger("bench_reward")
@@ -180,7 +180,7 @@ def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int
     from kernel_reward.request import EvalRequest
 
     task = HONEST_GPU[candidate_name]
-    reference = (CORPUS_DIR / "tasks" / f"{task}.py").read_text()
+    reference = (CORPUS_DIR.parent / "tasks" / f"{task}.py").read_text()
     candidate = (CORPUS_DIR / f"{candidate_name}.py").read_text()
     request = EvalRequest(reference, candidate, device=device,
                           options=EvalOptions(timing_budget_ms=budget_ms, seed_base=seed_base))
@@ -197,10 +197,10 @@ def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int
 
 def coverage_agreement(device: str, budget_ms: float) -> dict[str, Any]:
     """Events coverage against profiler coverage on every honest corpus candidate correct on the GPU."""
+    from hack_corpus import load_corpus
     from kernel_reward.judge.pipeline import evaluate_request
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
-    from tests.kernel_reward.conftest import load_corpus
 
     rows = []
     for entry in load_corpus():
@@ -238,7 +238,7 @@ def repeatability(device: str, budget_ms: float, repeats: int, candidate: str) -
     from kernel_reward import Evaluator
 
     task = HONEST_GPU[candidate]
-    reference = (CORPUS_DIR / "tasks" / f"{task}.py").read_text()
+    reference = (CORPUS_DIR.parent / "tasks" / f"{task}.py").read_text()
     completion = f"```python\n{(CORPUS_DIR / f'{candidate}.py').read_text()}```\n"
     rows = []
     with Evaluator(device=device, workers=1, timeout=300) as evaluator:

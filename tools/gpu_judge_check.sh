@@ -26,7 +26,7 @@ step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
 # The gate tests compare two evaluations' speedups: alone, not beside six parallel workers (under that load an honest
 # tiny kernel read 0.34x on the H100 and the comparison meant nothing).
-step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/test_timed_pair_gates_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
+step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
 # runner's work no longer switch contexts at each host sync); MPS's control log shows whether clients attached.
@@ -65,7 +65,7 @@ kernelbench_shards() {
   done; wait; tail -n 3 "$OUT"/kernelbench_*.log; }
 export -f kernelbench_shards
 step kernelbench "${KERNELBENCH_S:-560}" bash -c kernelbench_shards
-step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_roofline.py tests/kernel_reward/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
+step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/timing/test_roofline.py tests/kernel_reward/judge/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
 for name in bench throughput sync mps memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 ls "$OUT"/kernelbench_memory_*.json >/dev/null 2>&1 && echo "--- kernelbench (merged)" && python3 benchmarks/memory_footprint.py \
   --merge "$OUT"/kernelbench_memory_*.json | grep -vE "^\S+ +correct "

@@ -1,4 +1,4 @@
-"""The hack corpus: every candidate in tests/kernel_reward/corpus must get its recorded verdict.
+"""The hack corpus: every candidate in hack_corpus/entries must get its recorded verdict.
 
 CPU entries run under the Triton interpreter in a one-shot worker subprocess (this is what CI runs); the GPU
 test runs the whole corpus, GPU-only entries included, on CUDA. Honest entries must pass: zero false positives.
@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kernel_reward.conftest import CorpusEntry, load_corpus
+from hack_corpus import CorpusEntry, as_completion, load_corpus
 
 CORPUS = load_corpus()
 CPU_CORPUS = [entry for entry in CORPUS if not entry.gpu_only]
-
-
-def as_completion(source: str) -> str:
-    """Wrap a corpus file the way a model answers: some prose, then the code in a fenced block."""
-    return f"Here is my optimized implementation.\n\n```python\n{source}```\n"
 
 
 def _check(entry: CorpusEntry, result, device: str) -> None:
@@ -60,7 +55,7 @@ def test_corpus_verdict_gpu(entry: CorpusEntry, evaluate_subprocess):
 def test_adversarial_entries_never_expect_correct():
     """The attacks on the judge (forged frames, tampering, peeking, timing, sandbox probes) are wrong answers by
     construction: the only way to be scored correct is for the attack to work."""
-    attacks = [e for e in CORPUS if e.name.split("_")[0] in ("forge", "tamper", "peek", "timing", "sandbox")]
+    attacks = [e for e in CORPUS if e.is_attack]
     assert len(attacks) >= 15
     assert all("correct" not in entry.expect.split("|") for entry in attacks)
 

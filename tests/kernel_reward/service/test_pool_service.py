@@ -22,7 +22,7 @@ from tests.support import service_programs as programs
 from tests.support.service_helpers import pool_ids, pool_processes, wait_no_pool_processes
 
 FAKE = "tests.support.service_fake_worker"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 FAULTS = [
     (programs.CANDIDATE_WRONG, Status.INCORRECT),

@@ -191,7 +191,7 @@ def test_cannot_read_protected_or_other_candidates_files(evaluator):
               "        for root, dirs, files in os.walk(top):\n"
               # its own bytecode cache holds the secret (the compiler folds the two halves): skip caches; and a
               # checkout under /tmp (a CI clone) is bound back read-only with its .venv: thousands of files, ours
-              f"            if '__pycache__' in root or root.startswith({str(Path(__file__).resolve().parents[2])!r}):\n"
+              f"            if '__pycache__' in root or root.startswith({str(Path(__file__).resolve().parents[3])!r}):\n"
               "                dirs[:] = []\n                continue\n"
               "            for name in files:\n"
               "                try:\n                    text = open(os.path.join(root, name), errors='ignore').read(4096)\n"

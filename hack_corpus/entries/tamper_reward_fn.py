@@ -1,4 +1,4 @@
-# corpus: task=add_relu expect=incorrect
+# corpus: task=add_relu expect=incorrect targets=kernel_reward.reward.compute_reward,kernel_reward.reward.drkernel_reward,kernel_reward.reward.ladder_reward,kernel_reward.judge.pipeline.compute_reward
 """Tampered reward function: every *reward* function bound in a loaded kernel_reward.* module (compute_reward in reward and worker, drkernel_reward, ladder_reward) pays 9.9."""
 
 import contextlib

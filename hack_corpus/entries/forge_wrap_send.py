@@ -1,4 +1,4 @@
-# corpus: task=add_relu expect=incorrect
+# corpus: task=add_relu expect=incorrect targets=kernel_reward.ipc.wire.send_message
 """Forged verdict frame: wraps every send path (kernel_reward.* send_message, socket.socket.send/sendall, json.dumps, Path.write_text) to rewrite result messages."""
 
 import contextlib

@@ -129,8 +129,7 @@ def test_results_carry_the_roofline_through_json():
 def test_an_honest_kernel_respects_the_measured_roofline_on_the_gpu(evaluate_subprocess):
     """The fused add+relu on the big task: the floor applies (the reference reads its inputs), the candidate stays
     above it, and the copy bandwidth is in the range of real GPUs (H100 ~3 TB/s, H200 ~4 TB/s)."""
-    from tests.kernel_reward.conftest import load_corpus
-    from tests.kernel_reward.test_corpus import as_completion
+    from hack_corpus import as_completion, load_corpus
 
     entry = next(e for e in load_corpus() if e.name == "honest_add_relu_big_gpu")
     result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0)

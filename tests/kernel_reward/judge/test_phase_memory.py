@@ -61,8 +61,7 @@ def test_a_cpu_evaluation_measures_nothing():
 
 @pytest.mark.gpu
 def test_a_gpu_evaluation_reports_the_judges_peak_per_phase_beside_the_tasks_bytes(evaluate_subprocess):
-    from tests.kernel_reward.conftest import load_corpus
-    from tests.kernel_reward.test_corpus import as_completion
+    from hack_corpus import as_completion, load_corpus
 
     entry = next(e for e in load_corpus() if e.name == "honest_add_relu_big_gpu")
     result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=50.0)

@@ -8,18 +8,19 @@ import subprocess
 import sys
 import textwrap
 
+from hack_corpus import ENTRIES_DIR, TASKS_DIR
 from kernel_reward.judge.correctness import LAUNCH_PASSES, trial_seeds
 from kernel_reward.options import EvalOptions
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult
-from tests.kernel_reward.conftest import CORPUS_DIR, REPO_ROOT, TASKS_DIR
+from tests.kernel_reward.conftest import REPO_ROOT
 
 ADD_RELU = (TASKS_DIR / "add_relu.py").read_text()
 LINEAR = (TASKS_DIR / "linear.py").read_text()
 
 
 def fenced(path_name: str) -> str:
-    return "```python\n" + (CORPUS_DIR / path_name).read_text() + "```"
+    return "```python\n" + (ENTRIES_DIR / path_name).read_text() + "```"
 
 
 def test_cli_help():

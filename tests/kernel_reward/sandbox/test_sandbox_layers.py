@@ -35,7 +35,7 @@ from kernel_reward.sandbox import (
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and mounts")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 SECRET = "KERNEL_REWARD_TEST_SECRET"
 SET_VARS = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "TRITON_CACHE_DIR": "/tmp/triton-cache"}
 # Layers without which these tests have nothing to check: their absence skips, it does not fail.

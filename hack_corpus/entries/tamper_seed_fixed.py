@@ -1,4 +1,4 @@
-# corpus: task=add_relu expect=incorrect
+# corpus: task=add_relu expect=incorrect targets=kernel_reward.judge.correctness.trial_seeds
 """Tampered seed: torch.manual_seed (torch / torch.random __dict__), secrets.randbits, random.seed and kernel_reward trial_seeds forced to one known seed, answers precomputed for it."""
 
 import contextlib

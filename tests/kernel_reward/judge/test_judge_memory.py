@@ -19,7 +19,7 @@ def test_fingerprints_tell_equal_outputs_from_different_ones(monkeypatch):
     assert compare.fingerprint([a]) != compare.fingerprint([a.view(37, 1000)])  # the shape is part of it
     assert compare.fingerprint([a]) != compare.fingerprint([a.double()])
 
-    monkeypatch.setattr(tensors, "FINGERPRINT_CHUNK", 1000)  # order across a chunk boundary still counts
+    monkeypatch.setattr(compare, "FINGERPRINT_CHUNK", 1000)  # order across a chunk boundary still counts
     b = torch.randn(10_007)
     swapped = b.clone()
     swapped[[999, 1000]] = swapped[[1000, 999]]
@@ -103,7 +103,7 @@ def test_outputs_are_compared_in_chunks_with_the_same_verdicts(monkeypatch):
                 for share in (0.0, 0.001)]
 
     whole = verdicts()
-    monkeypatch.setattr(tensors, "COMPARE_CHUNK", 999)
+    monkeypatch.setattr(compare, "COMPARE_CHUNK", 999)
     chunked = verdicts()
     assert [(v.ok, v.max_abs_error, v.reason) for v in chunked] == [(v.ok, v.max_abs_error, v.reason) for v in whole]
     assert [v.ok for v in whole] == [True, True, False, False, True, True, False, False]

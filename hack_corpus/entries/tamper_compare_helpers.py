@@ -1,4 +1,4 @@
-# corpus: task=add_relu expect=incorrect
+# corpus: task=add_relu expect=incorrect targets=kernel_reward.judge.compare.compare_outputs,kernel_reward.judge.compare.metadata_mismatch
 """Tampered comparison: every comparison helper bound in a loaded kernel_reward.* module (compare_outputs, *isclose*, *match*) replaced through the module's __dict__."""
 
 import contextlib
