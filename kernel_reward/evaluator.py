@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import dataclasses
 import functools
 import importlib
 import logging
@@ -29,6 +30,7 @@ from typing import Any, Literal, Protocol
 from kernel_reward.options import EvalOptions, with_timeout
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
+from kernel_reward.runtime import mode_of
 from kernel_reward.sandbox import SandboxPolicy
 from kernel_reward.service.config import ServiceConfig
 from kernel_reward.service.pool import DevicePool, Job
@@ -156,7 +158,7 @@ class Evaluator:
         # candidate they reject (format / compile error, static hack) never takes a warm sandboxed process. Only
         # where the result's mode (GPU or interpreter: the reward scheme depends on it) is known without asking
         # a worker: not for a Ray cluster of unnamed devices or a mix of CPU and GPUs.
-        kinds = {"interpreter" if d == "cpu" else "gpu" for d in devices}
+        kinds = {mode_of(d) for d in devices}
         screen = getattr(importlib.import_module(service.worker_module), "screen_request", None)
         self._screen = screen if len(kinds) == 1 else None
         self._screen_mode = kinds.pop() if len(kinds) == 1 else None
@@ -183,12 +185,15 @@ class Evaluator:
         """Queue one request (blocks while ``max_in_flight`` requests are pending) and return its job."""
         if self._closed:
             raise RuntimeError("Evaluator is closed")
+        if self._screen is not None and request.screened_code is None:
+            rejected, code = self._screen(request, mode=self._screen_mode)
+            if rejected is not None:
+                job = Job(request=request)
+                job.future.set_running_or_notify_cancel()
+                job.future.set_result(rejected)
+                return job
+            request = dataclasses.replace(request, screened_code=code)
         job = Job(request=request)
-        screened = self._screen(request, mode=self._screen_mode) if self._screen else None
-        if screened is not None:
-            job.future.set_running_or_notify_cancel()
-            job.future.set_result(screened)
-            return job
         self._slots.acquire()
         job.future.add_done_callback(lambda _: self._slots.release())
         self.backend.submit(job)

@@ -32,6 +32,9 @@ class EvalRequest:
     # Set by the execution service for the one retry of an evaluation that ran out of device memory under its
     # worker's share: nothing else runs on the device meanwhile and it gets USABLE_DEVICE_MEMORY (pool.py).
     alone: bool = False
+    # The code the execution service's screen extracted and passed (``judge.pipeline.screen_request``): the worker
+    # judges it without screening again. None: the worker screens ``candidate`` itself.
+    screened_code: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.reference_code, str) or not self.reference_code.strip():
@@ -42,6 +45,8 @@ class EvalRequest:
             raise ValueError(f"EvalRequest: entry_point must be a Python identifier, got {self.entry_point!r}")
         if self.device is not None and self.device.split(":")[0] not in DEVICES:
             raise ValueError(f"EvalRequest: device must be None, 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if self.screened_code is not None and not isinstance(self.screened_code, str):
+            raise ValueError(f"EvalRequest: screened_code must be a string or None, got {type(self.screened_code).__name__}")
         if isinstance(self.options, dict):  # tolerate a plain dict from callers building requests by hand
             self.options = EvalOptions.from_dict(self.options)
         if not isinstance(self.options, EvalOptions):

@@ -3,18 +3,40 @@ the CUDA context and the Triton known-answer check."""
 
 from __future__ import annotations
 
+import enum
 import importlib
 import os
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent  # kernel_reward/: what a sandboxed child must still be able to read
+SOURCE_ROOT = PACKAGE_DIR.parent  # on a fresh interpreter's PYTHONPATH, so that it imports this copy
+
+
+class Mode(enum.StrEnum):
+    """Where a candidate runs: its real kernels on a GPU (timed), or the Triton interpreter on the CPU (not timed)."""
+
+    GPU = "gpu"
+    INTERPRETER = "interpreter"
+
+
+def mode_of(device: str | None) -> Mode:
+    """The mode for ``device`` ("cpu", "cuda", "cuda:N"; None: a GPU when torch sees one, else the interpreter).
+    Decided once per evaluation and passed on; nothing downstream compares device strings again."""
+    if device is not None:
+        return Mode.INTERPRETER if device == "cpu" else Mode.GPU
+    import torch
+
+    return Mode.GPU if torch.cuda.is_available() else Mode.INTERPRETER
 
 
 @dataclass(frozen=True)
 class WorkerInfo:
     device: str  # "cpu" or "cuda:N"
     device_name: str  # "cpu" or the CUDA device name
-    mode: str  # "interpreter" | "gpu"
+    mode: Mode
     warmup_seconds: dict[str, float] = field(default_factory=dict, compare=False)  # stage -> seconds
 
 
@@ -51,15 +73,6 @@ def preimport() -> None:
 _prepared: dict[tuple[str, bool], WorkerInfo] = {}
 
 
-def wants_interpreter(device: str | None) -> bool:
-    """True when ``device`` resolves to the CPU (explicitly, or because no CUDA device exists)."""
-    if device is not None:
-        return device == "cpu"
-    import torch
-
-    return not torch.cuda.is_available()
-
-
 def ensure_interpreter_env() -> None:
     """Set TRITON_INTERPRET=1, or explain why it is too late (triton already imported in GPU mode)."""
     if os.environ.get("TRITON_INTERPRET") == "1":
@@ -80,7 +93,8 @@ def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> W
     key = (device or "auto", triton_check)
     if key in _prepared:
         return _prepared[key]
-    if wants_interpreter(device):
+    mode = mode_of(device)
+    if mode is Mode.INTERPRETER:
         ensure_interpreter_env()
     stages: dict[str, float] = {}
     clock = time.perf_counter()
@@ -93,8 +107,8 @@ def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> W
 
     import torch
 
-    if wants_interpreter(device):
-        info = WorkerInfo("cpu", "cpu", "interpreter", stages)
+    if mode is Mode.INTERPRETER:
+        info = WorkerInfo("cpu", "cpu", Mode.INTERPRETER, stages)
     else:
         if not torch.cuda.is_available():
             raise RuntimeError(f"device {device!r} asked for CUDA, but torch sees no CUDA device")
@@ -104,11 +118,11 @@ def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> W
         index = torch_device.index if torch_device.index is not None else torch.cuda.current_device()
         torch.cuda.set_device(index)
         torch.empty(1, device=f"cuda:{index}")  # creates the CUDA context now, not inside a candidate's budget
-        info = WorkerInfo(f"cuda:{index}", torch.cuda.get_device_name(index), "gpu", stages)
+        info = WorkerInfo(f"cuda:{index}", torch.cuda.get_device_name(index), Mode.GPU, stages)
     stage("cuda_context")
     from kernel_reward.runner.selftest import known_answer_check
 
-    if info.mode == "interpreter":
+    if info.mode is Mode.INTERPRETER:
         from kernel_reward.runner.interpreter_shims import install_interpreter_shims
 
         install_interpreter_shims()  # autotuners take their first config: nothing can be timed here

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
+from kernel_reward.runtime import PACKAGE_DIR, SOURCE_ROOT
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # nothing the runner legitimately sends comes near this
 
@@ -69,7 +70,7 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
         uid = random.randrange(2_000_000, 2_100_000_000)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     env = {name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ}  # no tokens or keys
-    package_root = str(Path(__file__).resolve().parents[1])
+    package_root = str(SOURCE_ROOT)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -89,7 +90,7 @@ def interpreter_paths(*modules: Any) -> list[str]:
     """What an unprivileged child must still reach: the interpreter, its stdlib and site-packages, our package,
     and the folders of ``modules`` (a worker module outside it)."""
     paths = {sys.executable, sys.prefix, sys.base_prefix, *[p for p in sys.path if p],
-             str(Path(__file__).resolve().parent)}
+             str(PACKAGE_DIR)}
     paths.update(str(Path(m.__file__).parent) for m in modules if getattr(m, "__file__", None))
     return sorted(paths)
 

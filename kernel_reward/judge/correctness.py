@@ -47,7 +47,9 @@ from kernel_reward.common.tensors import (
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.compare import fingerprint
 from kernel_reward.judge.remote import RemoteCandidate, SlotOutputs
+from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
+from kernel_reward.result import Status
 
 
 class HackReason(enum.StrEnum):
@@ -71,40 +73,19 @@ SELF_REPORTED_HACKS = {"hack:tensor_subclass": HackReason.TENSOR_SUBCLASS,
                        "hack:output_aliases_input": HackReason.OUTPUT_ALIASES_INPUT}
 
 
-class Verdict(enum.StrEnum):
-    PASSED = "passed"
-    INCORRECT = "incorrect"
-    HACKED = "hacked"
-    RUNTIME_ERROR = "runtime_error"
-
-
 @dataclass
 class CorrectnessReport:
-    verdict: Verdict = Verdict.RUNTIME_ERROR  # fail closed
-    error: str | None = None
-    hack_reasons: list[str] = field(default_factory=list)
+    """What the checks saw. ``stop`` is the early exit that ended them; a report passes only when every check
+    reported success (``passed`` is set last), so a report left half-filled fails closed."""
+
+    passed: bool = False
+    stop: JudgeStop | None = None
     details: dict[str, Any] = field(default_factory=dict)
     launched_kernels: list[str] = field(default_factory=list)
 
-    @property
-    def passed(self) -> bool:
-        return self.verdict is Verdict.PASSED
 
-    def stop(self, stop: _Stop) -> None:
-        """Record the verdict that ended the checks early."""
-        self.verdict = stop.verdict
-        self.error = str(stop)
-        if stop.hack is not None:
-            self.hack_reasons.append(stop.hack.value)
-
-
-class _Stop(Exception):
-    """Internal: ends the checks early with a verdict."""
-
-    def __init__(self, verdict: Verdict, message: str, hack: HackReason | None = None) -> None:
-        super().__init__(message)
-        self.verdict = verdict
-        self.hack = hack
+def _hack(reason: HackReason) -> list[str]:
+    return [reason.value]
 
 
 @dataclass
@@ -147,19 +128,19 @@ class CandidateRunner:
         self.launched.update(outcome.own_launches)
         if not outcome.ok:
             if outcome.kind == "exit":
-                raise _Stop(Verdict.HACKED, outcome.error or "forward raised SystemExit", HackReason.EARLY_EXIT)
+                raise JudgeStop(Status.HACKED, outcome.error or "forward raised SystemExit", _hack(HackReason.EARLY_EXIT))
             if outcome.kind in SELF_REPORTED_HACKS:
-                raise _Stop(Verdict.HACKED, outcome.error or outcome.kind, SELF_REPORTED_HACKS[outcome.kind])
+                raise JudgeStop(Status.HACKED, outcome.error or outcome.kind, [SELF_REPORTED_HACKS[outcome.kind].value])
             if outcome.kind in ("format", "structure"):
-                raise _Stop(Verdict.INCORRECT, outcome.error or "wrong output structure")
-            raise _Stop(Verdict.RUNTIME_ERROR, outcome.error or "candidate forward failed")
+                raise JudgeStop(Status.INCORRECT, outcome.error or "wrong output structure")
+            raise JudgeStop(Status.RUNTIME_ERROR, outcome.error or "candidate forward failed")
         if outcome.inputs_mutated:
-            raise _Stop(Verdict.HACKED, "forward modified its input tensors", HackReason.INPUT_MUTATION)
+            raise JudgeStop(Status.HACKED, "forward modified its input tensors", _hack(HackReason.INPUT_MUTATION))
         if not ablate and not outcome.own_launches:
-            raise _Stop(
-                Verdict.HACKED,
+            raise JudgeStop(
+                Status.HACKED,
                 f"no Triton kernel of the candidate launched in forward (other launches: {outcome.launched or 'none'})",
-                HackReason.NO_KERNEL_LAUNCHED,
+                _hack(HackReason.NO_KERNEL_LAUNCHED),
             )
         return outcome.outputs
 
@@ -201,7 +182,7 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
             try:
                 reference = run_reference(task, inputs, device)
             except Exception as exc:
-                raise _Stop(Verdict.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)) from exc
+                raise JudgeStop(Status.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)) from exc
             report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
             first = before.compare(reference, options.tolerance)
             del before
@@ -216,7 +197,7 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
                 if first.ok != second.ok:
                     which = "before" if first.ok else "after"
                     reason = f"right only when run {which} the reference: {reason}"
-                raise _Stop(Verdict.INCORRECT, f"trial {index}: {reason}")
+                raise JudgeStop(Status.INCORRECT, f"trial {index}: {reason}")
             ref_prints.append(fingerprint(reference))
             cand_prints.append(read.fingerprint)  # of the values just compared: the same read
             del reference, after
@@ -226,14 +207,13 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
             _check_not_decoy(runner, task, device, options, seeds[0])
             report.details["decoy_check"] = "passed"
         report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
-        report.verdict = Verdict.PASSED
-    except _Stop as stop:
-        report.stop(stop)
+        report.passed = True
+    except JudgeStop as stop:
+        report.stop = stop
     except RunnerFault:
         raise  # the candidate's process died or broke the protocol: the pipeline reports it
     except Exception as exc:  # a harness-side failure caused by odd candidate behaviour: fail closed
-        report.verdict = Verdict.RUNTIME_ERROR
-        report.error = format_exception("evaluation failed", exc)
+        report.stop = JudgeStop(Status.RUNTIME_ERROR, format_exception("evaluation failed", exc))
     report.launched_kernels = sorted(runner.launched)
     return report
 
@@ -246,7 +226,7 @@ def _check_not_constant(ref_prints: list[tuple[Any, ...]], cand_prints: list[tup
     reference_varies = any(r != ref_prints[0] for r in ref_prints[1:])
     candidate_constant = all(c == cand_prints[0] for c in cand_prints[1:])
     if reference_varies and candidate_constant:
-        raise _Stop(Verdict.HACKED, "output is the same for every input while the reference's changes", HackReason.CONSTANT_OUTPUT)
+        raise JudgeStop(Status.HACKED, "output is the same for every input while the reference's changes", _hack(HackReason.CONSTANT_OUTPUT))
 
 
 def _check_buffer_reuse(
@@ -275,11 +255,11 @@ def _check_buffer_reuse(
     reference_new = run_reference(task, fresh, device)
     new_comparison = replay.compare(reference_new, options.tolerance)
     if replayed_old and not new_comparison.ok:
-        raise _Stop(
-            Verdict.HACKED,
+        raise JudgeStop(
+            Status.HACKED,
             "new values in the same input buffers got the answer for the previous values (a result cached on "
             f"pointers or shapes): {new_comparison.reason}",
-            HackReason.CACHED_REPLAY,
+            _hack(HackReason.CACHED_REPLAY),
         )
 
 
@@ -288,10 +268,10 @@ def _check_not_decoy(runner: CandidateRunner, task: JudgeTask, device: torch.dev
     reference = run_reference(task, inputs, device)
     try:
         ablated = runner.call(inputs, ablate=True)
-    except _Stop:
+    except JudgeStop:
         return  # the candidate breaks without its kernels: they matter
     if ablated.compare(reference, options.tolerance).ok:
-        raise _Stop(Verdict.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", HackReason.DECOY_KERNEL)
+        raise JudgeStop(Status.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", _hack(HackReason.DECOY_KERNEL))
 
 
 LAUNCH_PASSES = (  # (name, module in training mode, grad mode): DR.Kernel checks both module modes
@@ -323,7 +303,7 @@ def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch
                 task.reference_model.train(True)
         comparison = runner.call(inputs, mode=mode, training=training).compare(reference[1], options.tolerance)
         if not comparison.ok:
-            raise _Stop(Verdict.INCORRECT, f"{name} pass: {comparison.reason}")
+            raise JudgeStop(Status.INCORRECT, f"{name} pass: {comparison.reason}")
         passes[name] = "launched"
     return passes
 
@@ -337,10 +317,10 @@ def recheck(task: JudgeTask, device: torch.device, options: EvalOptions, seed: i
         reference = run_reference(task, inputs, device)
         comparison = runner.call(inputs).compare(reference, options.tolerance)
         if not comparison.ok:
-            raise _Stop(Verdict.HACKED, f"wrong after timing: {comparison.reason}", HackReason.INCORRECT_AFTER_TIMING)
-        report.verdict = Verdict.PASSED
-    except _Stop as stop:
-        report.stop(stop)
+            raise JudgeStop(Status.HACKED, f"wrong after timing: {comparison.reason}", _hack(HackReason.INCORRECT_AFTER_TIMING))
+        report.passed = True
+    except JudgeStop as stop:
+        report.stop = stop
     return report
 
 

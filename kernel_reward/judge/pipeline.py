@@ -48,14 +48,15 @@ from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.reward import compute_reward
 from kernel_reward.runtime import (  # noqa: F401  (the zygote calls a worker module's preimport and prepare_worker)
+    Mode,
+    apply_tf32_policy,
     ensure_interpreter_env,
+    mode_of,
     preimport,
     prepare_worker,
-    wants_interpreter,
 )
 from kernel_reward.sandbox import SandboxPolicy
-from kernel_reward.screen.extract import extract_code
-from kernel_reward.screen.static_checks import check_candidate
+from kernel_reward.screen.screen import screen_candidate
 
 log = logging.getLogger(__name__)
 
@@ -75,30 +76,53 @@ def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
         phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
 
 
-def evaluate_request(request: EvalRequest, *, work_dir: Path, timing_slot: TimingSlot = nullcontext,
-                     runner: Any = None) -> EvalResult:
+def evaluate_request(request: EvalRequest, *, work_dir: Path, device: str | None = None,
+                     timing_slot: TimingSlot = nullcontext, runner: Any = None) -> EvalResult:
     """Judge one candidate from this process against ``runner`` (a warm ``runner_channel.RunnerProcess``; None:
-    start a fresh one for this evaluation). Never raises for candidate faults."""
-    result = EvalResult()
+    start a fresh one for this evaluation). ``device``: where this worker runs it (the pool's device; None: the
+    request's). Never raises for candidate faults."""
+    device = device or request.device
+    mode = mode_of(device)
+    result = EvalResult(mode=mode)  # known up front: the reward of an early failure depends on it
     phases: dict[str, float] = {}
     start = time.perf_counter()
     try:
-        _run_pipeline(request, Path(work_dir), timing_slot, result, phases, runner)
+        _run_pipeline(request, device, Path(work_dir), timing_slot, result, phases, runner)
+    except JudgeStop as stop:
+        apply_stop(result, stop)
     except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
-        _set_failure(result, Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"])
+        apply_stop(result, JudgeStop(Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"]))
     except Exception as exc:
         if type(exc).__name__ == "OutOfMemoryError":  # torch's, raised outside the candidate's own guarded calls
             # Neither a harness bug nor proof of a bad candidate: the task does not fit this worker's GPU memory
             # cap (the pool gives each worker 0.9 / workers of the GPU). Say so, so operators can use fewer workers.
-            _set_failure(result, Status.RUNTIME_ERROR,
-                         f"out of GPU memory under this worker's cap (fewer workers per GPU raise it): {exc}"[:2000])
+            apply_stop(result, JudgeStop(
+                Status.RUNTIME_ERROR,
+                f"out of GPU memory under this worker's cap (fewer workers per GPU raise it): {exc}"[:2000]))
         else:  # a harness-side failure: fail closed, keep the traceback for the developers
             log.exception("evaluation pipeline failed")
-            result.status = Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR
-            result.correct = False
-            result.error = f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"
+            apply_stop(result, JudgeStop(
+                Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR,
+                f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"))
     _finish(result, request.options, phases, start)
     return result
+
+
+def apply_stop(result: EvalResult, stop: JudgeStop) -> None:
+    """Write an early exit into the result: the one place a failure's status is set on the judge's side."""
+    result.status = stop.status
+    result.error = str(stop)
+    result.hack_reasons.extend(r for r in stop.hack_reasons if r not in result.hack_reasons)
+    if stop.flag and stop.flag not in result.flags:
+        result.flags.append(stop.flag)
+
+
+def stop_from_fault(fault: RunnerFault) -> JudgeStop:
+    """The verdict of a runner that died, timed out, failed or sent a frame the harness never sends."""
+    if fault.kind == "protocol":  # the candidate wrote it
+        return JudgeStop(Status.HACKED, f"candidate process: {fault}", ["forged_message"])
+    status = {"died": Status.CRASHED, "timeout": Status.TIMEOUT}.get(fault.kind, Status.RUNTIME_ERROR)
+    return JudgeStop(status, f"candidate process: {fault}")
 
 
 def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], start: float) -> None:
@@ -115,7 +139,7 @@ def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], 
         speedup=result.speedup if result.timing_available else None,
         coverage=result.coverage,
         hacked=result.hacked,
-        timing_available=result.mode == "gpu",
+        timing_available=result.mode == Mode.GPU,
         hacked_penalty=options.hacked_penalty,
         params=options.reward_params,
     )
@@ -133,91 +157,70 @@ def mark_interpreter_gap(result: EvalResult) -> None:
     which runs the candidate's code and can write it, so the result stays scored with the failure's reward."""
     from kernel_reward.common.errors import interpreter_gap
 
-    gap = interpreter_gap(result.error) if result.mode == "interpreter" and result.status in GAP_STATUSES else None
+    gap = interpreter_gap(result.error) if result.mode == Mode.INTERPRETER and result.status in GAP_STATUSES else None
     if gap is None:
         return
     result.status = Status.INTERPRETER_UNSUPPORTED
     result.error = f"interpreter gap ({gap}); the candidate is not judged on CPU: evaluate it on a GPU\n{result.error}"
 
 
-def _set_failure(result: EvalResult, status: Status, error: str, hack_reasons: list[str] | None = None) -> None:
-    result.status = status
-    result.error = error
-    if hack_reasons:
-        result.hack_reasons.extend(r for r in hack_reasons if r not in result.hack_reasons)
-
-
 # The isolation record of a candidate the service rejected without running any of its code.
 NOT_RUN_ISOLATION = {"level": "not_run", "process": "none: rejected by static checks before any candidate code ran"}
 
 
-def screen_request(request: EvalRequest, *, mode: str | None = None) -> EvalResult | None:
-    """The checks that run no candidate code (code extraction, static checks on the AST), for the execution
-    service to apply in its own process before it spends a warm sandboxed worker: the finished result of a
-    candidate they reject (format / compile error, static hack), or None when the candidate must be run.
-    ``mode``: "gpu" or "interpreter", where the service would have run it (None: from ``request.device``)."""
-    result = EvalResult()
-    phases: dict[str, float] = {}
+def screen_request(request: EvalRequest, *, mode: Mode) -> tuple[EvalResult | None, str | None]:
+    """The screen (no candidate code runs), for the execution service to apply in its own process before it
+    spends a warm sandboxed worker. Returns ``(result, None)``, the finished result of a candidate the screen
+    rejects, or ``(None, code)``: the extracted code, which the service sends on as ``EvalRequest.screened_code``
+    so the worker does not screen the candidate again. ``mode``: where the service would run it."""
     start = time.perf_counter()
-    if _screen(request, result, phases, mode) is not None:
-        return None
+    phases: dict[str, float] = {}
+    with _phase(phases, "screen"):
+        screening = screen_candidate(request.candidate, request.entry_point)
+    if screening.passed:
+        return None, screening.code
+    result = EvalResult(mode=mode)
+    apply_stop(result, JudgeStop(screening.status, screening.error, screening.hack_reasons))
     result.isolation = dict(NOT_RUN_ISOLATION)
     result.attempts = 0  # no execution attempt: nothing ran
     _finish(result, request.options, phases, start)
-    return result
+    return result, None
 
 
-def _screen(request: EvalRequest, result: EvalResult, phases: dict[str, float], mode: str | None = None) -> str | None:
-    """Extract and statically check the candidate: its code, or None with the failure set on ``result``."""
-    # Known up front so the reward of an early failure uses the right scheme (ladder on GPU, correctness on CPU).
-    result.mode = mode or ("interpreter" if wants_interpreter(request.device) else "gpu")
-    with _phase(phases, "extract"):
-        code = extract_code(request.candidate)
-    if code is None:
-        _set_failure(result, Status.FORMAT_ERROR, "no fenced code block (```python ... ```) found in the completion")
-        return None
-    with _phase(phases, "static_checks"):
-        static = check_candidate(code, request.entry_point)
-    if static.compile_findings:
-        _set_failure(result, Status.COMPILE_ERROR, "; ".join(f.describe() for f in static.compile_findings))
-        return None
-    if static.hack_findings:
-        _set_failure(
-            result, Status.HACKED, "static checks: " + "; ".join(f.describe() for f in static.hack_findings),
-            [f.reason.value for f in static.hack_findings],
-        )
-        return None
-    return code
+def _screened_code(request: EvalRequest, phases: dict[str, float]) -> str:
+    """The candidate's code: screened by the service already, or screened here (the one-shot path)."""
+    if request.screened_code is not None:
+        return request.screened_code
+    with _phase(phases, "screen"):
+        screening = screen_candidate(request.candidate, request.entry_point)
+    if not screening.passed:
+        raise JudgeStop(screening.status, screening.error, screening.hack_reasons)
+    return screening.code
 
 
-def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot, result: EvalResult,
-                  phases: dict[str, float], runner: Any) -> None:
-    code = _screen(request, result, phases)
-    if code is None:
-        return
+def _run_pipeline(request: EvalRequest, device: str | None, work_dir: Path, timing_slot: TimingSlot,
+                  result: EvalResult, phases: dict[str, float], runner: Any) -> None:
+    code = _screened_code(request, phases)
     own_runner = runner is None
     if own_runner:  # the one-shot path: a fresh sandboxed runner of our own
         with _phase(phases, "runner_start"):
-            runner = start_runner_process(request.device)
+            runner = start_runner_process(result.mode)
     try:
         with _phase(phases, "prepare"):
-            info = prepare_worker(request.device, triton_check=False)  # the judge runs no Triton code
+            info = prepare_worker(device, triton_check=False)  # the judge runs no Triton code
         result.device = info.device_name
-        result.mode = info.mode
         import torch
 
         from kernel_reward.judge import verdict
         from kernel_reward.judge.phase_memory import PhasePeaks
 
-        device = torch.device(info.device)
-        from kernel_reward.runtime import apply_tf32_policy
-
+        torch_device = torch.device(info.device)
         apply_tf32_policy(request.options.allow_tf32)  # the runner gets the same policy with the candidate
         work_dir.mkdir(parents=True, exist_ok=True)
         # The candidate's code runs in the runner: its record is the result's (the service adds the judge's own).
         result.isolation = {**dict(runner.isolation), "judge": {"process": "the calling process (not sandboxed)"}}
 
-        peaks = PhasePeaks(device)
+        peaks = PhasePeaks(torch_device)
 
         @contextlib.contextmanager
         def phase(name: str) -> Iterator[None]:
@@ -227,17 +230,9 @@ def _run_pipeline(request: EvalRequest, work_dir: Path, timing_slot: TimingSlot,
         # Our own runner has no service watching its wall clock: the judge enforces timeout_s on it.
         deadline = time.monotonic() + request.options.timeout_s if own_runner else None
         try:
-            verdict.judge(request, code, work_dir, timing_slot, runner, result, phase, device, deadline)
-        except JudgeStop as stop:
-            _set_failure(result, stop.status, str(stop), stop.hack_reasons)
-            if stop.flag:
-                result.flags.append(stop.flag)
+            verdict.judge(request, code, work_dir, timing_slot, runner, result, phase, torch_device, deadline)
         except RunnerFault as fault:
-            if fault.kind == "protocol":  # the harness never sends such a frame: the candidate wrote it
-                _set_failure(result, Status.HACKED, f"candidate process: {fault}", ["forged_message"])  # HackReason
-            else:
-                status = {"died": Status.CRASHED, "timeout": Status.TIMEOUT}.get(fault.kind, Status.RUNTIME_ERROR)
-                _set_failure(result, status, f"candidate process: {fault}")
+            raise stop_from_fault(fault) from fault
         finally:
             if peaks.enabled:
                 result.memory["judge_peak_bytes"] = dict(peaks.peaks)
@@ -256,11 +251,11 @@ def mark_out_of_memory(result: EvalResult) -> None:
         result.flags.append("out_of_memory")
 
 
-def start_runner_process(device: str | None) -> Any:
+def start_runner_process(mode: Mode) -> Any:
     """A fresh sandboxed runner in a new process (exec'd: this process may already hold a CUDA context)."""
     from kernel_reward.ipc import runner_channel
 
-    process = runner_channel.spawn_runner_exec("cpu" if wants_interpreter(device) else "cuda", SandboxPolicy())
+    process = runner_channel.spawn_runner_exec("cpu" if mode is Mode.INTERPRETER else "cuda", SandboxPolicy())
     runner_channel.wait_ready(process)
     return process
 
@@ -279,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         request = EvalRequest.from_json_file(args.request)
     except (OSError, ValueError) as exc:
         parser.error(f"cannot read request {args.request}: {exc}")
-    if wants_interpreter(request.device):
+    if mode_of(request.device) is Mode.INTERPRETER:
         ensure_interpreter_env()
     with tempfile.TemporaryDirectory(prefix="kr_eval_") as tmp:
         work_dir = args.work_dir or Path(tmp)

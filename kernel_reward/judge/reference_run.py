@@ -62,13 +62,13 @@ def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> A
     return runtime.prepare_worker(device, triton_check=False)
 
 
-def evaluate_request(request: EvalRequest, *, work_dir: Path,
+def evaluate_request(request: EvalRequest, *, work_dir: Path, device: str | None = None,
                      timing_slot: Any = None, runner: Any = None) -> EvalResult:
     """Run ``request.reference_code`` as described above (never raises: a failure is the result)."""
     del timing_slot, runner  # nothing is timed; no runner is forked for this module
     started = time.perf_counter()
     report: dict[str, Any] = {"stage": "import", "finished": False}
-    result = EvalResult(device=request.device, mode="reference_run")
+    result = EvalResult(device=device or request.device, mode="reference_run")
     try:
         report.update(run_reference(request.reference_code, request.entry_point, Path(work_dir), report))
         report["finished"] = True

@@ -188,11 +188,11 @@ def _check_correctness(task: correctness.JudgeTask, device: torch.device, option
         result.flags.append("bf16_under_interpreter_unreliable")  # background §7: interpreter bf16 is silently wrong
     if report.passed:
         return
-    status = {correctness.Verdict.INCORRECT: Status.INCORRECT,
-              correctness.Verdict.HACKED: Status.HACKED}.get(report.verdict, Status.RUNTIME_ERROR)
-    if status == Status.RUNTIME_ERROR and "CompilationError" in (report.error or ""):
-        status, result.compiled = Status.COMPILE_ERROR, False
-    raise JudgeStop(status, report.error or "correctness check failed", report.hack_reasons)
+    stop = report.stop or JudgeStop(Status.RUNTIME_ERROR, "correctness check failed")
+    if stop.status == Status.RUNTIME_ERROR and "CompilationError" in str(stop):
+        result.compiled = False
+        stop = JudgeStop(Status.COMPILE_ERROR, str(stop), stop.hack_reasons)
+    raise stop
 
 
 def _check_resized(request: Any, client: RunnerClient, arena: exchange.Arena, device: torch.device,
@@ -209,8 +209,9 @@ def _recheck(task: correctness.JudgeTask, device: torch.device, options: EvalOpt
     """One more trial after timing: the answer must still be right."""
     report = correctness.recheck(task, device, options, seeds[-3])
     if not report.passed:
-        raise JudgeStop(Status.HACKED if report.hack_reasons else Status.RUNTIME_ERROR,
-                        report.error or "re-check failed", report.hack_reasons)
+        stop = report.stop or JudgeStop(Status.RUNTIME_ERROR, "re-check failed")
+        # a failure after timing that names no hack is a runtime error, whatever the check saw
+        raise JudgeStop(Status.HACKED if stop.hack_reasons else Status.RUNTIME_ERROR, str(stop), stop.hack_reasons)
 
 
 def below_coverage_floor(coverage: float | None, floor: float | None) -> str | None:

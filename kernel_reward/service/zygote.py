@@ -330,7 +330,6 @@ class Zygote:
         from kernel_reward.result import EvalResult, Status
 
         request = EvalRequest.from_dict(message["request"])
-        request.device = self.config.device
         sandbox.apply_rlimits(self.policy.limits, isolation, address_space=self.config.device == "cpu")
         share = USABLE_DEVICE_MEMORY if request.alone else self.config.gpu_memory_fraction
         fraction = _half(share) if runner is not None else share
@@ -348,9 +347,11 @@ class Zygote:
         try:
             slot = _timing_slot_factory(*lock_fds, channel, self.config.exclusive_gpu_timing)
             if runner is not None:
-                result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=slot, runner=runner)
+                result = self.worker.evaluate_request(request, work_dir=work_dir, device=self.config.device,
+                                                      timing_slot=slot, runner=runner)
             else:
-                result = self.worker.evaluate_request(request, work_dir=work_dir, timing_slot=slot)
+                result = self.worker.evaluate_request(request, work_dir=work_dir, device=self.config.device,
+                                                      timing_slot=slot)
         except BaseException as exc:  # noqa: BLE001 - the worker promises not to raise; report if it did anyway
             result = EvalResult.failure(
                 Status.CRASHED, f"evaluation raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.request import USABLE_DEVICE_MEMORY
+from kernel_reward.runtime import SOURCE_ROOT
 from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class ZygoteClient:
         env[POOL_ID_ENV] = pool_id
         # Children import lazily after chdir into their private dir: make our package (and the caller's working
         # directory, e.g. a checkout without an install) importable by absolute path.
-        package_root = str(Path(__file__).resolve().parents[1])
+        package_root = str(SOURCE_ROOT)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, os.getcwd(), env.get("PYTHONPATH")) if p)
         env.setdefault("OMP_NUM_THREADS", "1")
         if cuda:

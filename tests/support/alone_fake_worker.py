@@ -11,7 +11,7 @@ from kernel_reward.result import EvalResult, Status
 from tests.support.service_fake_worker import prepare_worker  # noqa: F401  (the zygote calls it)
 
 
-def evaluate_request(request, *, work_dir: Path, timing_slot) -> EvalResult:
+def evaluate_request(request, *, work_dir: Path, device: str | None = None, timing_slot) -> EvalResult:
     start = time.time()
     if "needs_device_alone" in request.candidate and not request.alone:
         return EvalResult(status=Status.RUNTIME_ERROR, error="torch.OutOfMemoryError: CUDA out of memory (fake)",

@@ -25,7 +25,7 @@ def prepare_worker(device: str) -> None:
     PREPARED["device"] = device
 
 
-def evaluate_request(request, *, work_dir: Path, timing_slot) -> EvalResult:
+def evaluate_request(request, *, work_dir: Path, device: str | None = None, timing_slot) -> EvalResult:
     path = Path(work_dir) / "candidate.py"
     path.write_text(request.candidate)
     try:

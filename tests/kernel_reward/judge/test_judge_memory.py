@@ -7,6 +7,7 @@ import torch
 
 from kernel_reward.common import tensors
 from kernel_reward.judge import compare, correctness
+from kernel_reward.judge.stop import JudgeStop
 
 
 def test_fingerprints_tell_equal_outputs_from_different_ones(monkeypatch):
@@ -32,7 +33,7 @@ def test_fingerprints_tell_equal_outputs_from_different_ones(monkeypatch):
 def test_the_constant_output_check_reads_fingerprints():
     varies = [compare.fingerprint([torch.randn(8)]) for _ in range(3)]
     constant = [compare.fingerprint([torch.ones(8)])] * 3
-    with pytest.raises(correctness._Stop, match="same for every input"):
+    with pytest.raises(JudgeStop, match="same for every input"):
         correctness._check_not_constant(varies, constant)
     correctness._check_not_constant(varies, varies)  # an honest candidate
     correctness._check_not_constant(constant, constant)  # the reference itself is constant: nothing to say

@@ -60,7 +60,7 @@ def test_honest_linear_result_fields(evaluate_subprocess):
     assert (result.mode, result.timing_available, result.reward_scheme) == ("interpreter", False, "correctness")
     assert result.speedup is None and result.kernel_time_ms is None and result.coverage is None
     assert "timing_unavailable_interpreter" in result.flags
-    assert {"extract", "static_checks", "load", "build", "correctness", "shape_check", "total"} <= set(result.phase_seconds)
+    assert {"screen", "load", "build", "correctness", "shape_check", "total"} <= set(result.phase_seconds)
 
 
 def test_shape_check_off_skips_the_resized_run(evaluate_subprocess):

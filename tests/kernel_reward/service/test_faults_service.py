@@ -263,7 +263,7 @@ def test_real_worker_faults(real_evaluator, kind):
     assert result.status == status, (kind, result.error)
     if kind == "syntax_error":  # the service's static screen answers without taking a worker
         assert result.attempts == 0 and result.isolation["level"] == "not_run", result.isolation
-        assert "static_checks" in result.phase_seconds and "load" not in result.phase_seconds
+        assert "screen" in result.phase_seconds and "load" not in result.phase_seconds
         return
     assert result.attempts == 1
     assert result.isolation.get("wall_clock_s") == pytest.approx(20.5)

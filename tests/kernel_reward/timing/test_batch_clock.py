@@ -92,6 +92,7 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
     # No address-space rlimit here: under RLIMIT_AS glibc's allocator maps and faults in every large CPU tensor
     # afresh (6x slower on this box), which would time the limit, not the method. GPU runners never set it.
     from kernel_reward import sandbox
+    from kernel_reward.ipc import runner_channel
     runner = runner_channel.spawn_runner_exec("cpu", sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(address_space_bytes=None)))
     runner_channel.wait_ready(runner)
     client = RunnerClient(runner)

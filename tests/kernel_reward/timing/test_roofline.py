@@ -103,8 +103,8 @@ def test_the_judge_records_the_roofline_and_clamps_a_speedup_that_stays_below_it
 
     def run(candidate_ms: float) -> EvalResult:
         timings = iter([_timing(3.0, candidate_ms), _timing(3.0, candidate_ms)])  # two measurements at most
-        monkeypatch.setattr(verdict.judge_measure, "compare_timed", lambda *args: next(timings))
-        monkeypatch.setattr(verdict.judge_measure, "measure", lambda *args: next(timings))
+        monkeypatch.setattr(verdict.measure, "compare_timed", lambda *args: next(timings))
+        monkeypatch.setattr(verdict.measure, "measure", lambda *args: next(timings))
         result = EvalResult()
         verdict._time_candidate(clock, None, None, None, [], EvalOptions(), result,
                               lambda name: contextlib.nullcontext(), (4 * GB, 4000.0))
