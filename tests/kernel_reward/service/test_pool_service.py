@@ -33,6 +33,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.slow  # about 70 s on 2 cores
 def test_500_submissions_ten_percent_faulty_one_result_each_in_order():
     total, faulty_every = 500, 10
     pairs, expected = [], []
