@@ -1,7 +1,7 @@
 """Build, validate, load and publish versions of the DR.Kernel RL dataset (typed Parquet + dataset card).
 
-Public names (DESIGN "dataset_builder"): `FEATURES` (the row schema), `render_first_turn` (the first-turn
-prompt for a reference program), `build_dataset`, `validate_dataset`, `push_dataset`; the command line is
+Public names: `FEATURES` (the row schema), `render_first_turn` (the first-turn prompt for a reference
+program), `build_dataset`, `validate_dataset`, `push_dataset`; the command line is
 `python -m dataset_builder {build,validate,push}`.
 
 Names are imported on first use (PEP 562 `__getattr__`), so `python -m dataset_builder --help` and

@@ -9,9 +9,6 @@ Three steps:
    (`num_proc`) and yields the kept rows as Arrow tables cast to FEATURES.
 3. `build_dataset`: runs both, writes `data/train-XXXXX-of-YYYYY.parquet` (zstd) sized by `shard_size`, and
    the dataset card.
-
-Why one module (~380 lines): the three steps above share the scan's chunks and kept-row offsets and run in
-this order once per build; kept together, the data flow of a build reads top to bottom.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one declared schema of a dataset row (DESIGN: `dataset_builder.FEATURES`) and the helpers around it.
+"""The one declared schema of a dataset row (`dataset_builder.FEATURES`) and the helpers around it.
 
 The layout follows `hkust-nlp/drkernel-rl-data` (verl's RL row schema, background §1) with one deliberate change:
 `extra_info.ops` is a typed list of strings instead of a JSON-encoded string. `parse_ops` accepts both forms

@@ -45,7 +45,7 @@ def compare_summaries(a: dict[str, Any], b: dict[str, Any], names: tuple[str, st
         out = [[k, format_value(x.get(k)), format_value(y.get(k)), _delta(x.get(k), y.get(k))] for k in keys]
         out += [[f"Fast@{p_key(p)}", format_value(x["fast_p"].get(p_key(p))), format_value(y["fast_p"].get(p_key(p))),
                  _delta(x["fast_p"].get(p_key(p)), y["fast_p"].get(p_key(p)))] for p in FAST_P_THRESHOLDS]
-        # summaries written before the lower-bound metric lack it: shown as n/a
+        # a summary without the lower-bound metric (``fast_p_lower``) shows n/a there
         low_x, low_y = x.get("fast_p_lower") or {}, y.get("fast_p_lower") or {}
         out += [[f"Fast@{p_key(p)} (low)", format_value(low_x.get(p_key(p))), format_value(low_y.get(p_key(p))),
                  _delta(low_x.get(p_key(p)), low_y.get(p_key(p)))] for p in FAST_P_THRESHOLDS]

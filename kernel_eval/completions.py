@@ -1,4 +1,4 @@
-"""Saved completions: the JSONL format of DESIGN (scripts/evaluate.py), read strictly and written back.
+"""Saved completions (``scripts/evaluate.py --completions``): a JSONL format, read strictly and written back.
 
 One line per sample turn::
 

@@ -170,7 +170,7 @@ class Rollout(Protocol):
 
 
 def task_row(task: EvalTask) -> dict[str, Any]:
-    """The dataset-shaped row the rollout and the environment read (DESIGN schema, the fields they use)."""
+    """The dataset-shaped row the rollout and the environment read (the dataset schema, the fields they use)."""
     return {
         "prompt": [dict(m) for m in task.prompt],
         "reward_model": {"style": "rule", "ground_truth": task.reference_code},

@@ -1,18 +1,15 @@
 """Pure evaluation metrics over per-turn outcomes (no I/O, no evaluator, no trainer state).
 
-Definitions follow KernelBench / DR.Kernel (background §5):
+Definitions follow KernelBench / DR.Kernel (background §5; docs/evaluation.md has the reasons):
 
 - Every rate is a share of ALL samples (trajectories), never of the ones that compiled or were timed.
 - ``correct`` means the evaluator said "correct": a hacked sample is never correct, whatever its outputs.
 - Fast@p = share of all samples that are correct AND have a measured speedup >= p over the baseline;
-  ``fast_p_lower`` asks the same of the lower end of the speedup's 95 % interval (a speedup that is not noise:
-  an unchanged kernel passes fast_1 about half the time by its median, almost never by its lower bound). When the
-  run had no timing at all (every turn evaluated on CPU / Triton interpreter), Fast@p is ``None`` ("unknown"),
-  not 0. A correct sample
-  whose timing is missing in a timed run counts as not fast (fail closed) and is counted in
-  ``num_correct_untimed`` so it is visible.
-- Per-turn metrics at turn t use each trajectory's outcome at turn t; a trajectory that ended before turn t is
-  judged by its last turn (it keeps what it had).
+  ``fast_p_lower`` asks the same of the lower end of the speedup's 95 % interval. Fast@p is ``None``
+  ("unknown"), not 0, when the run has no timing at all (CPU / Triton interpreter); in a timed run, a correct
+  sample without timing counts as not fast (fail closed) and in ``num_correct_untimed``.
+- Per-turn metrics at turn t use each trajectory's outcome at turn t; a trajectory that ended before turn t
+  keeps its last turn.
 - Best-of-history picks, per trajectory, the best turn so far: correct beats not correct, then higher speedup,
   then higher reward, then the earlier turn.
 """

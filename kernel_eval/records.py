@@ -57,6 +57,3 @@ class SampleRecord:
     @property
     def outcomes(self) -> list[Outcome]:
         return [t.outcome for t in self.turns]
-
-
-TurnRecord = EvaluatedTurn  # the old name (trl_ext.rollout.TurnRecord is the rollout's own): kept for one release

@@ -2,7 +2,7 @@
 
 Layout of an output folder::
 
-    summary.json        metrics (DESIGN keys: num_samples, *_rate, fast_p, per_turn, best_of_history, ...)
+    summary.json        metrics (keys: num_samples, *_rate, fast_p, per_turn, best_of_history, ...)
     samples.jsonl       one line per evaluated turn: prompt, completion, extracted code, full EvalResult
     completions.jsonl   the completions in saved-completions format (re-evaluate without the model)
     report.md           tables of the above
@@ -312,15 +312,3 @@ def write_run(
     (out / "report.md").write_text(report, encoding="utf-8")
     logger.info("wrote %s/summary.json and report.md", out)
     return summary
-
-
-# --- comparing runs -----------------------------------------------------------------------------------------
-
-
-def __getattr__(name: str) -> Any:
-    """``compare_summaries`` and ``load_summary`` moved to ``kernel_eval.compare``; the old names keep working."""
-    if name in ("compare_summaries", "load_summary"):
-        from . import compare
-
-        return getattr(compare, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Evaluation tasks: rows of a drkernel dataset (DESIGN schema) turned into typed tasks, with filters.
+"""Evaluation tasks: rows of a drkernel dataset (``FEATURES``) turned into typed tasks, with filters.
 
 A task needs the reference program (``reward_model.ground_truth``), the first-turn prompt, and an id. The id is
 ``extra_info.uuid``; KernelBench-style validation rows that carry ``{name, problem_id}`` instead get

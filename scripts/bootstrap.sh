@@ -7,7 +7,8 @@
 # On a machine without an NVIDIA GPU the CPU build of torch is pinned (torch==2.13.0; set
 # PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu where your pip does not already resolve that pin
 # to a CPU wheel) together with triton==3.6.0 and numpy<2.4, the combination whose interpreter runs
-# honest kernels correctly (see FACTS 7). With a GPU, the torch/triton already wanted by the host are kept.
+# honest kernels correctly (docs/background.md says why). With a GPU, the torch/triton already wanted by the
+# host are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"

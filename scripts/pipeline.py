@@ -1,31 +1,18 @@
 """The project's main job, as a list of stages run in order (the README's first command).
 
-Stages:
-    build     build the dataset from the task set shipped in the package into OUT/dataset
-              (the `small` size preset on machines without CUDA, `full` with it; --preset overrides)
+Stages (``--stages`` picks some; docs/training.md#the-main-job describes each one in full):
+    build     build the dataset from the shipped task set into OUT/dataset (`small` preset without CUDA)
     validate  validate OUT/dataset (card, schema, every row) and fail when anything is wrong
     split     hold out --heldout-tasks tasks: OUT/splits/train and OUT/splits/heldout (seeded, disjoint)
-    sft_data  --sft-tasks synthetic tasks (dataset_builder.synthetic), split into training and held-out tasks
-              (--sft-split); every answer verified by the kernel reward -> OUT/sft_data/train.jsonl (single- and
-              multi-turn trajectories) and OUT/sft_data/heldout_tasks (a dataset of the held-out tasks); with
-              --rl-pool-tasks also OUT/sft_data/rl_pool (fresh solvable tasks of the trained variants, for RL)
-    sft       cold-start SFT (scripts/sft.py, --sft-recipe) of the base model (--model, else the tiny model built
-              locally) on the training trajectories -> OUT/sft; the held-out synthetic tasks are evaluated with
-              the base model before and the SFT model after (OUT/sft_eval/{before,after}), printed as a table
-    train     a few multi-turn TRLOO steps of --recipe (default: the tiny CPU recipe) on OUT/splits/train
-              against the real kernel reward, starting from OUT/sft when the sft stage ran (else the base
-              model) -> OUT/trained
+    sft_data  verified synthetic SFT trajectories and held-out synthetic tasks -> OUT/sft_data
+    sft       cold-start SFT -> OUT/sft; held-out synthetic tasks evaluated before and after (OUT/sft_eval)
+    train     a few multi-turn TRLOO steps of --recipe on OUT/splits/train -> OUT/trained
     evaluate  the trained model on the held-out tasks (samples x turns with feedback) -> OUT/eval/report.md
 
 Each stage is a function that receives the parsed arguments and the summaries of the stages before it and
-returns its own summary; the summaries are printed and written to OUT/pipeline_summary.json. With CUDA, the
-trainer, its reward and the evaluation use the GPU; without it, the CPU and the Triton interpreter.
+returns its own; the summaries are printed and written to OUT/pipeline_summary.json.
 
-    .venv/bin/python scripts/pipeline.py                      # build ... evaluate into ./out
     .venv/bin/python scripts/pipeline.py --stages build --preset full --out /tmp/run
-
-Why one file (~385 lines): one function per stage plus the argument parser, in the order they run; each stage
-is short and the file is the main job's whole script.
 """
 
 from __future__ import annotations

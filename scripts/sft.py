@@ -3,17 +3,14 @@
     python -m dataset_builder.sft_data --count 200 --out runs/sft-data
     python scripts/sft.py --config recipes/tiny_cpu_sft.yaml
 
-Every ``SFTConfig``, ``ModelConfig`` (incl. LoRA: ``--use_peft``) and script option below can be set in the YAML
-or on the command line (``--help`` lists them). ``dataset_name`` is a JSON Lines file (the builder's
+Every ``SFTConfig``, ``ModelConfig`` (incl. LoRA: ``--use_peft``) and script option below can be set in the
+YAML or on the command line (``--help`` lists them). ``dataset_name`` is a JSON Lines file (the builder's
 ``train.jsonl``), a local dataset folder or a Hub id; rows need a ``messages`` column.
 
-Loss on assistant turns only (``assistant_only_loss: true``): TRL 1.16 computes the mask from the chat
-template's ``{% generation %}`` markers, patching in a training template for the model families it knows. For a
-template it cannot handle (such as the tiny test model's plain ChatML), ``--loss_mask offsets`` (chosen
-automatically by ``auto``) tokenizes here instead: each assistant turn's character span is found by rendering
-the conversation up to that turn (the template must be prefix-preserving, which is checked), and a token is
-trained iff it starts inside such a span (the turn's content and its end-of-turn token). The result is handed to
-``SFTTrainer`` as ``input_ids`` + ``labels``, which it uses as given.
+Loss on assistant turns only (``assistant_only_loss: true``): from the chat template's ``{% generation %}``
+markers (TRL's own mask), or, for a template TRL cannot handle, ``--loss_mask offsets`` (chosen automatically
+by ``auto``), which tokenizes here and trains the tokens that start inside an assistant turn's rendered span.
+docs/training.md#cold-start-sft says how the spans are found.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Sampling completions with ``transformers``' ``generate``: the rollout's default ``GenerationBackend``.
 
-Two costs of the obvious way are avoided (issue 13, measured on the H200):
+Two costs of the obvious way are avoided:
 
 * Memory of the log-probs. ``output_scores=True`` keeps the processed logits of every step: (steps, batch, vocab)
   floats, ~60 GB at batch 64 x 512 tokens with a 152k vocabulary. ``SampledLogProbs`` instead reads each step's
   processed distribution as generation goes and keeps one float per sampled token.
 * Memory of the cache. All prompts in one ``generate`` call (64 trajectories at turn 3: ~170 GiB of KV cache for
-  an 8B model) or a fixed small batch (slow: a decode step costs about the same for batch 8 and 64). Prompts go in
-  micro-batches sized by ``kv_cache_budget_bytes``: as many sequences as their KV cache and one step's logits fit.
+  an 8B model) or a fixed small batch (slow: on an H200 a decode step costs about the same for batch 8 and 64).
+  Prompts go in micro-batches sized by ``kv_cache_budget_bytes``: as many sequences as their KV cache and one
+  step's logits fit.
 """
 
 from __future__ import annotations
@@ -127,8 +128,8 @@ def micro_batch_size(budget_bytes: float, kv_bytes_per_token: int, tokens_per_se
 @contextlib.contextmanager
 def merged_lora(model: Any) -> Any:
     """Yield ``model`` with its LoRA adapters merged into the base weights, unmerged on the way out: unmerged
-    all-linear LoRA doubles the per-step cost of decoding (two extra matmuls per linear layer, H200 measurement in
-    issue 13). Merge and unmerge round in the weights' dtype (``benchmarks/bench_rollout.py`` measures the drift);
+    all-linear LoRA doubles the per-step cost of decoding (two extra matmuls per linear layer, measured on an
+    H200). Merge and unmerge round in the weights' dtype (``benchmarks/bench_rollout.py`` measures the drift);
     a model without adapters is yielded as it is. Refused for base weights below fp32: on the tiny Qwen2, 20
     round trips in bf16 moved a base weight by 0.01 (fp32: 7e-9), and a training run merges once per rollout."""
     if not (hasattr(model, "merge_adapter") and getattr(model, "peft_config", None)):

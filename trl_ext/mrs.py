@@ -1,17 +1,15 @@
 """Mismatch rejection sampling (MRS) and profiling-based rejection sampling (PRS): pure tensor functions.
 
-MRS (background §4): the rollout engine and the trainer can disagree on token probabilities (different kernels,
-precision, batching). With rho = pi_train / pi_rollout per model token, a trajectory is kept only when the
-geometric mean exp(mean log rho) over its model tokens lies in [lower, upper] and no token has rho < veto.
-Rejected samples get no loss (no importance weights are applied to the kept ones). Turn- and token-level
-variants apply the same test to each turn or to each token.
+MRS (background §4): the rollout engine and the trainer can disagree on token probabilities (different
+kernels, precision, batching). With rho = pi_train / pi_rollout per model token, a trajectory is kept only
+when the geometric mean exp(mean log rho) over its model tokens lies in [lower, upper] and no token has rho <
+veto. Rejected samples get no loss (no importance weights are applied to the kept ones). Turn- and token-level
+variants apply the same test to each turn or to each token. A row (turn, token) with a NaN rollout log-prob
+(one the engine cannot provide) among its masked tokens is rejected (fail closed).
 
-PRS (background §3): a CORRECT turn is kept with probability clip((PR - threshold) / softness, 0, 1), where PR is the
-profiling coverage; incorrect turns are always kept. Rejected turns still count in the other samples' baselines
-(the caller only masks the loss).
-
-Log-probs that the rollout engine could not provide are NaN; a row (turn, token) containing one among its
-masked tokens is rejected, since nothing can be said about its mismatch (fail closed).
+PRS (background §3): a CORRECT turn is kept with probability clip((PR - threshold) / softness, 0, 1), where PR
+is the profiling coverage; incorrect turns are always kept. Rejected turns still count in the other samples'
+baselines (the caller only masks the loss).
 
 ``mrs_loss_mask`` turns any level's decision into one (N, L) token mask plus the counts the rejection metric
 needs, so a trainer can apply MRS as a loss mask wherever it has trainer log-probs (e.g. inside the loss).

@@ -2,24 +2,16 @@
 
 The one change from ``trl.GRPOTrainer``: completions are multi-turn trajectories against an environment
 (``trl_ext.rollout``), and each token's advantage comes from its own turn's return (TRLOO or turn-level GRPO,
-``trl_ext.advantages``), with MRS / PRS / recipe filters applied as loss masks (``tool_mask``; the attention mask
-is untouched and the DAPO token normaliser is recomputed). Loss, clipping, optimisation, PEFT, vLLM weight sync,
-checkpointing and logging are GRPOTrainer's.
+``trl_ext.advantages``), with MRS / PRS / recipe filters applied as loss masks (``tool_mask``; the attention
+mask is untouched and the DAPO token normaliser is recomputed). Loss, clipping, optimisation, PEFT, vLLM
+weight sync, checkpointing and logging are GRPOTrainer's.
 
-Hooks used (all call the base implementation):
-- TRL's ``rollout_func`` hook runs ``MultiTurnRollout`` and returns prompt ids, all turns' completion ids with
-  the feedback tokens between them, the rollout log-probs and ``env_mask`` (feedback tokens carry no loss).
-- ``_generate_and_score_completions`` post-processes the base output: (B,) advantages -> (B, L) per-token
-  advantages, and loss masks. Per-turn rewards are gathered from every process first, because a prompt's
-  samples can sit on different ranks (TRL keeps each group contiguous in the gathered order).
-- ``_compute_loss`` (only when MRS is decided in the loss, see ``_mrs_in_loss_supported``) runs the loss's
-  forward pass itself, masks MRS-rejected tokens out of ``tool_mask`` and hands that same forward to the base
-  loss through ``_get_per_token_logps_and_entropies``: MRS then costs no forward pass of its own.
-- ``training_step`` adds the optimisation-time metric and logs the MRS counts of each accumulation window.
-
-Why this module is long (~470 lines): it is one class whose methods override GRPOTrainer's hooks and share its
-state (the accelerator, the metrics, the MRS tally, the loss forward handed between hooks). The pure parts live
-elsewhere: ``advantages``, ``mrs``, ``masks`` (tensor assembly), ``model_setup``, ``generation``.
+Hooks overridden, each calling the base implementation: TRL's ``rollout_func`` (``MultiTurnRollout``),
+``_generate_and_score_completions`` (per-token advantages and loss masks), ``_compute_loss`` (only when MRS is
+decided in the loss, see ``_mrs_in_loss_supported``) and ``training_step`` (metrics);
+docs/training.md#how-trlootrainer-hooks-into-grpotrainer says what each does. The pure parts live in
+``advantages``, ``mrs``, ``masks`` (tensor assembly), ``model_setup`` and ``generation``.
+Why one module (~470 lines): the hooks share GRPOTrainer's state (docs/decisions.md).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ REQUIRED_CATEGORIES = {
     "conv", "pooling", "attention", "loss", "scan", "fused",
 }  # fmt: skip
 
-# The small preset must keep one Triton-interpreter evaluation around a second (DESIGN "Conventions").
+# The small preset must keep one Triton-interpreter evaluation around a second (docs/dataset.md).
 SMALL_MAX_TENSOR_ELEMENTS = 4096
 SMALL_MAX_PARAM_ELEMENTS = 4096
 # Full sizes are realistic GPU workloads, yet no single input should need more than 1 GiB.

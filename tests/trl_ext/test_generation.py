@@ -26,7 +26,7 @@ def tiny(tmp_path_factory):
 
 
 def scores_logprobs(model, prompt, config):
-    """The old way, as the yardstick: generate with output_scores and read each sampled token's log-prob."""
+    """The plain way, as the yardstick: generate with output_scores and read each sampled token's log-prob."""
     out = model.generate(input_ids=torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
                          generation_config=config, output_scores=True, return_dict_in_generate=True)
     tokens = out.sequences[0, len(prompt):]
