@@ -22,7 +22,7 @@ _EXPORTS = {
     "DropReason": "checks",
     "SourceError": "sources.formats",
     "SourceFormat": "sources.formats",
-    "BuildReport": "builder",
+    "BuildReport": "build_report",
     "build_dataset": "builder",
     "ValidationReport": "validate",
     "validate_dataset": "validate",

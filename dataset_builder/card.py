@@ -15,7 +15,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from .features import FEATURES
 
 if TYPE_CHECKING:
-    from .builder import BuildReport
+    from .build_report import BuildReport
 
 # Licence and provenance of each source format (background §1: upstream licences).
 PROVENANCE = {
