@@ -49,7 +49,7 @@ def run_oneshot(entry, device: str, timeout_s: float) -> dict:
         try:
             result = run_worker_subprocess(entry.reference, as_completion(entry.source), device=device,
                                            tmp_path=Path(tmp), timeout_s=timeout_s, **options)
-        except (AssertionError, subprocess.TimeoutExpired) as exc:  # the worker died or hung: no verdict at all
+        except (AssertionError, subprocess.TimeoutExpired) as exc:  # the process died or hung: no verdict
             return {"status": "no_result", "reward": 0.0, "error": f"{type(exc).__name__}: {exc}"}
     return result.to_dict()
 

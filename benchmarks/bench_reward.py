@@ -1,22 +1,15 @@
-"""Benchmark the single-candidate reward on a GPU: timing fidelity, repeatability, cost per evaluation by phase.
+"""Benchmark the single-candidate reward on a GPU: timing fidelity, repeatability, seconds per phase.
 
     python benchmarks/bench_reward.py --device cuda --tasks all --json-out $OUT/bench_reward.json
 
-Sections (each a function, so other modes such as a throughput benchmark can be added beside them):
-  fidelity       every selected shipped task (dataset_builder.tasks, "full" sizes) timed against ITSELF with
-                 benchmarks.inprocess_timer.time_pair (two instances of the reference built under one seed). The ideal
-                 speedup is 1; reports |log speedup| per task, its median and p95 (targets 0.02 / 0.05).
-  fidelity_judge the same tasks timed against themselves by the TRUSTED JUDGE's clock (kernel_reward.timing.batch_clock:
-                 reference in the judge, the same program as the "candidate" in one sandboxed runner process,
-                 verified batches on the judge's host clock): the method every evaluation now uses, side by side
-                 with the in-process event timing above.
-  honest         full evaluate_request runs of the honest GPU candidates of the test corpus (status, speedup,
-                 coverage, per-phase seconds).
-  repeatability  one honest candidate evaluated N times by a one-worker pool: coefficient of variation of the
-                 speedup (target <= 3 %).
-  coverage       (opt-in) every honest corpus candidate that is correct on the GPU, evaluated with
-                 coverage_method="events" and "profiler" under one seed: both coverages and their difference.
-  phases         mean seconds per phase over all evaluate_request runs above.
+Sections (``--sections``; benchmarks/README.md says what each one measures and its targets):
+  fidelity       each selected shipped task timed against ITSELF in one process (benchmarks.inprocess_timer)
+  fidelity_judge the same tasks timed against themselves by the TRUSTED JUDGE's clock (kernel_reward.timing)
+  honest         full evaluate_request runs of the honest GPU candidates of the hack corpus
+  repeatability  one honest candidate evaluated N times by a one-worker pool: CV of the speedup
+  coverage       (opt-in) events against profiler coverage on every honest candidate correct on the GPU
+  phases         mean seconds per phase over all evaluate_request runs above
+``--throughput`` runs the pool throughput benchmark (benchmarks/throughput.py) instead.
 Prints a table per section and writes everything (raw numbers included) as JSON.
 """
 
@@ -110,13 +103,13 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     from kernel_reward.judge.pipeline import start_runner_process
     from kernel_reward.judge.remote import RemoteCandidate
     from kernel_reward.options import EvalOptions
-    from kernel_reward.runtime import apply_tf32_policy
+    from kernel_reward.runtime import apply_tf32_policy, mode_of
     from kernel_reward.timing import measure
 
     torch_device = torch.device(device)
     options = EvalOptions(timing_budget_ms=budget_ms)
     apply_tf32_policy(options.allow_tf32)  # as the judge does: the reference and the runner under one policy
-    runner = start_runner_process(device)
+    runner = start_runner_process(mode_of(device))
     client = RunnerClient(runner)
     rows = []
     try:

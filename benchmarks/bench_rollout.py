@@ -1,10 +1,10 @@
 """Rollout generation speed: ms per decode step and tokens/s for each setting, plus the LoRA merge drift.
 
-Settings crossed: batch sizes (``--batches``), how log-probs are kept (``recorder``: one float per token, as the
-trainer does; ``scores``: transformers' ``output_scores``, the old way), and LoRA (``none``, ``unmerged`` all-linear
-adapters, ``merged`` for generation). Every setting generates exactly ``--new-tokens`` tokens (no eos) from the same
-prompts, after one untimed warm-up call. The drift section merges and unmerges the adapters ``--merge-cycles``
-times in fp32 and bf16 and reports the largest change of a base weight.
+Settings crossed: batch sizes (``--batches``), how log-probs are kept (``recorder``: one float per token, as
+the trainer does; ``scores``: transformers' ``output_scores``, for comparison), and LoRA (``none``,
+``unmerged`` all-linear adapters, ``merged`` for generation). Every setting generates exactly ``--new-tokens``
+tokens (no eos) from the same prompts, after one untimed warm-up call. The drift section merges and unmerges
+the adapters ``--merge-cycles`` times in fp32 and bf16 and reports the largest change of a base weight.
 
     python benchmarks/bench_rollout.py                                  # tiny random Qwen2 on this machine
     python benchmarks/bench_rollout.py --model PATH --device cuda --batches 8,64 --json-out OUT.json
@@ -42,7 +42,7 @@ def with_lora(model: Any, rank: int) -> Any:
 
 
 class ScoresBackend:
-    """The old way, for comparison: ``output_scores`` and a log-softmax over all of them at the end."""
+    """transformers' own way, for comparison: ``output_scores`` and a log-softmax over all of them last."""
 
     def __init__(self, model: Any, config: Any, device: str) -> None:
         self.model, self.config, self.device = model, config, device

@@ -3,16 +3,12 @@
 Both trainers see identical token sequences: TRLOOTrainer runs its multi-turn loop with a scripted generation
 backend (fixed random tokens, so model sampling cost is out of the comparison) and the toy environment; every
 step's resulting (prompt ids, completion ids with feedback, env_mask) is recorded and replayed to a plain
-GRPOTrainer through TRL's ``rollout_func`` hook. Each optimizer step is timed by a callback in wall-clock
-seconds and in process CPU seconds (user + system of this process, all threads; far less sensitive than wall
-time to other load on a shared machine); the TRLOO side has its environment time subtracted.
-
-Arms: the plain GRPOTrainer replay; TRLOO without MRS; TRLOO + MRS decided inside the loss (the trainer's
-default when the loss normaliser allows it); TRLOO + MRS decided at generation time (one extra no-grad forward,
-the path kept for token-sum losses over several micro-batches), for comparison. Load on a shared machine drifts
-over tens of seconds, so every arm runs once per round and the order rotates between rounds; each TRLOO run is
-checked to see exactly the recorded tokens. Reported: median per-step times over the measured steps of all
-rounds, the relative overhead vs GRPO (CPU time is the headline figure) and its range over rounds.
+GRPOTrainer through TRL's ``rollout_func`` hook. Each optimizer step is timed in wall-clock seconds and in
+process CPU seconds; the TRLOO side has its environment time subtracted. Arms: the GRPO replay, TRLOO without
+MRS, TRLOO + MRS inside the loss, TRLOO + MRS at generation time; every arm runs once per round, the order
+rotating between rounds (benchmarks/README.md says why). Reported: median per-step times over the measured
+steps of all rounds, the relative overhead vs GRPO (CPU time is the headline figure) and its range over
+rounds, written to ``--out``/overhead.json.
 
     python benchmarks/bench_trainer_overhead.py --out runs/bench_overhead
 """

@@ -7,7 +7,7 @@ runner (a spawned child) that runs nothing (dry) or one op, under two hand-over 
         launches, its stream writes ``done`` to host memory, and the judge's host waits for it before queuing
         its capture. No GPU stream ever blocks.
 Prints a table (median and 90th percentile of 40 batches, ms), writes JSON to argv[1].
-Its 2026-12-03 H200 run failed before measuring: the child's mmap of the shared page raised PermissionError
+On the H200 it fails before measuring: the child's mmap of the shared page raises PermissionError
 (undiagnosed).
 """
 

@@ -1,24 +1,15 @@
-"""Paired GPU timing of reference and candidate in one process (issue 3, step 5; background §7).
+"""Paired GPU timing of reference and candidate in one process (background §7), a yardstick beside the judge.
 
-Method (one timed call of either side):
-  * fresh input buffers cloned from a pool of pre-generated inputs, two neighbouring values swapped per call
-    (``timing_args``: pointer- and value-keyed caches cannot replay),
-  * ``torch.cuda.synchronize()`` (device-wide, every stream) and the host clock; then the L2 flush (zeroing a
-    buffer larger than L2) is QUEUED, followed by the start event, the call and the end event; then
-    ``torch.cuda.synchronize()`` again and the host clock.
-  Queueing the flush first, then a calibrated GPU spin (``torch.cuda._sleep``) long enough to cover the host's
-  launch of the call, keeps the GPU busy until the call's first kernel is queued: the start event fires just
-  before it, so the event time is the call's device time, not the host's launch latency. (Synchronising between
-  flush and start, as an earlier version did, made a ~15 us kernel read 50-100 us of launch latency that drifted
-  with host state: 3.35 % CV across runs, and bimodal readings once a 256 MB flush alone no longer covered it.)
-  Two readings per call (``CallTime``): ``device_ms`` from the events, and ``excess_ms`` = host bracket - event
-  time - the same excess measured around an empty call. Events see only the current stream; the device-wide
-  sync sees every stream, so work hidden on a side stream shows up as excess (a 190 us GEMM on a side stream
-  read 1.4 us by events). ``select_samples`` uses the events unless the candidate's excess exceeds the
-  reference's beyond noise; then both sides are timed by the host bracket and the result is flagged.
-Reference and candidate calls alternate (ref, cand, ref, cand, ...) so drift and competing load hit both
-equally. The number of calls is derived from a quick estimate and ``timing_budget_ms``. The summary statistic is
-the MEDIAN; speedup = median_ref / median_cand with a 95 % bootstrap interval over the paired samples."""
+One timed call of either side: fresh input buffers (``timing_args``: pointer- and value-keyed caches cannot
+replay), a device-wide ``torch.cuda.synchronize()`` and the host clock, then the queued L2 flush and a
+calibrated GPU spin covering the call's launch, the start event, the call, the end event, a second device-wide
+sync and the host clock. Two readings per call (``CallTime``): ``device_ms`` from the events and
+``excess_ms``, the host bracket beyond the events less that of an empty call. ``select_samples`` times both
+sides by the host bracket when the candidate's excess exceeds the reference's beyond noise (work hidden on a
+side stream). Reference and candidate calls alternate; the number of calls comes from a quick estimate and
+``budget_ms``. speedup = median_ref / median_cand with a 95 % bootstrap interval over the paired samples.
+benchmarks/README.md (inprocess_timer.py) gives the reasons for this order.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """Diagnostic (GPU): where does the time a judge holds the GPU's timing slot go?
 
-The pool's throughput is bounded by the timing slot (one evaluation times at a time; the H200 throughput run of
-2026-12-03 held it 99.7 % of the wall). This runs honest candidates of the throughput benchmark in this process,
-each against a fresh sandboxed runner, profiles (cProfile) only while the slot is held, and prints the seconds
-held per evaluation and the functions that took them. JSON to argv[1].
+The pool's throughput is bounded by the timing slot (one evaluation times at a time; an H200 throughput run,
+results/judge_h200/throughput_run_e_ipc.json, held it 99.7 % of the wall). This runs honest candidates of the
+throughput benchmark in this process, each against a fresh sandboxed runner, profiles (cProfile) only while
+the slot is held, and prints the seconds held per evaluation and the functions that took them. JSON to
+argv[1].
 
     PYTHONPATH=. python3 benchmarks/judge_slot_profile.py OUT.json [TASKS]
 """

@@ -1,24 +1,16 @@
-"""Does a large task fit the evaluator, and where does its memory go? The judge's peak per phase beside one call's
-inputs + outputs, for tasks at the sizes of KernelBench's level 1-2 problems (written here, not copied: a 6 GiB
-elementwise input, a 6 GiB row softmax, a row reduction, an 8k matmul, a large convolution).
+"""Does a large task fit the evaluator, and where does its memory go? The judge's peak per phase beside one
+call's inputs + outputs, for tasks at the sizes of KernelBench's level 1-2 problems (written here, not copied:
+a 6 GiB elementwise input, a 6 GiB row softmax, a row reduction, an 8k matmul, a large convolution), each
+evaluated once against a candidate that computes the same thing in PyTorch and passes its output through a
+Triton copy kernel. ``--cap-gib`` caps each worker's GPU memory (72: 90 % of an 80 GB H100).
+``--problems DIR``: every ``*.py`` problem file under DIR instead (a KernelBench checkout, not shipped here),
+each against itself. benchmarks/README.md (memory_footprint.py) gives the targets and more examples.
 
-Each task is evaluated once with a candidate that computes the same thing in PyTorch and passes its output through
-a Triton copy kernel: every phase of an evaluation runs (correctness, resized inputs, timing, coverage) and the
-candidate's own memory is the reference's. The per-worker memory cap can be set to emulate a smaller GPU
-(``--cap-gib 72``: 90 % of an 80 GB H100). Issue 15's targets: no out-of-memory at these sizes on one H100, and the
-judge's peak within 3x one call's inputs + outputs.
-
-``--problems DIR``: every ``*.py`` problem file under DIR instead (a KernelBench checkout's ``level1`` / ``level2``,
-MIT-licensed, at their published sizes; not shipped here), each evaluated against itself with its outputs passed
-through the same Triton copy kernel.
-
-    python benchmarks/memory_footprint.py --cap-gib 72 --json-out benchmarks/results/memory_footprint_h200.json
-    python benchmarks/memory_footprint.py --cap-gib 72 --problems KernelBench/KernelBench/level1 --json-out l1.json
+    python benchmarks/memory_footprint.py --cap-gib 72 --json-out OUT.json
+    python benchmarks/memory_footprint.py --cap-gib 72 --problems KernelBench/KernelBench --shard 0/4 \\
+        --json-out shard0.json
     python benchmarks/memory_footprint.py --device cpu --scale 4096 --tasks relu row_sum   # a CPU smoke run
-    python benchmarks/memory_footprint.py --device cpu --problems KernelBench/KernelBench --shrink 24 --timeout 25
-        # every problem small, under the interpreter: a sweep for false verdicts (each against its own model)
-    python benchmarks/memory_footprint.py --cap-gib 72 --problems KernelBench/KernelBench --only level1/57 level2/39
-        # a few problems again after a fix; --merge over the first run and this one keeps the re-run's rows
+    python benchmarks/memory_footprint.py --merge A.json B.json   # one table from a sharded run's files
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def _median_forward(model: torch.nn.Module, inputs: list, device: torch.device, 
 def time_reference(path: Path, device: torch.device, repeats: int) -> ReferenceTiming:
     module = load_problem(path)
     model, build_s = _timed(device, lambda: module.Model(*module.get_init_inputs()).to(device))
-    with torch.device(device):  # drawn where the judge draws them (tensors.make_inputs)
+    with torch.device(device):  # drawn where the judge draws them (kernel_reward.common.tensors.make_inputs)
         raw_inputs, inputs_s = _timed(device, lambda: list(module.get_inputs()))
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in raw_inputs]
     with torch.no_grad():

@@ -1,7 +1,8 @@
 """Diagnostic (GPU only): why does the same torch op run slower in the runner than in the judge?
 
 Hypotheses, each measured with the measuring process's OWN CUDA events (median of 20 calls, L2 flushed):
-  memory   the op reads the judge's arena (cuMemAlloc, imported by CUDA IPC) instead of private memory;
+  memory   the op reads the judge's arena (exchange.Arena, mapped by exchange.MappedArena) instead of private
+           memory;
   waiting  the judge's stream sits in a GPU-side wait (stream_gate.wait_value) while the runner works, so the two
            contexts time-slice;
   process  the runner is another process / context at all (compare its private-memory figure with the judge's).

@@ -7,12 +7,11 @@ import dataclasses
 import json
 import sys
 
-sys.path.insert(0, "scripts")
-import bench_reward  # noqa: E402
+import bench_reward  # benchmarks/bench_reward.py: a script's own folder is first on sys.path
 
-from kernel_reward.ipc import runner_channel  # noqa: E402
-from kernel_reward.judge import pipeline  # noqa: E402
-from kernel_reward.sandbox import SandboxPolicy  # noqa: E402
+from kernel_reward.ipc import runner_channel
+from kernel_reward.judge import pipeline
+from kernel_reward.sandbox import SandboxPolicy
 
 VARIANTS = {
     "default": {},
@@ -30,7 +29,7 @@ def main() -> None:
     for name, change in VARIANTS.items():
         policy = dataclasses.replace(SandboxPolicy(), **change)
 
-        def start(device, policy=policy):
+        def start(mode, policy=policy):
             process = runner_channel.spawn_runner_exec("cuda", policy)
             runner_channel.wait_ready(process)
             return process

@@ -1,10 +1,11 @@
 """How much does the reward's clock charge a candidate for synchronising the host inside its forward?
 
-On the H200 (run o, ``results/production_kernels_h200_run_o.json``) liger's cross-entropy kernel read 0.42x by the
-reward and 1.23x by ``triton.testing.do_bench``; its forward copies three values to the host per call. The judge
-queues a batch of calls behind one gate and its own stream waits on the runner's (``judge_timing``): a forward
-that blocks the runner's host on the GPU may cost more there than in a single process (context switches between
-the judge's and the runner's contexts at every synchronisation is the suspected mechanism, not yet measured).
+On the H200 (``results/production_kernels_h200_run_o.json``) liger's cross-entropy kernel read 0.42x by the
+reward and 1.23x by ``triton.testing.do_bench``; its forward copies three values to the host per call. The
+judge queues a batch of calls behind one gate and its own stream waits on the runner's
+(``kernel_reward.timing.batch_clock``): a forward that blocks the runner's host on the GPU may cost more there
+than in a single process (the suspected mechanism, context switches between the judge's and the runner's
+contexts at every synchronisation, is what the ``mps`` step of tools/gpu_judge_check.sh tests).
 
 This probe isolates it: one Triton kernel (an elementwise ``relu(x) + 1`` on N floats) behind ``ModelNew``
 variants that add 0, 1 or 3 host synchronisations per call (``.item()`` of one output element), each scored by

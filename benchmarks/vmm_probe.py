@@ -1,12 +1,12 @@
-"""Diagnostic (GPU only): is the runner's slowdown on large inputs the legacy CUDA IPC mapping, and does memory
-shared through the virtual memory API avoid it? Yes: on the H200 (2026-12-03, results/judge_h200/vmm_probe_run_e.txt) the
-1 GB matvec took 2.81 ms through a legacy import and 0.263 ms through a VMM import, the same as private memory;
-exchange.Arena has used the VMM route since.
+"""Diagnostic (GPU only): is a runner's slowdown on large inputs the legacy CUDA IPC mapping, and does memory
+shared through the virtual memory API avoid it? Yes: on the H200 (results/judge_h200/vmm_probe_run_e.txt) the
+1 GB matvec took 2.81 ms through a legacy import and 0.263 ms through a VMM import, the same as private
+memory; exchange.Arena shares its memory the VMM way.
 
-The runner reads the judge's arena through ``cuIpcOpenMemHandle`` (exchange.MappedArena). On the H200 a 1 GB
-matrix-vector product ran 10x slower there than in the judge (``runner_speed_probe.py``: 512 MB 12 %, 128 MB
-none), which points at the importer's page size / TLB reach. The alternative: ``cuMemCreate`` at the allocation
-granularity (2 MB), exported as a POSIX file descriptor, imported and ``cuMemMap``-ed by the runner.
+Through a legacy import (``cuIpcOpenMemHandle``) a 1 GB matrix-vector product ran 10x slower in the runner
+than in the judge on the H200 (``runner_speed_probe.py``: 512 MB 12 %, 128 MB none), which points at the
+importer's page size / TLB reach. The VMM route: ``cuMemCreate`` at the allocation granularity (2 MB),
+exported as a POSIX file descriptor, imported and ``cuMemMap``-ed by the runner.
 
 A child process times (its own CUDA events, median of 20, L2 flushed) a 1 GB matvec and a 128 MB SiLU on:
 private memory, a legacy IPC import, a VMM import. Prints a table; JSON to argv[1].

@@ -9,13 +9,15 @@ from __future__ import annotations
 import ast
 import io
 import re
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CODE_FOLDERS = ("kernel_reward", "trl_ext", "kernel_eval", "dataset_builder", "scripts")
+CODE_FOLDERS = ("kernel_reward", "trl_ext", "kernel_eval", "dataset_builder", "scripts", "benchmarks", "tools")
 MAX_MODULE_DOCSTRING_LINES = 15
 HISTORY = re.compile(
     r"\bissues? \d+\b|\bruns? [b-hj-z](?:/[a-z])*(?=[,;:)]|\s*$)|\(runs? [a-z]\b|\b20\d\d-\d\d-\d\d\b"
@@ -83,3 +85,12 @@ def test_readme_is_a_guide():
     readme = (REPO_ROOT / "README.md").read_text()
     assert len(readme.encode()) <= 15_000
     assert not re.search(r"\brun [a-z]\b|\bsessions?\b|\b[0-9a-f]{7,40}\b(?![\w.-]*\.(json|txt|md|png))", readme)
+
+
+@pytest.mark.parametrize("command", [["check", "."], ["format", "--check", "."]], ids=["lint", "format"])
+def test_ruff_is_clean(command):
+    """One lint and format configuration (pyproject.toml), kept clean."""
+    pytest.importorskip("ruff")
+    proc = subprocess.run([sys.executable, "-m", "ruff", *command], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

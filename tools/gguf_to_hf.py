@@ -4,7 +4,7 @@ The GPU machine gets models only as files carried in pieces (``tools/split_file.
 evaluation harness read transformers folders. With ``--tie-output`` the output matrix is re-tied to the token
 embeddings: the file came with the output tensor's bytes left out (zeros, ``split_file.py --zero-gguf-tensor
 output.weight``), and for a model trained with tied embeddings (Qwen2.5-0.5B) that tensor is only a second
-quantization of the embedding matrix. Measured on Qwen2.5-Coder-0.5B-Instruct Q4_K_M (CPU, 2026-12-03): the tied
+quantization of the embedding matrix. Measured on Qwen2.5-Coder-0.5B-Instruct Q4_K_M (on a CPU): the tied
 model's next-token distributions differ from the untied file's by a mean KL of 0.0067 nats on a chat prompt, and
 the first 40 greedy tokens are identical.
 

@@ -29,7 +29,7 @@ step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --thro
 step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
-# runner's work no longer switch contexts at each host sync); MPS's control log shows whether clients attached.
+# runner's work do not switch contexts at each host sync); MPS's control log shows whether clients attached.
 mps_sync_probe() {
   export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
@@ -71,8 +71,8 @@ ls "$OUT"/kernelbench_memory_*.json >/dev/null 2>&1 && echo "--- kernelbench (me
   --merge "$OUT"/kernelbench_memory_*.json | grep -vE "^\S+ +correct "
 [ -f "$OUT/corpus.log" ] && echo "--- corpus" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/corpus.log" | tail -20
 cat "$summary"
-# The device tool returns at most 8 files from $OUT (a call that ran several steps writes more: the KernelBench JSON of
-# one run did not come back): past 7, every file but the summary goes into one archive.
+# The device tool returns at most 8 files from $OUT, and a call that runs several steps writes more (files past
+# the eighth are lost): past 7, every file but the summary goes into one archive.
 files=$(find "$OUT" -maxdepth 1 -type f ! -name summary.txt ! -name gpu_judge_check.tar.gz | wc -l)
 if [ "$files" -gt 7 ]; then
   (cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt -printf '%P\n' | tar czf gpu_judge_check.tar.gz -T - \

@@ -1,5 +1,7 @@
-"""GPU smoke check of the judge / runner split: a few corpus candidates through the one-shot path (this process
-judges, one exec'd runner) and through the pool (zygote judges with forked runners). Prints one line each.
+"""GPU smoke check of the judge / runner split: a few hack-corpus candidates through both evaluation paths.
+
+Two through the one-shot path (this process judges, one exec'd runner), all four through the pool (zygote
+judges with forked runners). Prints one line each.
 
     python tools/gpu_judge_smoke.py [--device cuda] [--json-out FILE]
 """
@@ -15,7 +17,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
-CORPUS = REPO_ROOT / "tests" / "kernel_reward" / "corpus"
+ENTRIES = REPO_ROOT / "hack_corpus" / "entries"
+TASKS = REPO_ROOT / "hack_corpus" / "tasks"
 PAIRS = [("honest_add_relu_big_gpu", "add_relu_big"), ("honest_matmul_ieee_gpu", "matmul_big"),
          ("fault_wrong_result", "add_relu"), ("honest_add_relu", "add_relu")]
 
@@ -40,7 +43,7 @@ def main() -> int:
 
     rows = []
     for name, task in PAIRS[:2]:
-        request = EvalRequest((CORPUS / "tasks" / f"{task}.py").read_text(), (CORPUS / f"{name}.py").read_text(),
+        request = EvalRequest((TASKS / f"{task}.py").read_text(), (ENTRIES / f"{name}.py").read_text(),
                               device=args.device, options=EvalOptions())
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
@@ -48,7 +51,8 @@ def main() -> int:
         rows.append({"path": "one-shot", **_row(name, result, time.perf_counter() - start)})
         print(json.dumps(rows[-1])[:1500], flush=True)
     with Evaluator(device=args.device, workers=2, timeout=300) as ev:
-        pairs = [((CORPUS / "tasks" / f"{task}.py").read_text(), (CORPUS / f"{name}.py").read_text()) for name, task in PAIRS]
+        pairs = [((TASKS / f"{task}.py").read_text(), (ENTRIES / f"{name}.py").read_text())
+                 for name, task in PAIRS]
         start = time.perf_counter()
         results = ev.evaluate_many(pairs)
         wall = time.perf_counter() - start

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU learning run of issue 13 on one device lease: Qwen2.5-Coder-0.5B-Instruct -> cold-start SFT on the
+# The GPU learning run on one device lease: Qwen2.5-Coder-0.5B-Instruct -> cold-start SFT on the
 # synthetic training split -> held-out evaluation -> TRLOO on fresh tasks of the trained variants -> the same
 # held-out evaluation. Back-to-back device calls share the machine's /tmp (kept while it stays warm):
 #
@@ -18,7 +18,7 @@
 #   call 11 (same carry):                   bash tools/gpu_learning_run.sh eval "$OUT" rl
 #   then, here:    python tools/learning_run_report.py --runs DIRS_OF_CALLS_8_TO_11 --out docs/training/... \
 #                      --tasks runs/learn_data/sft_data/heldout_tasks
-#   Run 2 (docs/training/EVIDENCE.md §6) is exactly these calls: 1,692 s of device time in all.
+#   docs/training/gpu_learning_run_2/ reports exactly these calls: 1,692 s of device time in all.
 #
 # "sft" joins the pieces (SHA-256 checked, the left-out output matrix restored as zeros), converts the GGUF to a
 # transformers folder with the output matrix tied to the embeddings, fine-tunes it (recipes/qwen05b_sft.yaml) and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reward's GPU evidence in one go (issue 3 / 4): benchmarks first (an otherwise idle GPU), then the
+# The reward's GPU evidence in one go: benchmarks first (an otherwise idle GPU), then the
 # gpu-marked tests in parallel. Every step has its own time limit and writes under OUT, so one hang costs
 # only its step. Prints a short summary last.
 #

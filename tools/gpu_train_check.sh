@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU TRLOO run with a real small instruct model (issue 5), over two back-to-back device calls.
+# GPU TRLOO run with a real small instruct model, over two back-to-back device calls.
 #
 # A device call carries at most 64 MiB, and carried paths do not survive to the next call, but the machine's
 # /tmp does while it stays warm (30 s after a call). So the 98 MB SmolLM2-135M-Instruct GGUF
