@@ -8,8 +8,8 @@ Backends: ``"local"`` (one ``pool.DevicePool`` per device, all pulling from one 
 Submissions beyond ``max_in_flight`` block (back-pressure); ``aevaluate`` / ``aevaluate_many`` are the asyncio
 forms; cancelling an awaiting task kills the candidate's process. Leaving the context (also on Ctrl-C) kills
 every worker process. Candidates that the checks running none of their code reject (no code block, syntax
-error, a static hack: ``worker.screen_request``) are answered here without taking a worker; their isolation
-record says ``"level": "not_run"``.
+error, a static hack: ``judge.pipeline.screen_request``) are answered here without taking a worker; their
+isolation record says ``"level": "not_run"``.
 """
 
 from __future__ import annotations

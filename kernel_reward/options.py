@@ -4,22 +4,9 @@
 survive ``to_dict`` / ``from_dict`` unchanged. ``__post_init__`` rejects bad values with a message that names the
 field and says what to set instead (the habit of TRL's configs).
 
-Decisions documented here because they change verdicts:
-
-* **Hidden seeds.** Correctness trials draw their inputs from seeds derived from a secret base, never from a
-  fixed, public 42. ``seed_base=None`` (the default) means: a fresh random base per evaluation
-  (``secrets.randbits``), so a candidate cannot tune itself to known inputs. Set an int for reproducible runs.
-* **TF32 policy.** ``allow_tf32=False`` (default): the worker turns TF32 off for torch matmuls and cuDNN
-  convolutions, so the reference of an fp32 task is computed in full fp32. A candidate that uses TF32
-  ``tl.dot`` on an fp32 task then shows its real error (background §6: ~0.115 at K=1024) and fails the fp32 tolerance
-  honestly; it must ask for ``input_precision="ieee"`` (or loosen nothing). ``allow_tf32=True`` keeps torch's
-  defaults and is meant for experiments only.
-* **Speedup baseline.** ``baseline="eager"`` (default) times the reference as written, as KernelBench and the
-  paper's headline numbers do; ``"compile"`` times ``torch.compile(reference)`` instead (background §5: a much
-  stronger baseline). Correctness is always judged against the eager reference.
-* **Shape generalisation.** One extra run at resized inputs catches fast paths specialised to the shipped shape.
-  ``shape_check="report"`` records the outcome without failing; ``"fail"`` makes a failure count as incorrect;
-  ``"off"`` skips the run.
+The defaults that change verdicts, and why (docs/reward.md#evaluation-options): hidden seeds (``seed_base=None``:
+a fresh secret base per evaluation), TF32 off (``allow_tf32=False``: an fp32 reference in full fp32), the eager
+baseline (``baseline="eager"``, as KernelBench times it) and one resized-input run (``shape_check``).
 """
 
 from __future__ import annotations
@@ -43,7 +30,7 @@ BASELINES: tuple[str, ...] = get_args(Baseline)
 
 @dataclass
 class EvalOptions:
-    """Knobs of one evaluation. Defaults follow issue 3 and background §2/3/7."""
+    """Knobs of one evaluation. Defaults follow background §2/3/7 (docs/reward.md#evaluation-options)."""
 
     # --- correctness -------------------------------------------------------------------------------------
     num_trials: int = field(default=5, metadata={"help": "correctness trials, each with fresh hidden-seed inputs (>= 1)"})
@@ -100,8 +87,8 @@ class EvalOptions:
                   "docs/security.md): the floor stops lazy wrappers, not a runner that forges its coverage"},
     )
     coverage_method: CoverageMethod = field(
-        # "events" by default: on the H200 the two agree (benchmarks/results/coverage_h200.json) and CUPTI's start-up in
-        # every fresh sandboxed process (5-6 s) was the largest cost of a correct candidate's evaluation.
+        # "events" by default: on an H200 the two agree (benchmarks/results/coverage_h200.json), and CUPTI's
+        # start-up in every fresh sandboxed process (5-6 s) is the largest cost of a correct candidate's evaluation.
         default="events",
         metadata={"help": "how coverage (PR) is measured: 'events' (CUDA events around the candidate's Triton "
                   "launches inside gap-free forwards; no CUPTI; other kernels in one row; falls back to the "
@@ -109,9 +96,9 @@ class EvalOptions:
                   "every device kernel named; seconds of CUPTI start-up per worker process)"},
     )
     coverage_exclusive: bool = field(
-        # Off by default: on the H200 pool (8 workers, 64 mixed pairs, 2026-12-03 run g) the events pass took
-        # 0.78 s per correct candidate inside the slot (0.09 s alone), 39 % of the slot's time, and the slot is
-        # what bounds a GPU's throughput. Outside it, the intervals may hold other evaluations' kernels.
+        # Off by default: in an H200 pool (8 workers, 64 mixed pairs) the events pass takes 0.78 s per correct
+        # candidate inside the slot (0.09 s alone), 39 % of the slot's time, and the slot is what bounds a GPU's
+        # throughput. Outside it, the intervals may hold other evaluations' kernels.
         default=False,
         metadata={"help": "run the 'events' coverage pass inside the GPU's exclusive timing slot, so no other "
                   "evaluation's kernels fall in its intervals (more exact coverage, lower pool throughput)"},

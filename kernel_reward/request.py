@@ -30,7 +30,7 @@ class EvalRequest:
     device: str | None = None  # None: CUDA when available, else the CPU interpreter; or "cpu" / "cuda[:N]"
     options: EvalOptions = field(default_factory=EvalOptions)
     # Set by the execution service for the one retry of an evaluation that ran out of device memory under its
-    # worker's share: nothing else runs on the device meanwhile and it gets USABLE_DEVICE_MEMORY (pool.py).
+    # worker's share: nothing else runs on the device meanwhile and it gets USABLE_DEVICE_MEMORY (service.pool).
     alone: bool = False
     # The code the execution service's screen extracted and passed (``judge.pipeline.screen_request``): the worker
     # judges it without screening again. None: the worker screens ``candidate`` itself.

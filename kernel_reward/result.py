@@ -1,9 +1,9 @@
 """Typed results of one candidate evaluation: the seam between the evaluator and everything around it.
 
-The judge (``kernel_reward.judge.pipeline`` / ``judge``) fills an ``EvalResult`` for ONE candidate from what it observed of
-the candidate's runner process (nothing the runner sends is taken as a verdict); the execution service (pool,
-sandbox, Ray backend) only moves these results around as ``to_dict()`` JSON, and may itself produce results for
-failures that kill the pair (``timeout``, ``crashed``).
+The judge (``kernel_reward.judge.pipeline`` / ``judge.verdict``) fills an ``EvalResult`` for ONE candidate from
+what it observed of the candidate's runner process (nothing the runner sends is taken as a verdict); the execution
+service (pool, sandbox, Ray backend) only moves these results around as ``to_dict()`` JSON, and may itself produce
+results for failures that kill the pair (``timeout``, ``crashed``).
 
 Fail closed: a result starts as ``crashed`` with ``correct=False`` and only becomes ``correct`` when every
 sub-check reported success.
@@ -86,7 +86,7 @@ class EvalResult:
     kernel_table: list[KernelTiming] = field(default_factory=list)
     reference_timing: TimingStats | None = None
     kernel_timing: TimingStats | None = None
-    timing_method: dict[str, Any] = field(default_factory=dict)  # how the judge's clock timed it (judge_timing)
+    timing_method: dict[str, Any] = field(default_factory=dict)  # how the judge's clock timed it (batch_clock)
     flags: list[str] = field(default_factory=list)  # non-fatal notes, e.g. "implausible_speedup_remeasured"
     phase_seconds: dict[str, float] = field(default_factory=dict)  # load / compile / correctness / timing...
     isolation: dict[str, Any] = field(default_factory=dict)  # filled by the execution service (level "not_run": screened)
@@ -123,7 +123,7 @@ class EvalResult:
             raise ValueError(f"EvalResult.from_dict: unknown keys {sorted(unknown)}")
         values = dict(data)
         values["status"] = Status(values.get("status", Status.CRASHED.value))
-        if "scored" not in values:  # written before the field existed: the rule readers used to apply to the text
+        if "scored" not in values:  # a result without the field: derived from its flags and error text
             values["scored"] = not ("cancelled" in (values.get("flags") or []) or (
                 values["status"] == Status.CRASHED and str(values.get("error") or "").startswith("infrastructure failure")))
         if values.get("speedup_ci") is not None:

@@ -7,13 +7,9 @@ seeds) lives in the judge's private memory, in another process.
 
 * CPU (Triton interpreter): a sealed ``memfd`` (no grow, no shrink: a runner that could truncate it would make
   the judge's next access a SIGBUS), mapped by both; its descriptor crosses the channel by SCM_RIGHTS.
-* CUDA: one allocation of the judge's through the driver's virtual memory API (``cuMemCreate`` at the 2 MB
-  granularity), exported as a POSIX file descriptor that crosses the channel by SCM_RIGHTS and is mapped by the
-  runner with ``cuMemMap``. A dedicated driver allocation, not a tensor of torch's caching allocator, so nothing
-  else of the judge's can share its pages. Not the legacy ``cuIpcGetMemHandle`` route: on the H200 a kernel
-  reading a 1 GB matrix through a legacy IPC import ran 10.7x slower than on the same bytes in the judge (2.81 vs
-  0.263 ms, benchmarks/vmm_probe.py), which made large-input candidates look slow; through this import it runs
-  at the private speed (0.263 ms).
+* CUDA: one dedicated driver allocation (``cuMemCreate`` at the 2 MB granularity, ``cuda_vmm``), exported as a
+  POSIX descriptor that crosses by SCM_RIGHTS and is mapped by the runner with ``cuMemMap``: nothing else of the
+  judge's shares its pages, and the runner reads it at the judge's speed (docs/decisions.md).
 
 Tensors cross as ``TensorRef`` (offset, dtype, shape, stride) views of the arena; other argument values as JSON.
 """

@@ -1,19 +1,17 @@
 """GPU-side gates: order work across streams and processes with 32-bit words in memory (CUDA stream memory ops).
 
-The judge's clock on the GPU (``judge_timing``) brackets a runner's calls with the judge's OWN CUDA events. The
-runner's stream cannot be ordered by an event of the judge's (events do not cross contexts with timing on), so
-the two streams meet at words in the shared arena instead:
+The judge's clock on the GPU (``timing.batch_clock``) brackets a runner's calls with the judge's OWN CUDA events.
+An event of the judge's cannot order the runner's stream (events do not cross contexts with timing on), so the two
+streams meet at two words of a host page both processes map (``SharedWords``):
 
     runner stream:  wait(flag >= n) -> the calls -> write(done = n)
-    judge stream:   wait(host gate >= n) -> E0 -> inputs in -> write(flag = n) -> wait(done >= n) -> outputs out -> E1
+    judge stream:   wait(host gate >= n) -> E0 -> inputs in -> write(flag = n) -> wait(done >= n) -> seal -> E1
 
 ``HostGate`` is a word in pinned host memory the judge's host opens once everything is queued, so neither side's
 launch latency falls between E0 and E1. A watchdog opens it anyway after ``open_after_s``: code that synchronises
 the host while it is being queued (``.item()``, a data-dependent shape) would otherwise wait for a gate that its
-own thread has to open.
-
-The V2 entry points of the driver API (``cuStreamWaitValue32_v2`` ...) are available on every platform since
-CUDA 11.7; older drivers make ``available()`` false and the judge falls back to its host clock.
+own thread has to open. The V2 driver entry points (``cuStreamWaitValue32_v2`` ...) exist since CUDA 11.7; older
+drivers make ``available()`` false and the judge falls back to its host clock. See docs/timing.md#the-batch-clock.
 """
 
 from __future__ import annotations
@@ -92,10 +90,10 @@ def write_value(address: int, value: int, stream: torch.cuda.Stream | None = Non
 
 def handover_kernel(scratch: torch.Tensor) -> None:
     """The one tiny kernel a dry (calibration) batch runs in the runner: handing the GPU to a context costs ~0.3 ms
-    on the H200 when it has a kernel to run and next to nothing when it only passes the words on, so the
+    on an H200 when it has a kernel to run and next to nothing when it only passes the words on, so the
     calibration must run one. Its own cost is not the hand-over's: the judge times this same kernel in its own
-    process and takes it out (``calibration``), else each batch's subtraction held an extra kernel (H100: a
-    one-call 0.09 ms task read 1.02-1.06x against itself with ``torch.ones(1).add_(1)``, two kernels)."""
+    process and takes it out (``calibration``), else each batch's subtraction would hold an extra kernel (on an
+    H100 a one-call 0.09 ms task reads 1.02-1.06x against itself with ``torch.ones(1).add_(1)``, two kernels)."""
     scratch.add_(1)
 
 
@@ -204,8 +202,8 @@ class SharedWords:
 class Watchdog:
     """Calls ``fire(number)`` once ``after_s`` have passed since ``arm(number, after_s)``, unless disarmed first.
 
-    One thread for the watchdog's life: a ``threading.Timer`` per batch cost the judge about a millisecond a batch
-    on the H200, mostly in GIL hand-overs while the judge polled for its events. ``fired`` counts the calls of
+    One thread for the watchdog's life: a ``threading.Timer`` per batch costs the judge about a millisecond a batch
+    on an H200, mostly in GIL hand-overs while the judge polls for its events. ``fired`` counts the calls of
     ``fire`` that returned True.
     """
 

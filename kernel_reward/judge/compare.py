@@ -127,7 +127,7 @@ class PiecewiseComparison:
     """The figures of a comparison built a piece at a time: ``add`` queues one piece's device work at once (so the
     caller may reuse the piece's buffer for the next one, as the timed batches' snapshot does), ``queued`` gives the
     ``QueuedComparison``. Per piece the temporaries stay under ~0.4 GiB: whole-tensor isclose on a 6 GiB output
-    allocated another 6 GiB at a time (issue 15, out of memory in the correctness phase on the H200)."""
+    allocates another 6 GiB at a time (enough to run the correctness phase out of memory on an H200)."""
 
     def __init__(self, outputs: list[tuple[int, torch.dtype]], tolerance: Any, outlier_share: float,
                  measure_error: bool) -> None:

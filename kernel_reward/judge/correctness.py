@@ -1,29 +1,16 @@
 """Correctness and integrity of one candidate against its reference, decided in the judge.
 
 The candidate runs in its own process (``remote.RemoteCandidate``); every comparison, every input and the
-reference itself stay here. Checks that rest on the runner's own report (which Triton kernels launched; the
-ablated call of the decoy check) can only lower a verdict the outputs allow: a runner that lies about them gains
-what its outputs are worth and no more (the ``launch_checks_self_reported`` flag, README).
+reference itself stay here. In order: the buffer-reuse check (two calls on the SAME input buffers, refilled with
+new values: a replayed cache is hacked); per trial from a hidden seed, the candidate, the reference, then the
+candidate again, each on fresh clones, with the arena's inputs checked bitwise unchanged and the outputs'
+structure, shape, dtype and values compared; across trials, the constant-output check; then one ablated call
+(decoy kernels) and one forward per module mode under ``inference_mode`` and ``enable_grad``, each of which must
+launch a candidate kernel and still be right. Checks that rest on the runner's own report (which kernels launched,
+the ablated call) can only lower a verdict the outputs allow (``launch_checks_self_reported``).
 
-First, on the fresh model: two candidate calls on the SAME input buffers, refilled with new values in between; a
-second answer that is right for the old values and wrong for the new ones is a replayed cache: hacked.
-
-Per trial (inputs from a hidden seed):
-  1. candidate on fresh clones of the inputs  (before this trial's reference has run)
-  2. reference on fresh clones, in the judge (its outputs never enter memory the runner can reach)
-  3. candidate again on fresh clones  (after the reference: deferred work and reuse of freed memory show up)
-After each candidate call: the inputs in the arena must be bitwise what the judge wrote, the outputs (read from
-the judge's slots, so subclasses and aliases cannot reach the comparison; once per check, ``remote.SlotOutputs``)
-must have the reference's exact structure, shape and dtype, and at least one of the candidate's own Triton kernels
-must have launched. Both candidate outputs must match the reference (dtype-aware tolerance).
-
-Across trials: if the reference's outputs differ but the candidate's are identical, the output is constant
-(hard-coded / cached): hacked. Then one ablated call (``launches.LaunchMonitor(ablate=True)``) checks that the
-candidate's kernels contribute to the answer (decoy detection), and the launch verification runs one forward in
-each module mode (``.train()``, ``.eval()``) under ``torch.inference_mode()`` and under ``torch.enable_grad()``,
-each of which must launch a candidate kernel and still give the right answer.
-
-Fail closed: the report is ``passed`` only when every check ran and succeeded.
+Fail closed: the report is ``passed`` only when every check ran and succeeded. Step by step:
+docs/reward.md#the-correctness-checks.
 """
 
 from __future__ import annotations
@@ -173,8 +160,8 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
     try:
         _check_buffer_reuse(runner, task, device, options, seeds)
         report.details["buffer_reuse_check"] = "passed"
-        # Fingerprints, not the outputs: a trial holds its inputs and two outputs at most (issue 15: keeping every
-        # trial's outputs for the constant-output check held 2 x trials x outputs, 60 GiB on a 6 GiB task).
+        # Fingerprints, not the outputs: a trial holds its inputs and two outputs at most (keeping every trial's
+        # outputs for the constant-output check would hold 2 x trials x outputs, 60 GiB on a 6 GiB task).
         ref_prints, cand_prints = [], []
         for index, seed in enumerate(seeds):
             inputs = make_inputs(task.reference_module, seed, device)
@@ -219,7 +206,7 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
 
 
 def _check_not_constant(ref_prints: list[tuple[Any, ...]], cand_prints: list[tuple[Any, ...]]) -> None:
-    """Pure: the trials' output fingerprints (``tensors.fingerprint``). Different fingerprints mean different
+    """Pure: the trials' output fingerprints (``compare.fingerprint``). Different fingerprints mean different
     outputs; equal ones equal outputs but for a negligible chance, which could only call a candidate constant."""
     if len(ref_prints) < 2:
         return

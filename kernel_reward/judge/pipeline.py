@@ -1,30 +1,19 @@
 """The trusted side of ONE evaluation, in the CURRENT process: the seam between the judge and the service.
 
-``evaluate_request(request, work_dir=..., timing_slot=..., runner=...)`` screens the candidate (code extraction,
-static checks: no candidate code runs), then judges it (``judge``) against a warm sandboxed runner process
-(``runner_process``), the only process that ever holds the candidate's code, and returns an ``EvalResult``:
-status, reward and feedback are computed here, never taken from the runner. It never raises for anything the
-candidate does: its faults become a status plus error text. (Faults that kill the pair -- hangs, memory -- are the
-execution service's to catch: it owns the wall clock, ``options.timeout_s``.)
-
-``timing_slot`` is a context-manager factory supplied by the execution service; only the timing phases (the
-reference's baseline, the candidate's interleaved batches, the re-check and the runner's coverage pass) run inside
-it, so at most one candidate is timed per GPU at a time while others compile and check.
-
-``prepare_worker(device)`` pays everything that does not depend on a candidate (imports, CUDA context, the
-Triton known-answer check); the judge and the runner each call it while warming up.
-
-CPU mode: the Triton interpreter needs ``TRITON_INTERPRET=1`` in the environment BEFORE triton is first
-imported. ``main`` (the one-shot CLI) sets it when the device is cpu or no CUDA exists; a pool that starts its
-own worker processes must set it in their environment too (``prepare_worker`` sets it when triton is not yet
-imported and raises a clear error when it is too late).
+``evaluate_request(request, work_dir=..., timing_slot=..., runner=...)`` screens the candidate (no candidate code
+runs), judges it (``verdict.judge``) against a warm sandboxed runner (forked by ``runner.process`` in the pool,
+exec'd by ``ipc.runner_channel`` on the one-shot path) and returns an ``EvalResult`` whose status, reward and
+feedback are computed here, never taken from the runner. It never raises for anything the candidate does; faults
+that kill the pair (hangs, memory) are the execution service's to catch. ``timing_slot``, a context-manager
+factory from the service, wraps only the timing phases, so at most one candidate is timed per GPU at a time.
+``prepare_worker`` and ``preimport`` (``runtime``) pay what does not depend on a candidate. CPU mode needs
+``TRITON_INTERPRET=1`` before triton is first imported (``main`` sets it; ``runtime.ensure_interpreter_env``).
 
 One-shot CLI (also the "fresh process per evaluation" baseline: this process judges, one fresh runner runs):
     python -m kernel_reward.judge.pipeline --request REQ.json --out RESULT.json [--work-dir DIR]
 
-Why one module (~365 lines): it is the evaluation's whole pipeline from the worker's side (set-up, screen,
-phases, failure mapping, the interpreter-gap label) around one call of ``judge``; the pieces share the
-``EvalResult`` being filled and the phase timer, and each is short."""
+See docs/reward.md#two-processes-judge-and-runner.
+"""
 
 from __future__ import annotations
 
@@ -246,7 +235,8 @@ OUT_OF_MEMORY_MARKS = ("out of GPU memory under this worker's cap", "OutOfMemory
 
 def mark_out_of_memory(result: EvalResult) -> None:
     """Flag ``out_of_memory`` on a failure that ran out of device memory, in the judge (its own message) or in the
-    runner (torch's error text, which candidate code could also print: the flag only buys a retry alone, pool.py)."""
+    runner (torch's error text, which candidate code could also print: the flag only buys a retry alone,
+    ``service.pool``)."""
     if result.status == Status.RUNTIME_ERROR and any(mark in (result.error or "") for mark in OUT_OF_MEMORY_MARKS):
         result.flags.append("out_of_memory")
 

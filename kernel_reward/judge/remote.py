@@ -3,16 +3,11 @@
 For every call the judge writes the inputs into the arena, poisons the output slots (NaN, or a sentinel for
 integers: an unwritten slot is a wrong answer), asks the runner to run and checks that the inputs in the arena are
 still what it wrote. The outputs stay in their slots (``SlotOutputs``): each check reads them once, a chunk at a
-time into the judge's own memory, and compares and fingerprints what it read. The runner's reply only adds what the
-judge cannot see from outside (which Triton kernels launched, an exception's text); it can make the candidate's
-verdict worse (a raised error, a self-reported hack), never better than what the outputs show.
-
-Why no copy of the outputs any more (issue 15): a private copy of each call's outputs was the third output-sized
-buffer beside the arena's slots and the reference's outputs (KernelBench's output-heavy problems peaked at 3.0-3.1x
-one call, in this phase). The copy never fixed what "the answer" is anyway: the runner can write its slots after
-its reply, before the judge's copy as well as before its read (no clock runs here, the timed batches seal theirs).
-What matters is that one read decides each check, so what is compared is what is fingerprinted (the constant-output
-check) and what every reference of that check is compared with.
+time into the judge's own memory, and compares and fingerprints what it read, so what is compared is what is
+fingerprinted (the constant-output check) and what every reference of that check is compared with. The runner's
+reply only adds what the judge cannot see from outside (which Triton kernels launched, an exception's text); it
+can make the candidate's verdict worse (a raised error, a self-reported hack), never better than what the outputs
+show. Why the outputs are read in place rather than copied: docs/decisions.md and docs/memory.md.
 """
 
 from __future__ import annotations
@@ -103,7 +98,7 @@ class SlotOutputs:
 
     def read(self, references: list[list[torch.Tensor]], tolerance: Any) -> OutputRead:
         """Read every output once, ``READ_CHUNK_BYTES`` at a time into a private snapshot; compare each chunk with
-        the same span of every reference list (``tensors.compare_outputs``' rules) and fingerprint it. One
+        the same span of every reference list (``compare.compare_outputs``' rules) and fingerprint it. One
         synchronisation; the judge's extra memory is the snapshot and the comparison's per-chunk temporaries."""
         if self._owner.calls != self._call:
             raise RuntimeError(f"outputs of call {self._call} read after call {self._owner.calls} reused their slots")

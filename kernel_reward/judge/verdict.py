@@ -1,12 +1,12 @@
 """The trusted judge: the whole verdict of one candidate, computed in a process the candidate cannot reach.
 
 ``judge(request, work_dir, timing_slot, runner, result, phases)`` drives one evaluation against a warm, sandboxed
-runner (``runner_process``): it loads the reference HERE (its source is never sent to the runner), draws every
+runner (``ipc.runner_channel``): it loads the reference HERE (its source is never sent to the runner), draws every
 input from hidden seeds, hands the runner the init arguments and the reference's weights, asks it for forwards on
 inputs it places in the shared arena (``remote``), and decides correctness (``correctness``), timing
-(``judge_measure`` on the clock of ``judge_timing``), the speedup, the reward and the feedback from what it sees
-in its own memory and on its own clock. Nothing the runner sends is a verdict: a malformed or early reply, or its
-death, is the candidate's fault.
+(``timing.measure`` on the clock of ``timing.batch_clock``), the speedup, the reward and the feedback from what
+it sees in its own memory and on its own clock. Nothing the runner sends is a verdict: a malformed or early reply,
+or its death, is the candidate's fault.
 
 What still rests on the runner's word, and is flagged in every result that used it:
 * ``launch_checks_self_reported``: which Triton kernels launched (no_kernel_launched) and the ablated call of the
@@ -288,8 +288,8 @@ def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module
 
 def place_input_sets(arena: exchange.Arena, draws: list[Any]) -> list[Any]:
     """Encode, from the start of the arena, as many of the input sets ``draws`` make as it holds, in order: at least
-    the first (the arena is sized for one call's inputs and outputs). On the H200 five of liger-kernel's ten
-    kernels at full size failed their coverage pass asking for two input sets in an arena sized for one."""
+    the first (the arena is sized for one call's inputs and outputs). Asking for two input sets regardless fails
+    the coverage pass of five of liger-kernel's ten kernels at full size on an H200."""
     arena.layout.reset()
     placed: list[Any] = []
     for draw in draws:

@@ -1,21 +1,17 @@
 """Make honest Triton code that relies on GPU-only runtime services run under the CPU interpreter.
 
-Installed by ``worker.prepare_worker`` in interpreter mode only, before any candidate is imported; the GPU path is
+Installed by ``runtime.prepare_worker`` in interpreter mode only, before any candidate is imported; the GPU path is
 untouched. Each shim makes the interpreter do what the GPU compiler does, so CPU and GPU verdicts agree:
 
-* ``@triton.autotune`` benchmarks its configs with the active driver's benchmarker, which does not exist under
-  ``TRITON_INTERPRET=1`` ("0 active drivers"), so every autotuned candidate -- a very common, honest pattern --
-  would fail on CPU. Under the interpreter nothing can be timed anyway, so the autotuner is told every config
-  costs the same and takes the FIRST config (correctness does not depend on which config is chosen, timing is
-  not measured).
+* ``@triton.autotune`` benchmarks its configs with the active driver's benchmarker, which ``TRITON_INTERPRET=1``
+  lacks ("0 active drivers"). Nothing can be timed here anyway, so every config costs the same and the autotuner
+  takes the FIRST one (correctness does not depend on which config is chosen).
 * A plain ``float`` kernel argument is an fp32 scalar tensor on the GPU (``eps.to(tl.float32)`` is common in
-  production kernels); the bare interpreter passes the Python float through, which has no ``.to``. The shim
-  converts it to an fp32 scalar tensor, as the GPU does (and arithmetic then promotes the way it does there).
-* The generic ``triton.language.extra.libdevice`` functions are stubs that the GPU compiler replaces with the
-  backend's versions; the bare interpreter calls the stub and gets ``None`` (and the CUDA module's versions need
-  extern calls the interpreter cannot make). The shim gives both modules numpy versions of the floating-point
-  math functions (or ``tl.math``'s interpreted ones), and makes every other function raise an error naming the
-  interpreter gap instead of returning ``None``.
+  production kernels); the shim converts it the same way, so arithmetic promotes as it does there.
+* The generic ``triton.language.extra.libdevice`` functions are stubs the GPU compiler replaces (the bare
+  interpreter gets ``None``), and the CUDA module's need extern calls: both modules get numpy versions of the
+  floating-point math functions (or ``tl.math``'s interpreted ones), and every other function raises an error
+  naming the interpreter gap.
 """
 
 from __future__ import annotations

@@ -1,19 +1,17 @@
 """Profiling pass: per-kernel device time and coverage (PR) of the candidate's own Triton kernels (background §3).
 
 coverage = device time of kernels launched by the candidate's Triton functions / total device time of all
-device-side activity over ``profile_calls`` forward calls. Only device time counts: no CPU time and no aten
-parent rows (the published code divided by CPU + CUDA time of every event, which made its PR systematically
-low). Two methods (``EvalOptions.coverage_method``):
+device-side activity over ``profile_calls`` forward calls. Only device time counts: no CPU time and no aten parent
+rows (the published code divided by CPU + CUDA time of every event, which made its PR systematically low).
+Two methods (``EvalOptions.coverage_method``):
 
-* ``profiler``: torch.profiler (CUPTI) device events; a kernel is the candidate's when its name is the name of
-  a Triton function the launch monitor saw the candidate launch. Names every device kernel in the table, but
-  CUPTI's start-up costs seconds in every fresh process (4-7 s per sandboxed child on the H200).
-* ``events``: no CUPTI. A GPU spin queued before each forward outlasts the host's launching of the whole
-  forward, so every kernel is queued before the GPU reaches it and the forward's event interval is its device
-  time with no launch gaps; each Triton launch is bracketed by its own events (``LaunchMonitor``), which time
-  it exactly. The table names the Triton kernels and puts all other device work in one row. A forward whose
-  host launch outlasted its spin (a re-compile, the host descheduled under load) is measured again with a
-  longer spin; one that never fits raises ``LaunchGapError`` and the worker asks the profiler instead.
+* ``profiler``: torch.profiler (CUPTI) device events; a kernel is the candidate's when its name is that of a Triton
+  function the launch monitor saw the candidate launch. Names every device kernel, but CUPTI's start-up costs
+  seconds in every fresh process (4-7 s per sandboxed child on an H200).
+* ``events``: no CUPTI. A GPU spin queued before each forward outlasts the host's launching of it, so the
+  forward's event interval is its device time with no launch gaps; each Triton launch is bracketed by its own
+  events (``LaunchMonitor``). A forward whose launch outlasts its spin is measured again with a longer spin; one
+  that never fits raises ``LaunchGapError`` and the worker asks the profiler instead.
 """
 
 from __future__ import annotations
@@ -86,9 +84,9 @@ def profile_candidate(
 
 def cycled_clones(input_pool: list[list[Any]], count: int) -> list[list[Any]]:
     """``count`` argument lists cycling over ONE clone of each pool set, made before anything is measured (a clone
-    inside a measured forward would count as other device work). A clone per call held count input sets: 24 GiB
-    for a 6 GiB input, which ran a runner out of memory on the H200. Coverage is the runner's own report either
-    way (``coverage_self_reported``): fresh storage per call would protect nothing the judge relies on."""
+    inside a measured forward would count as other device work). A clone per call would hold count input sets:
+    24 GiB for a 6 GiB input, enough to run a runner out of memory on an H200. Coverage is the runner's own report
+    either way (``coverage_self_reported``): fresh storage per call would protect nothing the judge relies on."""
     clones = [clone_args(inputs) for inputs in input_pool]
     return [clones[index % len(clones)] for index in range(count)]
 
@@ -137,8 +135,8 @@ def event_coverage(
         # Warm call under the monitor: its launch time includes the per-launch event records it will pay later.
         _, warm_launch_ms = bracketed(lambda: candidate(*argument_sets[0]))
     timer.cover_launches(warm_launch_ms)
-    # The event records themselves take device time (about a microsecond each: the H200 run before this
-    # calibration read 0.85 for a 17 us single-kernel forward the profiler reads as 1.0). Three costs, each a
+    # The event records themselves take device time (about a microsecond each: without this calibration an H200
+    # reads 0.85 for a 17 us single-kernel forward the profiler reads as 1.0). Three costs, each a
     # median of five: an empty forward bracket (``empty_ms``), what one empty launch bracket adds to a forward
     # (``per_launch_ms``), and the interval an empty launch bracket reads itself (``launch_bracket_ms``: part of
     # every Triton interval that is not the kernel). Tiny kernels (a few microseconds) read far too high without

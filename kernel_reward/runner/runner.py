@@ -1,21 +1,15 @@
 """The untrusted runner: the only process that ever holds the candidate's code.
 
 It imports the candidate, builds ``ModelNew`` from the init arguments and weights the judge hands it, and runs
-forwards on inputs the judge places in the shared arena (``exchange``), writing each output into the output
-slot the judge named. It sends DATA back (per-call errors, launch records, the structure it saw), never a verdict:
-everything here can be rewritten by the candidate, so the judge (``judge``) treats every reply as a claim about
-the candidate's own behaviour, and decides correctness, timing and reward from the arena and its own clock.
+forwards on inputs the judge places in the shared arena (``exchange``), writing each output into the output slot
+the judge named. It sends DATA back (per-call errors, launch records, the structure it saw), never a verdict:
+everything here can be rewritten by the candidate, so the judge (``judge.verdict``) treats every reply as a claim
+about the candidate's own behaviour, and decides correctness, timing and reward from the arena and its own clock.
 
-Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, each answered by one reply):
-
-    {"type": "ping"}                                   -> {"type": "pong"}
-    {"type": "arena", ...exchange.Arena.share()}       -> {"type": "arena_ok"}      (its descriptor follows by SCM_RIGHTS)
-    {"type": "load", "code": str, "allow_tf32": bool}  -> {"type": "loaded"} | {"type": "load_failed", ...}
-    {"type": "build", "model", "seed", "init", "state"} -> {"type": "built", ...} | {"type": "build_failed", ...}
-    {"type": "run", "model", "calls": [...], "gate"?}  -> {"type": "ran", "calls": [...]}  (gate: stream_gate)
-    {"type": "reset_buffers", "model"}                 -> {"type": "buffers_reset", "restored": int}
-    {"type": "coverage", "model", "inputs", "calls", "method"} -> {"type": "coverage", ...}
-    {"type": "bye"}                                    -> (exit)
+Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, one reply each; fields in
+docs/security.md#the-runner-protocol): ping -> pong | arena -> arena_ok (descriptor by SCM_RIGHTS) | load ->
+loaded, load_failed | build -> built, build_failed | run -> ran | reset_buffers -> buffers_reset | coverage ->
+coverage | bye -> (exit).
 
 ``execute_call`` is also what the judge runs for the reference inside its own clock, so both sides of a timed
 batch do exactly the same work per call.

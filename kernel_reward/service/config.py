@@ -28,8 +28,8 @@ class PoolConfig:
     gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
     lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
     # Hold the GPU alone while timing: the other children's GPU phases (builds, correctness, shape checks) wait
-    # for it (gpu_lock). Off by default: on the H200 (8 workers, 64 mixed pairs, 2026-12-03) it cut throughput from
-    # 80 to 50 evaluations a minute; what it buys in timing fidelity under load is not measured yet.
+    # for it (gpu_lock). Off by default: on an H200 (8 workers, 64 mixed pairs) it cuts throughput from 80 to 50
+    # evaluations a minute, and what it buys in timing fidelity under load is not measured (docs/decisions.md).
     exclusive_gpu_timing: bool = False
     env: dict[str, str] = field(default_factory=dict)  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
 

@@ -1,13 +1,9 @@
 """Who may use the GPU while a judge times on it: a shared/exclusive lock across processes, writers first.
 
-A judge's clock needs the GPU to itself. With several evaluations on one GPU, the other judges' correctness
-checks, shape checks and builds ran in their own CUDA contexts while one judge timed, and the GPU time-sliced
-between the contexts: on the H200 (8 workers, 2026-12-03) the hand-over to a runner's context then cost far more
-than its calibration, two honest candidates were scored 10^5x faster than the reference, and every honest result
-was flagged noise- and hand-over-dominated. So:
-
-Timing always excludes other timing. With ``PoolConfig.exclusive_gpu_timing`` (off by default: it cost 80 -> 50
-evaluations a minute in that H200 run, and its fidelity gain under load is not measured yet):
+A judge's clock needs the GPU to itself: other judges' builds and checks in their own CUDA contexts time-slice the
+GPU with a timed batch, and the hand-over to the runner's context then costs far more than its calibration
+(docs/service.md#the-gpu-lock). Timing always excludes other timing. With ``PoolConfig.exclusive_gpu_timing`` (off
+by default: docs/decisions.md):
 
 * timing (``exclusive``) waits until no other judge is in a GPU phase, and holds the GPU alone;
 * GPU phases (``shared``) run side by side, but none starts while a judge is waiting to time (no starvation: a

@@ -1,22 +1,15 @@
 """Warm per-device process pools: scheduling, wall clock, kills and bounded infrastructure retries.
 
-One ``DevicePool`` per device (each GPU, or the CPU in interpreter mode) owns a zygote process
-(``kernel_reward.service.zygote``) and ``workers`` slot threads. Every slot keeps one child warming in the background while
-it runs a candidate on another, so process start-up, imports, CUDA context creation and the worker's self-check
-stay off the critical path. Each child serves exactly one candidate and is then killed with its whole process
-group (and every process of its private uid).
+One ``DevicePool`` per device (each GPU, or the CPU in interpreter mode) owns a zygote process (``service.zygote``)
+and ``workers`` slot threads. Every slot keeps one child warming in the background while it runs a candidate on
+another, so process start-up, imports, CUDA context creation and the worker's self-check stay off the critical
+path. Each child serves exactly one candidate and is then killed with its whole process group (and every process
+of its private uid).
 
-Outcomes of one attempt:
-
-* the child died or failed before it accepted the request -> infrastructure failure: retried on a fresh child,
-  at most ``max_attempts`` times in all, and counted in ``EvalResult.attempts`` (never as an extra result);
-* it accepted the request and then died -> ``crashed`` (the candidate killed its worker; never retried);
-* it outlived its wall clock -> ``timeout``; it outgrew its memory limit -> ``runtime_error``;
-* it ran out of device memory under its worker's share (``out_of_memory`` flag) -> run once more ALONE: the slot
-  waits for the device's other evaluations to finish, keeps new ones out (``DeviceShare``), and the evaluation gets
-  the device's whole usable memory (``EvalRequest.alone``). The second result is final either way and says so
-  (``retried_alone_after_out_of_memory``). A candidate can fake the error text of an out-of-memory in its own
-  process: that buys it one slower, exclusive retry, never a better verdict.
+Outcomes of one attempt: a child that died or failed before it accepted the request is an infrastructure failure,
+retried on a fresh child (``max_attempts`` in all, counted in ``EvalResult.attempts``); one that died after is
+``crashed``; one past its wall clock is ``timeout``, over its memory limit ``runtime_error``; one out of device
+memory under its worker's share runs once more ALONE (``DeviceShare``). Details: docs/service.md#the-pool.
 
 All slot threads of all pools pull from one shared queue, so GPUs balance themselves. The zygote's handle is
 ``zygote_client``; one attempt's conversation with a child (its events and wall clock) is ``child_session``.
@@ -97,11 +90,11 @@ class DeviceShare:
             yield
 
 
-ALONE_WORTH_TRYING = 4  # the judge holds ~3.5x one call's inputs + outputs while it times (judge_timing.BatchClock)
+ALONE_WORTH_TRYING = 4  # the judge holds ~3.5x one call's inputs + outputs while it times (batch_clock.BatchClock)
 
 
 def needs_device_alone(result: EvalResult) -> bool:
-    """Pure: the evaluation ran out of device memory under its worker's share (worker.mark_out_of_memory), on a
+    """Pure: the evaluation ran out of device memory under its worker's share (pipeline.mark_out_of_memory), on a
     task large enough for the evaluator's own footprint to be the cause: ``ALONE_WORTH_TRYING`` times one call's
     inputs + outputs above the share (``EvalResult.memory``). A small task that runs out of memory is the
     candidate's doing (a size computed wrong): running it alone would stall the device for nothing. Unknown sizes

@@ -3,9 +3,7 @@
 Each ``RewardWorker`` actor owns one local warm pool (``pool.DevicePool``) for its device, so every candidate still
 runs in its own sandboxed child process; the actor only replaces the in-process queue. On GPUs an actor takes
 ``num_gpus=1`` (Ray sets CUDA_VISIBLE_DEVICES for it); on a CPU-only cluster actors take ``num_cpus=1`` and run the
-Triton interpreter.
-
-Actors come from one of two places:
+Triton interpreter. Actors come from one of two places:
 
 * long-lived, named, detached actors started by ``python -m kernel_reward serve`` (or
   ``scripts/serve_rewards.py``) in the ``kernel_reward`` namespace: an ``Evaluator(backend="ray",

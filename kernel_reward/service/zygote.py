@@ -1,26 +1,15 @@
 """Per-device zygote: a trusted process that imported torch/Triton once and forks one child per candidate.
 
-Started by the pool with ``python -m kernel_reward.service.zygote --control-fd N --config JSON`` (an exec'd process, so
-it never inherits the service's threads or CUDA state). It never creates a CUDA context itself. With the real
-worker each child is a JUDGE: right after the fork, before any CUDA context and while still root, it forks its
-sandboxed RUNNER (``process.spawn_runner``: the only process that will hold the candidate's code), then
-takes its own namespaces and uid; both warm up while idle, so a warm pair is ready when a candidate arrives. A
-worker module without ``JUDGES_A_RUNNER`` (the tests' fake worker) runs the request in the child itself. Each
-child serves exactly ONE request and exits; the kill takes its process group and both private uids.
+Started by the pool as ``python -m kernel_reward.service.zygote --control-fd N --config JSON`` (an exec'd
+process, so it never inherits the service's threads or CUDA state); it never creates a CUDA context itself. With
+the real worker each child is a JUDGE: right after the fork, before any CUDA context and while still root, it forks
+its sandboxed RUNNER (``runner.process.spawn_runner``: the only process that will hold the candidate's code), then
+takes its own namespaces and uid; both warm up while idle. A worker module without ``JUDGES_A_RUNNER`` (the tests'
+fake worker) runs the request in the child itself. Each child serves exactly ONE request and exits; the kill takes
+its process group and both private uids. The control protocol (SOCK_SEQPACKET, descriptors by SCM_RIGHTS) and the
+child protocol (``wire`` frames): docs/service.md#the-zygote.
 
-Control protocol (SOCK_SEQPACKET, one JSON object per packet, the service's side of each child's channel and
-output pipe travel back as SCM_RIGHTS file descriptors):
-
-    service -> zygote: {"op": "spawn", "id": n}         zygote -> service: {"op": "spawned", "id": n, "pid": p}
-    service -> zygote: {"op": "kill", "pid": p}         zygote -> service: {"op": "exited", "pid": p, "returncode": r}
-
-Child protocol (length-prefixed JSON over a stream socket, see ``wire``):
-
-    child -> service: {"type": "ready", "isolation": {...}}  (or {"type": "error", ...} when warm-up failed)
-    service -> child: {"type": "request", "request": EvalRequest.to_dict(), "wall_clock_s": t}
-    child -> service: {"type": "accepted"}, then {"type": "result", "result": EvalResult.to_dict()}
-
-Why one module (~390 lines): the fork server and the child it forks are one protocol (the control socket's
+Why one module (395 lines): the fork server and the child it forks are one protocol (the control socket's
 messages, the fork, the child's sandbox set-up, the evaluation, the reaping); splitting the two halves would
 separate each message from its handler.
 """

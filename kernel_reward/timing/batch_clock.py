@@ -1,51 +1,16 @@
 """Timing the runner cannot fake: the judge's own clock over batches of calls whose outputs it verifies.
 
-One timed batch of K calls, either side. On a GPU the clock is the judge's own pair of CUDA events (``E0``/``E1``)
-on the judge's stream, and the runner's stream meets it at two words of the arena (``stream_gate``):
+``BatchClock`` lays out one measurement (the arena's slots, private staging, the snapshot the outputs are compared
+from) and times batches of K calls of either side: on a GPU between the judge's own CUDA events, the runner's
+stream gated by two shared words (``stream_gate``); elsewhere on the judge's host clock. The inputs are copied in
+after the start event and the candidate's outputs sealed before the end event (``output_seal``), so whatever the
+runner computes on them falls inside the window. A reference batch and a candidate batch on the same inputs form a
+pair queued behind one host gate (which side goes first alternates); each side's fixed cost is calibrated with
+empty pairs before the candidate is loaded and subtracted. Every timed output is compared with the reference's,
+and the comparisons are read once when the measurement ends. Step by step: docs/timing.md#the-batch-clock.
 
-    [outside the clock: K fresh input sets under hidden seeds into private staging; output slots poisoned;
-     everything below queued behind a closed host gate, the runner's calls too, so no launch latency counts]
-    judge:   E0 -> one copy of the staged inputs into the side's input slots -> flush L2 ->
-             candidate: write(flag = n) ... wait(done >= n)    | reference: its K calls, in this process
-             -> candidate: one read pass fingerprinting the output slots under a fresh secret key -> E1
-    runner:  wait(flag >= n) -> K calls -> write(done = n)
-    [outside the clock: the output slots read again a chunk at a time into a private snapshot, each chunk
-     fingerprinted and compared with the reference's outputs for the same inputs; the fingerprints must agree]
-
-A reference batch and a candidate batch on the same inputs form a pair, queued back to back behind ONE host gate
-(which side goes first alternates), so the judge waits once per pair. The outputs' comparisons and the check that
-the inputs are intact are queued on the judge's stream after each pair and read all at once when the measurement
-ends: a wrong answer in any timed batch still fails the candidate, without a host synchronisation per batch
-(under GPU time-slicing, every synchronisation can cost the slot a whole time slice of another process).
-
-Why a runner cannot shorten E1 - E0: the inputs exist only after E0 (they are copied in after it), and the
-outputs are sealed before E1 (``output_seal``: what is compared afterwards must be what was there then). Whatever
-the runner computes on the inputs therefore happens inside the window, whichever stream, timer or early ``done`` it
-uses; an early ``done`` only seals an unfinished (wrong) answer, and an answer written after E1 breaks the seal. A patched timer in the runner times nothing the judge uses. Input-independent work (allocation,
-weight preparation) can happen outside, as it may in a real model.
-
-Without gates (the CPU, or a driver without stream memory ops) the same pattern runs on the judge's host clock,
-with synchronisations in place of the words and the runner's reply in place of ``done``.
-
-* Each side's fixed cost (copies, flush, seal; for the candidate also the hand-over to the runner and back)
-  is measured with empty batches BEFORE the candidate is loaded, while the runner is still trusted, and
-  subtracted: per-call time = (batch - empty batch) / K.
-* The forward alone is timed on both sides, as ``do_bench`` times it. The reference's outputs stay where it
-  returned them; each candidate call's outputs are copied into the arena by the runner, so the candidate's fixed
-  cost also holds what copying K freshly written outputs costs: the judge's baseline reference batches with and
-  without such copies, differenced (``output_copy_ms``). Until issue 15 both sides copied and paid it: 2 of a
-  memory-bound elementwise kernel's 4 units of traffic, which pulled every speedup toward 1 (liger's RMSNorm read
-  2.76x here and 4.39x by do_bench). Tried first and dropped: a copy of a cold stand-in buffer in the runner's
-  dry calls (it cost more than copying an output still in L2: an unchanged model read up to 1.12x on the H200)
-  and the copies bracketed by their own events (~3 us too much each: up to 1.08x).
-* The reference is also timed before the candidate is loaded. A candidate that keeps the GPU busy while the judge
-  times the reference would make the reference look slow; the reference time used is the lower of the two
-  medians (``reference_phase`` says which), so that can only make the candidate look slower.
-* Reference and candidate batches alternate (which goes first alternates too); median speedup with a bootstrap
-  95 % interval.
-
-Why one module (~390 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
-measurement, and the helpers below it read only its state; the timing protocol above is the contract they share.
+Why one module (577 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
 from __future__ import annotations
@@ -88,15 +53,15 @@ class BatchClock:
     Device memory beside the arena's I + O (one call's inputs I and outputs O, K = 1, a reference that leaves its
     inputs alone): the staged set I + the reference's returned O while a batch runs (plus a 64 MiB snapshot while
     the outputs are compared); with one call per batch the drawn tensors are the staging, freed before the next
-    set is drawn, so staging never holds two sets: at most 2 (I + O) in all (the issue's bound: 3x). The
-    candidate's outputs are not copied out: a capture buffer of O was the third output-sized buffer of
-    output-heavy tasks (judge peak up to 3.34x one call on KernelBench's transposed convs).
+    set is drawn, so staging never holds two sets: at most 2 (I + O) in all. The candidate's outputs are sealed,
+    not copied out: a capture buffer of O would be the third output-sized buffer of output-heavy tasks (judge peak
+    up to 3.34x one call on KernelBench's transposed convs with one).
     """
 
     def __init__(self, reference: Callable[..., Any], arena: exchange.Arena, spec: Any, device: torch.device,
                  l2_flush_mb: int, draw: Callable[[int], list[Any]], *, reference_keeps_inputs: bool = False) -> None:
         self.reference = reference
-        # A reference that leaves its inputs intact (checked once on the probe, judge.build_reference) reads the
+        # A reference that leaves its inputs intact (checked once on the probe, verdict.build_reference) reads the
         # staged inputs themselves: no private copy of them (6 GiB fewer for a 6 GiB-input task). One that writes
         # into its inputs gets its own copy per batch, so the candidate's inputs stay the staged ones.
         self.reference_keeps_inputs = reference_keeps_inputs
@@ -201,8 +166,9 @@ class BatchClock:
     def _allocate_drawn_staging(self, slot_args: list[Any]) -> None:
         """One call per batch (tasks whose one call fills the arena budget, up to 16 GiB of inputs on KernelBench):
         the staged inputs are the drawn tensors themselves, loaded into their slots one copy each. A flat staging
-        buffer held the previous set while the next was drawn and copied in: arena + staging + fresh draw, three
-        input-sized buffers (the H100: level1/6 3.28x its call, level1/45's 16 GiB input 48.4 GiB)."""
+        buffer would hold the previous set while the next is drawn and copied in: arena + staging + fresh draw,
+        three input-sized buffers (on an H100, level1/6 at 3.28x its call, level1/45's 16 GiB input at
+        48.4 GiB)."""
         self.staging, self.staging_inputs = None, []
         self.arena_inputs = exchange.tensor_views(slot_args, self.arena.tensor)
         # The call as the runner decodes it (its non-tensor arguments), the drawn tensors put in at each stage.
@@ -350,9 +316,10 @@ class BatchClock:
     def output_copy_ms(self) -> float:
         """What one batch's output copies add to it: the median reference batch with copies less the median one
         without (``copy_batches``; a difference of whole batches, so the events' own cost cancels: a copy bracketed
-        by its own pair of events read ~3 us for a 4-byte-per-row output and made an unchanged model read 1.04x on
-        the H200). 0 when not measured, or when an output is not contiguous (its copy is slower than a candidate's
-        contiguous one would be: not subtracted, so a candidate is never credited with more than its copy costs)."""
+        by its own pair of events reads ~3 us for a 4-byte-per-row output and makes an unchanged model read 1.04x
+        on an H200). 0 when not measured, or when an output is not contiguous (its copy is slower than a
+        candidate's contiguous one would be: not subtracted, so a candidate is never credited with more than its
+        copy costs)."""
         plain, copied = self.copy_batches["plain"], self.copy_batches["copied"]
         if not (plain and copied and self.copied_contiguous):
             return 0.0
@@ -363,12 +330,12 @@ class BatchClock:
         (``empty``: no reference calls and a dry run of the trusted harness: both sides' fixed costs).
 
         The runner is asked as soon as the candidate's hand-over is queued: from there the judge's stream waits for
-        the runner's ``done`` word, and a reference that synchronised the host while queued after it, before the
-        runner had its message, waited for good (cuDNN's large transposed convolutions on the H100; the watchdog
-        opens only the host gate). Reference first: one gate over both batches, opened after the reply. Candidate
-        first: its gate opens after the reply and the reference is queued behind a gate of its own, because how long
-        the reply takes is the candidate's to choose: a reply held past the watchdog's delay would otherwise let
-        the reference's batch start while still being queued, its launch latency timed as its work."""
+        the runner's ``done`` word, and a reference that synchronises the host while queued after it, before the
+        runner has its message, would wait for good (cuDNN's large transposed convolutions on an H100; the
+        watchdog opens only the host gate). Reference first: one gate over both batches, opened after the reply.
+        Candidate first: its gate opens after the reply and the reference is queued behind a gate of its own,
+        because how long the reply takes is the candidate's to choose: a reply held past the watchdog's delay would
+        otherwise let the reference's batch start while still being queued, its launch latency timed as its work."""
         for outs in self.arena_outputs:
             poison(outs)
         self.reference_outputs = []

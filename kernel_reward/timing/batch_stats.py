@@ -1,5 +1,5 @@
 """Per-call times from the judge's timed batches, pure: fixed-cost subtraction, which reference samples count,
-the flags a result carries, and the summary of one measurement (``BatchTiming``). ``judge_timing`` produces the
+the flags a result carries, and the summary of one measurement (``BatchTiming``). ``batch_clock`` produces the
 batches; nothing here touches a GPU."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Overhead:
     candidate_ms: float
     spread_ms: float
     reference_wall_ms: float = 0.0
-    output_copy_ms: float = 0.0  # of candidate_ms: the copies of one batch's outputs into the arena (judge_timing)
+    output_copy_ms: float = 0.0  # of candidate_ms: the copies of one batch's outputs into the arena (batch_clock)
     handover_kernel_ms: float = 0.0  # already taken out of candidate_ms: the dry batch's own kernel (calibration)
 
     def with_output_copies(self, copy_ms: float) -> Overhead:

@@ -84,8 +84,8 @@ def overhead_from(blocks: list[CalibrationBlock]) -> Overhead:
 
 def handover_kernel_ms(plain: list[float], with_kernel: list[float]) -> float:
     """Pure: the dry-batch kernel's own cost, the median empty batch with it less the median one without (0 when
-    not measured, never negative). It stays in the candidate's batches' calibrated fixed cost no longer: the
-    candidate's own calls pay their kernels' costs, as the reference's do."""
+    not measured, never negative). It is taken out of the candidate's calibrated fixed cost: the candidate's own
+    calls pay their kernels' costs, as the reference's do."""
     if not (plain and with_kernel):
         return 0.0
     return max(float(np.median(with_kernel)) - float(np.median(plain)), 0.0)

@@ -1,9 +1,9 @@
-"""How long one candidate takes, on the judge's clock: what ``judge`` runs between loading and the verdict.
+"""How long one candidate takes, on the judge's clock: what ``verdict.judge`` runs between loading and the verdict.
 
 Before the candidate's code reaches the runner: the batch layout, the calibration of both sides' fixed costs
 (``calibration``) and the reference's own baseline (``time_reference_before``). After it: warm-up pairs that do
 not count, then interleaved reference / candidate batch pairs sized to the timing budget, every candidate output
-verified (``compare_timed`` / ``measure``). The batch clock itself is ``judge_timing``; the statistics are
+verified (``compare_timed`` / ``measure``). The batch clock itself is ``batch_clock``; the statistics are
 ``batch_stats``.
 """
 
@@ -44,7 +44,7 @@ def time_reference_before(reference: Any, arena: exchange.Arena, device: torch.d
                           client: RunnerClient, seeds: list[int],
                           ) -> tuple[batch_clock.BatchClock, batch_stats.Overhead, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
-    calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: judge.Reference."""
+    calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: verdict.Reference."""
     hidden = secrets.randbits(30)
 
     def draw(index: int) -> list[Any]:

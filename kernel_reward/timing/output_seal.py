@@ -1,24 +1,17 @@
 """A keyed fingerprint of the candidate's outputs, taken inside the judge's timing window instead of a copy of them.
 
 The runner can write the arena at any time, so what the judge compares must be fixed inside the window: a runner
-that signals ``done`` early and writes the right answer afterwards must be compared on what was there when the
-clock stopped. Until issue 15 the judge copied every output out before ``E1`` (a capture buffer the size of the
-outputs: for an output-heavy task the third output-sized buffer beside the arena's and the reference's, judge peak
-3.0-3.34x of one call on KernelBench's transposed convolutions). Now it seals them instead: one read pass inside the
-window computes
+that signals ``done`` early and writes the right answer afterwards is compared on what was there when the clock
+stopped. One read pass inside the window computes
 
     fingerprint = sum over the region's 32-bit words w_i of (w_i XOR k1) * (k2 + 2 (i + 2^40))   (mod 2^64)
 
 under a key (k1, k2 odd) drawn for that batch in the judge's own process, which the runner never sees. After the
-window the outputs are read once more, a chunk at a time into a private snapshot; each chunk is both compared with
-the reference and fingerprinted, so the values compared are the values fingerprinted, and the two fingerprints must
-agree. A changed word changes its term (an odd multiplier is invertible mod 2^64); changes that cancel across words
-would need the key. The read pass also costs half a copy, inside the window as the capture's copy did (a fixed cost,
-calibrated like the rest).
-
-On a GPU one Triton kernel per region (partial sums per block, then one sum); elsewhere the same arithmetic in
-torch, a chunk at a time. ``fingerprint_reference`` is that torch arithmetic on any device: the gpu test holds the
-kernel to it.
+window the outputs are read again a chunk at a time into a private snapshot; each chunk is compared with the
+reference and fingerprinted, and the two fingerprints must agree. On a GPU one Triton kernel per region (partial
+sums per block, then one sum); elsewhere the same arithmetic in torch, a chunk at a time. ``fingerprint_reference``
+is that torch arithmetic on any device: the gpu test holds the kernel to it. Why a seal and what it guarantees:
+docs/timing.md#the-output-seal.
 """
 
 from __future__ import annotations
@@ -35,7 +28,7 @@ BLOCK = 4096  # words per Triton program
 # Every integer the kernel gets is at least 2^40, so Triton types each as int64 whatever the region's size or place,
 # and none is specialised (do_not_specialize): ONE compiled variant, loaded by ``warm_up``. A new variant compiled
 # and loaded inside a queued batch synchronises the host with a stream that waits for the runner's ``done`` (not yet
-# asked): it hung the H100's corpus run and every timed evaluation (2026-12-05, first version of this module).
+# asked), and the batch hangs.
 POSITION_BASE = 1 << 40
 
 

@@ -1,21 +1,17 @@
 """Is a measured per-call time physically possible? The memory roofline of one call, and the judge's check of it.
 
-Whatever a kernel computes, one call must read its inputs from device memory and write its outputs back. The judge
-flushes the L2 cache before every timed batch and copies fresh inputs in after its start event (``judge_timing``),
-so every call of a batch reads its inputs from DRAM; its outputs may stay in the L2 only as far as the cache holds
-them, so across a batch of K calls at least ``K * output - L2`` bytes are written back inside the window. The
-lower bound of one call is therefore
+One call must read its inputs from device memory and write its outputs back. The judge flushes the L2 cache before
+every timed batch and copies fresh inputs in after its start event (``batch_clock``), so every call reads its
+inputs from DRAM, and across a batch of K calls at least ``K * output - L2`` bytes are written back inside the
+window. The lower bound of one call is therefore
 
     floor_ms = (input_bytes + max(0, output_bytes - l2_bytes / K)) / bandwidth
 
-with the bandwidth measured once per process by a device-to-device copy (``device_bandwidth_gbps``). A copy
-reaches about 90 % of a GPU's peak; kernels that only read can do somewhat better, so a time is called
-``below_roofline`` only under ``MARGIN`` of the floor. Such a time says the measurement, not the kernel, is wrong (a
-fixed cost over-subtracted, an input the timed call never read): the judge re-times it, and if it stays below,
-flags it and clamps the speedup to what the floor allows (``max_speedup``), which no honest kernel can exceed.
-
-A task whose reference itself runs under the floor does not read all of its inputs (a slice, an unused argument):
-the bound does not apply to it (``applies`` is False) and nothing is flagged.
+with the bandwidth measured once per process by a device-to-device copy (``device_bandwidth_gbps``, about 90 %
+of a GPU's peak). A time under ``MARGIN`` of the floor is ``below_roofline``: the measurement, not the kernel, is
+wrong (a fixed cost over-subtracted, an input never read), so the judge re-times it and, if it stays below, flags
+it and clamps the speedup to ``max_speedup``. A task whose reference itself runs under the floor does not read all of its
+inputs: the bound does not apply to it (``applies`` is False). See docs/timing.md#flags-and-guards.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ import torch
 from kernel_reward.timing import batch_stats
 from kernel_reward.timing.batch_stats import BatchTiming
 
-MARGIN = 0.75  # a time under this share of the floor is below the roofline
+MARGIN = 0.75  # a time under this share of the floor is below it (kernels that only read can beat a copy)
 COPY_BYTES = 256 * 1024 * 1024  # the bandwidth probe's buffer: several times any L2 cache
 COPY_REPEATS = 10
 
