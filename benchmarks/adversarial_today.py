@@ -47,8 +47,14 @@ def run_oneshot(entry, device: str, timeout_s: float) -> dict:
         options.setdefault("timing_budget_ms", 100.0)  # as test_corpus_verdict_gpu
     with tempfile.TemporaryDirectory(prefix="kr_adv_") as tmp:
         try:
-            result = run_worker_subprocess(entry.reference, as_completion(entry.source), device=device,
-                                           tmp_path=Path(tmp), timeout_s=timeout_s, **options)
+            result = run_worker_subprocess(
+                entry.reference,
+                as_completion(entry.source),
+                device=device,
+                tmp_path=Path(tmp),
+                timeout_s=timeout_s,
+                **options,
+            )
         except (AssertionError, subprocess.TimeoutExpired) as exc:  # the process died or hung: no verdict
             return {"status": "no_result", "reward": 0.0, "error": f"{type(exc).__name__}: {exc}"}
     return result.to_dict()
@@ -60,21 +66,33 @@ def run_pool(entries: list, device: str, timeout_s: float) -> list[dict]:
 
     extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
     with Evaluator(device=device, timeout=timeout_s, seed_base=1234, **extra) as evaluator:
-        requests = [evaluator.make_request(e.reference, as_completion(e.source), **e.options) for e in entries]
+        requests = [
+            evaluator.make_request(e.reference, as_completion(e.source), **e.options) for e in entries
+        ]
         return [r.to_dict() for r in evaluator.evaluate_many(requests)]
 
 
 def summarize(entry, result: dict | None, seconds: float | None, skipped: str | None = None) -> dict:
-    row = {"entry": entry.name, "class": attack_class(entry.source), "expected": entry.expect,
-           "gpu_only": entry.gpu_only, "seconds": None if seconds is None else round(seconds, 2)}
+    row = {
+        "entry": entry.name,
+        "class": attack_class(entry.source),
+        "expected": entry.expect,
+        "gpu_only": entry.gpu_only,
+        "seconds": None if seconds is None else round(seconds, 2),
+    }
     if skipped is not None:
         return {**row, "verdict": "skipped", "reward": None, "won": None, "note": skipped}
     reasons = ",".join(result.get("hack_reasons") or [])
     error = (result.get("error") or "").strip().splitlines()
-    return {**row, "verdict": result["status"], "reward": result.get("reward"),
-            # An attack wins when the entry is scored correct or paid at all (its own kernel is wrong).
-            "won": result["status"] == "correct" or (result.get("reward") or 0) > 0,
-            "hack_reasons": reasons, "note": (error[0] if error else "")[:120]}
+    return {
+        **row,
+        "verdict": result["status"],
+        "reward": result.get("reward"),
+        # An attack wins when the entry is scored correct or paid at all (its own kernel is wrong).
+        "won": result["status"] == "correct" or (result.get("reward") or 0) > 0,
+        "hack_reasons": reasons,
+        "note": (error[0] if error else "")[:120],
+    }
 
 
 def print_table(rows: list[dict]) -> None:
@@ -98,7 +116,9 @@ def print_table(rows: list[dict]) -> None:
 def rerun_at_ref(ref: str, argv: list[str]) -> int:
     """Run this script inside an export of ``ref`` (with today's entries copied in) and return its exit code."""
     with tempfile.TemporaryDirectory(prefix="kr_adv_ref_") as tmp:
-        archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", ref], check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "archive", ref], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         corpus = Path("hack_corpus/entries")
         for path in (REPO_ROOT / corpus).glob("*.py"):
@@ -113,31 +133,61 @@ def rerun_at_ref(ref: str, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     summary, details = __doc__.split("\n\n", 1)
-    parser = argparse.ArgumentParser(description=summary, epilog=details,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu: Triton interpreter (default)")
-    parser.add_argument("--backend", choices=("oneshot", "pool"), default="oneshot",
-                        help="oneshot: python -m kernel_reward.judge.pipeline per entry, as the corpus test (default); "
-                             "pool: kernel_reward.Evaluator (zygote + sandboxed children)")
+    parser = argparse.ArgumentParser(
+        description=summary, epilog=details, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="cpu: Triton interpreter (default)"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("oneshot", "pool"),
+        default="oneshot",
+        help="oneshot: python -m kernel_reward.judge.pipeline per entry, as the corpus test (default); "
+        "pool: kernel_reward.Evaluator (zygote + sandboxed children)",
+    )
     parser.add_argument("-k", "--filter", default="", help="only entries whose name contains this text")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="one-shot evaluations run in parallel (default 2 on cpu; 1 on cuda, where parallel "
-                             "evaluations would time each other)")
-    parser.add_argument("--timeout-s", type=float, default=240.0, help="per-entry wall clock, seconds (default 240)")
-    parser.add_argument("--json-out", type=Path, default=None, help="write the rows (and run metadata) as JSON here")
-    parser.add_argument("--ref", default=None,
-                        help="evaluate the code of this git commit (e.g. HEAD) instead of the working tree")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="one-shot evaluations run in parallel (default 2 on cpu; 1 on cuda, where parallel "
+        "evaluations would time each other)",
+    )
+    parser.add_argument(
+        "--timeout-s", type=float, default=240.0, help="per-entry wall clock, seconds (default 240)"
+    )
+    parser.add_argument(
+        "--json-out", type=Path, default=None, help="write the rows (and run metadata) as JSON here"
+    )
+    parser.add_argument(
+        "--ref",
+        default=None,
+        help="evaluate the code of this git commit (e.g. HEAD) instead of the working tree",
+    )
     parser.add_argument("--ref-label", default="working tree", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.ref is not None:
-        rest = ["--device", args.device, "--backend", args.backend, "-k", args.filter,
-                "--timeout-s", str(args.timeout_s)]
+        rest = [
+            "--device",
+            args.device,
+            "--backend",
+            args.backend,
+            "-k",
+            args.filter,
+            "--timeout-s",
+            str(args.timeout_s),
+        ]
         if args.jobs is not None:
             rest += ["--jobs", str(args.jobs)]
         if args.json_out is not None:  # the export is temporary: the JSON goes where the caller asked
             rest += ["--json-out", str(args.json_out.resolve())]
-        commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", args.ref], check=True,
-                                capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", args.ref],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         return rerun_at_ref(commit, rest)
 
     sys.path.insert(0, str(REPO_ROOT))
@@ -147,12 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     if not entries:
         parser.error(f"no adversarial entries match {args.filter!r}")
     runnable = [e for e in entries if not (e.gpu_only and args.device == "cpu")]
-    rows: dict[str, dict] = {e.name: summarize(e, None, 0.0, "gpu-only entry") for e in entries if e not in runnable}
+    rows: dict[str, dict] = {
+        e.name: summarize(e, None, 0.0, "gpu-only entry") for e in entries if e not in runnable
+    }
     started = time.perf_counter()
     if args.backend == "pool":
         for entry, result in zip(runnable, run_pool(runnable, args.device, args.timeout_s), strict=True):
             rows[entry.name] = summarize(entry, result, None)
     else:
+
         def one(entry):
             start = time.perf_counter()
             return entry, run_oneshot(entry, args.device, args.timeout_s), time.perf_counter() - start
@@ -167,8 +220,14 @@ def main(argv: list[str] | None = None) -> int:
         import torch
         import triton
 
-        meta = {"code": args.ref_label, "device": args.device, "backend": args.backend, "torch": torch.__version__,
-                "triton": triton.__version__, "wall_s": round(time.perf_counter() - started, 1)}
+        meta = {
+            "code": args.ref_label,
+            "device": args.device,
+            "backend": args.backend,
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
         args.json_out.write_text(json.dumps({**meta, "rows": ordered}, indent=2))
     return 0
 

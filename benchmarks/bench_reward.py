@@ -75,12 +75,29 @@ def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dic
                 torch.manual_seed(0)
                 second = module.Model(*init).to(torch_device)
                 pool = [make_inputs(module, seed, torch_device) for seed in (1, 2)]
-                paired = time_pair(first, second, pool, torch_device, budget_ms=budget_ms, warmup_calls=5,
-                                   min_calls=20, max_calls=500, l2_flush_mb=256)
-                rows.append({"task": task.name, "ref_ms": paired.reference.median_ms, "cand_ms": paired.candidate.median_ms,
-                             "speedup": paired.speedup, "abs_log": abs(math.log(paired.speedup)),
-                             "ci_low": paired.speedup_ci[0], "ci_high": paired.speedup_ci[1],
-                             "samples": paired.reference.num_samples})
+                paired = time_pair(
+                    first,
+                    second,
+                    pool,
+                    torch_device,
+                    budget_ms=budget_ms,
+                    warmup_calls=5,
+                    min_calls=20,
+                    max_calls=500,
+                    l2_flush_mb=256,
+                )
+                rows.append(
+                    {
+                        "task": task.name,
+                        "ref_ms": paired.reference.median_ms,
+                        "cand_ms": paired.candidate.median_ms,
+                        "speedup": paired.speedup,
+                        "abs_log": abs(math.log(paired.speedup)),
+                        "ci_low": paired.speedup_ci[0],
+                        "ci_high": paired.speedup_ci[1],
+                        "samples": paired.reference.num_samples,
+                    }
+                )
             except Exception as exc:  # report and keep going: one broken task must not hide the others
                 rows.append({"task": task.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
             finally:
@@ -119,24 +136,46 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                 arena = None
                 try:
                     reference = verdict.build_reference(module, "Model", torch_device, 1)
-                    arena = exchange.Arena(verdict._arena_bytes(torch_device, reference.state, reference.slot_bytes),
-                                           torch_device)
+                    arena = exchange.Arena(
+                        verdict._arena_bytes(torch_device, reference.state, reference.slot_bytes),
+                        torch_device,
+                    )
                     remote.share_arena(client, arena)
-                    clock, overhead, before = measure.time_reference_before(reference, arena, torch_device,
-                                                                                  options, client, [1, 2, 3])
-                    client.ask({"type": "load", "code": task.source + "\n\nModelNew = Model\n",
-                                "allow_tf32": options.allow_tf32}, ("loaded",))
-                    remote.build_remote(client, arena, 0, reference.build_seed, reference.init_inputs, reference.state)
+                    clock, overhead, before = measure.time_reference_before(
+                        reference, arena, torch_device, options, client, [1, 2, 3]
+                    )
+                    client.ask(
+                        {
+                            "type": "load",
+                            "code": task.source + "\n\nModelNew = Model\n",
+                            "allow_tf32": options.allow_tf32,
+                        },
+                        ("loaded",),
+                    )
+                    remote.build_remote(
+                        client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
+                    )
                     candidate = RemoteCandidate(client, arena, reference.spec, 0)
 
                     timing = measure.compare_timed(clock, candidate, client, overhead, before, options)
-                    rows.append({"task": task.name, "ref_ms": timing.reference.median_ms,
-                                 "cand_ms": timing.candidate.median_ms, "speedup": timing.speedup,
-                                 "abs_log": abs(math.log(timing.speedup)), "ci_low": timing.speedup_ci[0],
-                                 "ci_high": timing.speedup_ci[1], "calls_per_batch": timing.calls_per_batch,
-                                 "batches": timing.candidate.num_samples, **timing.overhead.to_json(), "method": timing.method,
-                                 "reference_phase": timing.reference_phase, "flags": timing.flags,
-                                 "diagnostics": timing.diagnostics})
+                    rows.append(
+                        {
+                            "task": task.name,
+                            "ref_ms": timing.reference.median_ms,
+                            "cand_ms": timing.candidate.median_ms,
+                            "speedup": timing.speedup,
+                            "abs_log": abs(math.log(timing.speedup)),
+                            "ci_low": timing.speedup_ci[0],
+                            "ci_high": timing.speedup_ci[1],
+                            "calls_per_batch": timing.calls_per_batch,
+                            "batches": timing.candidate.num_samples,
+                            **timing.overhead.to_json(),
+                            "method": timing.method,
+                            "reference_phase": timing.reference_phase,
+                            "flags": timing.flags,
+                            "diagnostics": timing.diagnostics,
+                        }
+                    )
                 except Exception as exc:  # report and keep going: one broken task must not hide the others
                     rows.append({"task": task.name, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 finally:
@@ -153,7 +192,8 @@ def _self_speedup_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Median, p95 and max |log speedup| of the tasks that were measured (the ideal self-speedup is 1)."""
     measured = [r["abs_log"] for r in rows if "abs_log" in r]
     return {
-        "tasks": len(rows), "measured": len(measured),
+        "tasks": len(rows),
+        "measured": len(measured),
         "median_abs_log_speedup": statistics.median(measured) if measured else None,
         "p95_abs_log_speedup": _percentile(measured, 95) if measured else None,
         "max_abs_log_speedup": max(measured) if measured else None,
@@ -167,7 +207,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int | None = None) -> dict[str, Any]:
+def _evaluate(
+    candidate_name: str, device: str, budget_ms: float, seed_base: int | None = None
+) -> dict[str, Any]:
     from kernel_reward.judge.pipeline import evaluate_request
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
@@ -175,17 +217,31 @@ def _evaluate(candidate_name: str, device: str, budget_ms: float, seed_base: int
     task = HONEST_GPU[candidate_name]
     reference = (CORPUS_DIR.parent / "tasks" / f"{task}.py").read_text()
     candidate = (CORPUS_DIR / f"{candidate_name}.py").read_text()
-    request = EvalRequest(reference, candidate, device=device,
-                          options=EvalOptions(timing_budget_ms=budget_ms, seed_base=seed_base))
+    request = EvalRequest(
+        reference,
+        candidate,
+        device=device,
+        options=EvalOptions(timing_budget_ms=budget_ms, seed_base=seed_base),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         result = evaluate_request(request, work_dir=Path(tmp))
         wall = time.perf_counter() - start
-    return {"candidate": candidate_name, "status": result.status.value, "speedup": result.speedup,
-            "ci": result.speedup_ci, "coverage": result.coverage, "ref_ms": result.reference_time_ms,
-            "kernel_ms": result.kernel_time_ms, "reward": result.reward, "wall_s": wall,
-            "phases": result.phase_seconds, "flags": result.flags, "error": (result.error or "")[:500],
-            "kernels": [(row.name, row.device_time_ms, row.from_candidate) for row in result.kernel_table[:5]]}
+    return {
+        "candidate": candidate_name,
+        "status": result.status.value,
+        "speedup": result.speedup,
+        "ci": result.speedup_ci,
+        "coverage": result.coverage,
+        "ref_ms": result.reference_time_ms,
+        "kernel_ms": result.kernel_time_ms,
+        "reward": result.reward,
+        "wall_s": wall,
+        "phases": result.phase_seconds,
+        "flags": result.flags,
+        "error": (result.error or "")[:500],
+        "kernels": [(row.name, row.device_time_ms, row.from_candidate) for row in result.kernel_table[:5]],
+    }
 
 
 def coverage_agreement(device: str, budget_ms: float) -> dict[str, Any]:
@@ -201,12 +257,16 @@ def coverage_agreement(device: str, budget_ms: float) -> dict[str, Any]:
             continue
         row: dict[str, Any] = {"candidate": entry.name}
         for method in ("events", "profiler"):
-            options = EvalOptions(timing_budget_ms=budget_ms, seed_base=7, coverage_method=method, **entry.options)
+            options = EvalOptions(
+                timing_budget_ms=budget_ms, seed_base=7, coverage_method=method, **entry.options
+            )
             with tempfile.TemporaryDirectory() as tmp:
                 start = time.perf_counter()
                 completion = f"```python\n{entry.source}```\n"
-                result = evaluate_request(EvalRequest(entry.reference, completion, device=device, options=options),
-                                          work_dir=Path(tmp))
+                result = evaluate_request(
+                    EvalRequest(entry.reference, completion, device=device, options=options),
+                    work_dir=Path(tmp),
+                )
             row[f"{method}_status"] = result.status.value
             row[method] = result.coverage
             row[f"{method}_profile_s"] = result.phase_seconds.get("profile")
@@ -216,9 +276,15 @@ def coverage_agreement(device: str, budget_ms: float) -> dict[str, Any]:
         row["abs_diff"] = abs(row["events"] - row["profiler"]) if both else None
         rows.append(row)
     diffs = [r["abs_diff"] for r in rows if r["abs_diff"] is not None]
-    return {"rows": rows, "summary": {"candidates": len(rows), "compared": len(diffs),
-                                      "max_abs_diff": max(diffs, default=None),
-                                      "mean_abs_diff": statistics.fmean(diffs) if diffs else None}}
+    return {
+        "rows": rows,
+        "summary": {
+            "candidates": len(rows),
+            "compared": len(diffs),
+            "max_abs_diff": max(diffs, default=None),
+            "mean_abs_diff": statistics.fmean(diffs) if diffs else None,
+        },
+    }
 
 
 def honest(device: str, budget_ms: float) -> dict[str, Any]:
@@ -238,16 +304,34 @@ def repeatability(device: str, budget_ms: float, repeats: int, candidate: str) -
         for _ in range(repeats):
             start = time.perf_counter()
             result = evaluator.evaluate(reference, completion, timing_budget_ms=budget_ms)
-            rows.append({"candidate": candidate, "status": result.status.value, "speedup": result.speedup,
-                         "ci": result.speedup_ci, "ref_ms": result.reference_time_ms, "kernel_ms": result.kernel_time_ms,
-                         "wall_s": time.perf_counter() - start, "phases": result.phase_seconds, "flags": result.flags,
-                         "timing_method": result.timing_method})
+            rows.append(
+                {
+                    "candidate": candidate,
+                    "status": result.status.value,
+                    "speedup": result.speedup,
+                    "ci": result.speedup_ci,
+                    "ref_ms": result.reference_time_ms,
+                    "kernel_ms": result.kernel_time_ms,
+                    "wall_s": time.perf_counter() - start,
+                    "phases": result.phase_seconds,
+                    "flags": result.flags,
+                    "timing_method": result.timing_method,
+                }
+            )
     speedups = [r["speedup"] for r in rows if r["speedup"] is not None]
     mean = statistics.fmean(speedups) if speedups else None
     cv = statistics.stdev(speedups) / mean if len(speedups) > 1 and mean else None
-    return {"candidate": candidate, "rows": rows,
-            "summary": {"repeats": repeats, "mean_speedup": mean, "cv_speedup": cv,
-                        "min": min(speedups, default=None), "max": max(speedups, default=None)}}
+    return {
+        "candidate": candidate,
+        "rows": rows,
+        "summary": {
+            "repeats": repeats,
+            "mean_speedup": mean,
+            "cv_speedup": cv,
+            "min": min(speedups, default=None),
+            "max": max(speedups, default=None),
+        },
+    }
 
 
 def phase_costs(evaluations: list[dict[str, Any]]) -> dict[str, float]:
@@ -260,27 +344,60 @@ def phase_costs(evaluations: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n", 1)[1])
-    parser.add_argument("--device", default="cuda", help="CUDA device to benchmark (the reward's timing is GPU-only)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 1)[1],
+    )
+    parser.add_argument(
+        "--device", default="cuda", help="CUDA device to benchmark (the reward's timing is GPU-only)"
+    )
     parser.add_argument("--tasks", default="all", help="comma-separated shipped task names, or 'all'")
     parser.add_argument("--json-out", type=Path, default=None, help="write all results here as JSON")
-    parser.add_argument("--budget-ms", type=float, default=None,
-                        help="timing budget per side, ms (default: EvalOptions.timing_budget_ms, what users get)")
-    parser.add_argument("--repeats", type=int, default=10, help="evaluations of one candidate for repeatability")
-    parser.add_argument("--sections", default="fidelity,fidelity_judge,honest,repeatability",
-                        help="comma-separated subset of: fidelity, fidelity_judge, honest, repeatability, coverage")
-    parser.add_argument("--throughput", action="store_true",
-                        help="instead: execution-service throughput, warm pool vs fresh process per evaluation "
-                        "(benchmarks/throughput.py; --workers, --baseline-count)")
-    parser.add_argument("--workers", type=int, default=None, help="--throughput: concurrent candidates per GPU")
-    parser.add_argument("--warm-spares", type=int, default=None,
-                        help="--throughput: children each slot keeps warming ahead (default: the pool's)")
-    parser.add_argument("--coverage-method", choices=["profiler", "events"], default=None,
-                        help="--throughput: EvalOptions.coverage_method for every evaluation (default: the option's)")
-    parser.add_argument("--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="--throughput: pool passes over the pair set in one batch (steady state, not one ramp-down)")
+    parser.add_argument(
+        "--budget-ms",
+        type=float,
+        default=None,
+        help="timing budget per side, ms (default: EvalOptions.timing_budget_ms, what users get)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=10, help="evaluations of one candidate for repeatability"
+    )
+    parser.add_argument(
+        "--sections",
+        default="fidelity,fidelity_judge,honest,repeatability",
+        help="comma-separated subset of: fidelity, fidelity_judge, honest, repeatability, coverage",
+    )
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="instead: execution-service throughput, warm pool vs fresh process per evaluation "
+        "(benchmarks/throughput.py; --workers, --baseline-count)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="--throughput: concurrent candidates per GPU"
+    )
+    parser.add_argument(
+        "--warm-spares",
+        type=int,
+        default=None,
+        help="--throughput: children each slot keeps warming ahead (default: the pool's)",
+    )
+    parser.add_argument(
+        "--coverage-method",
+        choices=["profiler", "events"],
+        default=None,
+        help="--throughput: EvalOptions.coverage_method for every evaluation (default: the option's)",
+    )
+    parser.add_argument(
+        "--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="--throughput: pool passes over the pair set in one batch (steady state, not one ramp-down)",
+    )
     args = parser.parse_args(argv)
     if args.budget_ms is None:
         from kernel_reward.options import EvalOptions
@@ -295,46 +412,91 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     if not args.device.startswith("cuda") or not torch.cuda.is_available():
-        parser.error("this benchmark needs a CUDA device (timing is not available under the Triton interpreter)")
+        parser.error(
+            "this benchmark needs a CUDA device (timing is not available under the Triton interpreter)"
+        )
     from kernel_reward.runtime import prepare_worker
 
     info = prepare_worker(args.device)
     sections = set(args.sections.split(","))
     names = None if args.tasks == "all" else [n for n in args.tasks.split(",") if n]
-    report: dict[str, Any] = {"device": info.device_name, "torch": torch.__version__, "budget_ms": args.budget_ms}
+    report: dict[str, Any] = {
+        "device": info.device_name,
+        "torch": torch.__version__,
+        "budget_ms": args.budget_ms,
+    }
     evaluations: list[dict[str, Any]] = []
     if "fidelity" in sections:
         report["fidelity"] = fidelity(names, args.device, args.budget_ms)
         print("\n== timing fidelity: reference vs itself ==")
-        print(_table(report["fidelity"]["rows"], ["task", "ref_ms", "cand_ms", "speedup", "abs_log", "samples", "error"]))
+        print(
+            _table(
+                report["fidelity"]["rows"],
+                ["task", "ref_ms", "cand_ms", "speedup", "abs_log", "samples", "error"],
+            )
+        )
         print(json.dumps(report["fidelity"]["summary"], indent=2))
     if "fidelity_judge" in sections:
         report["fidelity_judge"] = fidelity_judge(names, args.device, args.budget_ms)
         print("\n== timing fidelity through the judge's clock: reference vs itself in a runner ==")
-        print(_table(report["fidelity_judge"]["rows"], ["task", "ref_ms", "cand_ms", "speedup", "abs_log",
-                                                        "calls_per_batch", "batches", "reference_phase", "error"]))
+        print(
+            _table(
+                report["fidelity_judge"]["rows"],
+                [
+                    "task",
+                    "ref_ms",
+                    "cand_ms",
+                    "speedup",
+                    "abs_log",
+                    "calls_per_batch",
+                    "batches",
+                    "reference_phase",
+                    "error",
+                ],
+            )
+        )
         print(json.dumps(report["fidelity_judge"]["summary"], indent=2))
     if "honest" in sections:
         report["honest"] = honest(args.device, args.budget_ms)
         evaluations += report["honest"]["rows"]
         print("\n== full evaluations of honest candidates ==")
-        print(_table(report["honest"]["rows"], ["candidate", "status", "speedup", "coverage", "ref_ms", "kernel_ms", "reward", "wall_s"]))
+        print(
+            _table(
+                report["honest"]["rows"],
+                ["candidate", "status", "speedup", "coverage", "ref_ms", "kernel_ms", "reward", "wall_s"],
+            )
+        )
     if "repeatability" in sections:
-        report["repeatability"] = repeatability(args.device, args.budget_ms, args.repeats, "honest_add_relu_big_gpu")
+        report["repeatability"] = repeatability(
+            args.device, args.budget_ms, args.repeats, "honest_add_relu_big_gpu"
+        )
         evaluations += report["repeatability"]["rows"]
         print("\n== repeatability ==")
-        print(_table(report["repeatability"]["rows"], ["candidate", "status", "speedup", "ref_ms", "kernel_ms", "wall_s"]))
+        print(
+            _table(
+                report["repeatability"]["rows"],
+                ["candidate", "status", "speedup", "ref_ms", "kernel_ms", "wall_s"],
+            )
+        )
         print(json.dumps(report["repeatability"]["summary"], indent=2))
     if "coverage" in sections:
         report["coverage"] = coverage_agreement(args.device, args.budget_ms)
         print("\n== coverage: events vs profiler ==")
-        print(_table(report["coverage"]["rows"], ["candidate", "events", "profiler", "abs_diff", "events_profile_s",
-                                                  "profiler_profile_s"]))
+        print(
+            _table(
+                report["coverage"]["rows"],
+                ["candidate", "events", "profiler", "abs_diff", "events_profile_s", "profiler_profile_s"],
+            )
+        )
         print(json.dumps(report["coverage"]["summary"], indent=2))
     if evaluations:
         report["phases_mean_s"] = phase_costs(evaluations)
         print("\n== mean seconds per phase ==")
-        print(_table([{"phase": k, "seconds": v} for k, v in report["phases_mean_s"].items()], ["phase", "seconds"]))
+        print(
+            _table(
+                [{"phase": k, "seconds": v} for k, v in report["phases_mean_s"].items()], ["phase", "seconds"]
+            )
+        )
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps(report, indent=2, default=str))

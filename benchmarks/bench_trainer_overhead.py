@@ -83,9 +83,16 @@ def build(args, seed):
 
     tok = build_tokenizer()
     config = Qwen2Config(
-        vocab_size=len(tok), hidden_size=args.hidden, intermediate_size=4 * args.hidden, num_hidden_layers=args.layers,
-        num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=4096, tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+        vocab_size=len(tok),
+        hidden_size=args.hidden,
+        intermediate_size=4 * args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
     )
     torch.manual_seed(seed)
     return Qwen2ForCausalLM(config), tok, Dataset.from_list(make_toy_tasks(64, seed=seed))
@@ -93,9 +100,19 @@ def build(args, seed):
 
 def common_args(args, out, **extra):
     values = dict(
-        output_dir=str(out), use_cpu=True, bf16=False, seed=0, max_steps=args.steps, learning_rate=1e-4,
-        per_device_train_batch_size=args.batch, num_generations=args.generations,
-        max_completion_length=args.tokens, logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True,
+        output_dir=str(out),
+        use_cpu=True,
+        bf16=False,
+        seed=0,
+        max_steps=args.steps,
+        learning_rate=1e-4,
+        per_device_train_batch_size=args.batch,
+        num_generations=args.generations,
+        max_completion_length=args.tokens,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
     )
     values.update(extra)
     return values
@@ -118,13 +135,26 @@ def run_trloo(args, use_mrs: bool, mrs_in_loss: bool = True):
 
         def _multi_turn_rollout(self, prompts, trainer):
             output = super()._multi_turn_rollout(prompts, trainer)
-            recorded.append({k: output[k] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "turn_rewards")})
+            recorded.append(
+                {
+                    k: output[k]
+                    for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "turn_rewards")
+                }
+            )
             return output
 
-    config = MultiTurnKernelConfig(**common_args(args, args.out / "trloo", max_turns=args.turns, use_mrs=use_mrs))
+    config = MultiTurnKernelConfig(
+        **common_args(args, args.out / "trloo", max_turns=args.turns, use_mrs=use_mrs)
+    )
     timer = step_timer()
-    trainer = Recording(model=model, environment=DigitGuessEnvironment(), args=config, train_dataset=dataset,
-                        processing_class=tok, callbacks=[timer])
+    trainer = Recording(
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=config,
+        train_dataset=dataset,
+        processing_class=tok,
+        callbacks=[timer],
+    )
     trainer._bench_backend = ScriptedBackend(len(tok), tok.eos_token_id, args.tokens)
     trainer.train()
     logs = [h for h in trainer.state.log_history if "step_time" in h]
@@ -150,8 +180,15 @@ def run_grpo(args, recorded):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         timer = step_timer()
-        trainer = GRPOTrainer(model=model, reward_funcs=[trajectory_return], args=config, train_dataset=dataset,
-                              processing_class=tok, rollout_func=rollout_func, callbacks=[timer])
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[trajectory_return],
+            args=config,
+            train_dataset=dataset,
+            processing_class=tok,
+            rollout_func=rollout_func,
+            callbacks=[timer],
+        )
     trainer.train()
     return timer.samples
 
@@ -174,10 +211,14 @@ def summarise(times: dict[str, list[list[tuple[float, float]]]], warmup: int) ->
             row[f"{name}_s"] = [[x[k] for x in run] for run in runs]
             if label != "grpo":
                 base = times["grpo"]
-                row[f"overhead_{name}"] = row[f"{name}_s_median"] / statistics.median(
-                    x[k] for run in base for x in run[warmup:]) - 1.0
+                row[f"overhead_{name}"] = (
+                    row[f"{name}_s_median"] / statistics.median(x[k] for run in base for x in run[warmup:])
+                    - 1.0
+                )
                 row[f"overhead_{name}_per_round"] = [
-                    statistics.median(x[k] for x in run[warmup:]) / statistics.median(x[k] for x in g[warmup:]) - 1.0
+                    statistics.median(x[k] for x in run[warmup:])
+                    / statistics.median(x[k] for x in g[warmup:])
+                    - 1.0
                     for run, g in zip(runs, base, strict=True)
                 ]
         results[label] = row
@@ -185,21 +226,31 @@ def summarise(times: dict[str, list[list[tuple[float, float]]]], warmup: int) ->
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for overhead.json")
     parser.add_argument("--steps", type=int, default=12, help="training steps per run")
-    parser.add_argument("--warmup", type=int, default=2, help="first steps of each run left out of the statistics")
-    parser.add_argument("--rounds", type=int, default=3, help="runs per arm, the arm order rotating each round")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="first steps of each run left out of the statistics"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="runs per arm, the arm order rotating each round"
+    )
     parser.add_argument("--batch", type=int, default=8, help="trajectories per step")
     parser.add_argument("--generations", type=int, default=4, help="samples per prompt")
     parser.add_argument("--turns", type=int, default=3, help="turns per trajectory")
     parser.add_argument("--tokens", type=int, default=64, help="tokens per turn")
     parser.add_argument("--hidden", type=int, default=256, help="model hidden size")
     parser.add_argument("--layers", type=int, default=4, help="model layers")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 = least sensitive to load)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (1 = least sensitive to load)"
+    )
     args = parser.parse_args(argv)
     if args.steps <= args.warmup or args.rounds < 1:
-        parser.error(f"need --steps > --warmup and --rounds >= 1, got {args.steps}, {args.warmup}, {args.rounds}")
+        parser.error(
+            f"need --steps > --warmup and --rounds >= 1, got {args.steps}, {args.warmup}, {args.rounds}"
+        )
     import torch
     from tqdm import tqdm
 
@@ -207,9 +258,13 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
 
-    labels = list(ARMS)  # "grpo" first: rotations by 1..len-1 never start with it, and the first run must be a
+    labels = list(
+        ARMS
+    )  # "grpo" first: rotations by 1..len-1 never start with it, and the first run must be a
     # TRLOO one, which records the tokens that GRPO replays
-    schedule = [labels[1 + r % (len(labels) - 1):] + labels[: 1 + r % (len(labels) - 1)] for r in range(args.rounds)]
+    schedule = [
+        labels[1 + r % (len(labels) - 1) :] + labels[: 1 + r % (len(labels) - 1)] for r in range(args.rounds)
+    ]
     times = {label: [] for label in labels}
     env_s = {label: [] for label in labels if label != "grpo"}
     recorded = None
@@ -224,7 +279,9 @@ def main(argv=None):
                     if recorded is None:
                         recorded = tokens
                     elif [r["completion_ids"] for r in tokens] != [r["completion_ids"] for r in recorded]:
-                        raise RuntimeError(f"{label} saw other tokens than the recorded run; the comparison is void")
+                        raise RuntimeError(
+                            f"{label} saw other tokens than the recorded run; the comparison is void"
+                        )
                     times[label].append(run_times)
                     env_s[label].append(env)
                 bar.update()
@@ -232,20 +289,28 @@ def main(argv=None):
     tokens_per_step = sum(len(c) for step in recorded for c in step["completion_ids"]) / len(recorded)
     for label, env in env_s.items():
         results[label]["environment_s"] = env
-    report = {"config": {k: str(v) for k, v in vars(args).items()}, "schedule": schedule,
-              "tokens_per_step": tokens_per_step, "results": results}
+    report = {
+        "config": {k: str(v) for k, v in vars(args).items()},
+        "schedule": schedule,
+        "tokens_per_step": tokens_per_step,
+        "results": results,
+    }
     (args.out / "overhead.json").write_text(json.dumps(report, indent=1))
-    print(f"median of {args.rounds} x {args.steps - args.warmup} steps per arm, environment time excluded, "
-          f"{args.threads} torch thread(s), {tokens_per_step:.0f} completion tokens per step")
+    print(
+        f"median of {args.rounds} x {args.steps - args.warmup} steps per arm, environment time excluded, "
+        f"{args.threads} torch thread(s), {tokens_per_step:.0f} completion tokens per step"
+    )
     print(f"{'arm':<14} {'cpu s':>7} {'overhead':>9} {'per round':>18} {'wall s':>7} {'overhead':>9}")
     for label, r in results.items():
         if label == "grpo":
             print(f"{label:<14} {r['cpu_s_median']:>7.3f} {'':>9} {'':>18} {r['wall_s_median']:>7.3f}")
             continue
         spread = r["overhead_cpu_per_round"]
-        print(f"{label:<14} {r['cpu_s_median']:>7.3f} {100 * r['overhead_cpu']:>8.1f}% "
-              f"{100 * min(spread):>8.1f}..{100 * max(spread):>5.1f}%  {r['wall_s_median']:>7.3f} "
-              f"{100 * r['overhead_wall']:>8.1f}%")
+        print(
+            f"{label:<14} {r['cpu_s_median']:>7.3f} {100 * r['overhead_cpu']:>8.1f}% "
+            f"{100 * min(spread):>8.1f}..{100 * max(spread):>5.1f}%  {r['wall_s_median']:>7.3f} "
+            f"{100 * r['overhead_wall']:>8.1f}%"
+        )
     print(f"wrote {args.out / 'overhead.json'}")
 
 

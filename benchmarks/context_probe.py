@@ -36,22 +36,36 @@ print(f"{t1 - t0:.4f} {t2 - t1:.4f}")
 def one_round(count: int, env: dict[str, str]) -> dict[str, float]:
     """Start ``count`` processes at once; their import and context times, and the round's wall time (s)."""
     start = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, env=env)
-             for _ in range(count)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, env=env)
+        for _ in range(count)
+    ]
     outputs = [p.communicate()[0] for p in procs]
     wall = time.perf_counter() - start
     if any(p.returncode for p in procs):
         raise RuntimeError(f"a probe process failed: {[p.returncode for p in procs]}")
     contexts = [float(o.split()[1]) for o in outputs]
-    return {"processes": count, "wall_s": wall, "context_median_s": statistics.median(contexts),
-            "context_max_s": max(contexts), "context_min_s": min(contexts)}
+    return {
+        "processes": count,
+        "wall_s": wall,
+        "context_median_s": statistics.median(contexts),
+        "context_max_s": max(contexts),
+        "context_min_s": min(contexts),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--counts", default="1,8,16", help="comma-separated numbers of simultaneous processes")
-    parser.add_argument("--variants", default="default,CUDA_DEVICE_MAX_CONNECTIONS=1",
-                        help="comma-separated environment variants: 'default' or NAME=VALUE")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--counts", default="1,8,16", help="comma-separated numbers of simultaneous processes"
+    )
+    parser.add_argument(
+        "--variants",
+        default="default,CUDA_DEVICE_MAX_CONNECTIONS=1",
+        help="comma-separated environment variants: 'default' or NAME=VALUE",
+    )
     parser.add_argument("--json-out", type=Path, default=None, help="write the rows here as JSON")
     args = parser.parse_args(argv)
     rows = []
@@ -64,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"variant": variant, **one_round(count, env)})
     print(f"{'variant':36} {'procs':>5} {'wall_s':>7} {'ctx_med':>7} {'ctx_max':>7}")
     for r in rows:
-        print(f"{r['variant']:36} {r['processes']:>5} {r['wall_s']:>7.2f} {r['context_median_s']:>7.2f} "
-              f"{r['context_max_s']:>7.2f}")
+        print(
+            f"{r['variant']:36} {r['processes']:>5} {r['wall_s']:>7.2f} {r['context_median_s']:>7.2f} "
+            f"{r['context_max_s']:>7.2f}"
+        )
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=2))
     return 0

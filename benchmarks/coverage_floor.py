@@ -39,7 +39,9 @@ def honest_coverages(root: Path = ROOT) -> list[tuple[str, float]]:
     """(source:name, coverage) of every correct candidate in the saved runs (a task's honest solution once)."""
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
-    for result in _results(json.loads((root / "benchmarks/results/judge_h200/throughput_run_m.json").read_text())):
+    for result in _results(
+        json.loads((root / "benchmarks/results/judge_h200/throughput_run_m.json").read_text())
+    ):
         if result["status"] == "correct" and result["task"] not in seen:  # the throughput run repeats tasks
             seen.add(result["task"])
             out.append((f"shipped:{result['task']}", float(result["coverage"])))
@@ -48,7 +50,9 @@ def honest_coverages(root: Path = ROOT) -> list[tuple[str, float]]:
             sample = json.loads(line)
             if sample["result"]["status"] == "correct":
                 out.append((f"{run.parent.name}:{sample['uuid']}", float(sample["result"]["coverage"])))
-    for kernel in json.loads((root / "benchmarks/results/production_kernels_h200_run_o.json").read_text())["kernels"]:
+    for kernel in json.loads((root / "benchmarks/results/production_kernels_h200_run_o.json").read_text())[
+        "kernels"
+    ]:
         if kernel["status"] == "correct":
             out.append((f"liger:{kernel['kernel']}", float(kernel["coverage"])))
     return out
@@ -59,13 +63,21 @@ def false_positives(coverages: list[tuple[str, float]], floors=FLOORS) -> list[d
     rows = []
     for floor in floors:
         below = sorted((c, name) for name, c in coverages if c < floor)
-        rows.append({"floor": floor, "false_positives": len(below), "rate": len(below) / len(coverages),
-                     "lowest": [f"{name} ({c:.2f})" for c, name in below[:3]]})
+        rows.append(
+            {
+                "floor": floor,
+                "false_positives": len(below),
+                "rate": len(below) / len(coverages),
+                "lowest": [f"{name} ({c:.2f})" for c, name in below[:3]],
+            }
+        )
     return rows
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json-out", type=Path, help="write the table and every coverage as JSON")
     args = parser.parse_args(argv)
     coverages = honest_coverages()
@@ -73,10 +85,21 @@ def main(argv=None) -> None:
     print(f"{len(coverages)} correct honest candidates (H200)")
     print(f"{'floor':>6} {'false pos.':>10} {'rate':>7}  lowest")
     for row in rows:
-        print(f"{row['floor']:>6.1f} {row['false_positives']:>10d} {row['rate']:>7.3f}  {', '.join(row['lowest'])}")
+        print(
+            f"{row['floor']:>6.1f} {row['false_positives']:>10d} {row['rate']:>7.3f}  {', '.join(row['lowest'])}"
+        )
     if args.json_out:
-        args.json_out.write_text(json.dumps({"candidates": len(coverages), "floors": rows,
-                                             "coverages": [[name, c] for name, c in coverages]}, indent=1) + "\n")
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "candidates": len(coverages),
+                    "floors": rows,
+                    "coverages": [[name, c] for name, c in coverages],
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -36,11 +36,15 @@ class SharedWords:
         self.map = mmap.mmap(fd, 4096)
         base = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
         lib = ctypes.CDLL("libcuda.so.1")
-        code = lib.cuMemHostRegister_v2(ctypes.c_void_p(base), ctypes.c_size_t(4096), ctypes.c_uint(0x01 | 0x02))
+        code = lib.cuMemHostRegister_v2(
+            ctypes.c_void_p(base), ctypes.c_size_t(4096), ctypes.c_uint(0x01 | 0x02)
+        )
         if code != 0:
             raise RuntimeError(f"cuMemHostRegister failed: {code}")
         pointer = ctypes.c_uint64()
-        code = lib.cuMemHostGetDevicePointer_v2(ctypes.byref(pointer), ctypes.c_void_p(base), ctypes.c_uint(0))
+        code = lib.cuMemHostGetDevicePointer_v2(
+            ctypes.byref(pointer), ctypes.c_void_p(base), ctypes.c_uint(0)
+        )
         if code != 0:
             raise RuntimeError(f"cuMemHostGetDevicePointer failed: {code}")
         self.device = pointer.value
@@ -122,8 +126,13 @@ def main() -> None:
                 e2.record()
                 stream_gate.wait_for_event(e2, time.monotonic() + 10, f"{mechanism} handoff")
                 spans.append(e1.elapsed_time(e2))
-            row = {"mechanism": mechanism, "work": work, "median_ms": float(np.median(spans[5:])),
-                   "p10_ms": float(np.percentile(spans[5:], 10)), "p90_ms": float(np.percentile(spans[5:], 90))}
+            row = {
+                "mechanism": mechanism,
+                "work": work,
+                "median_ms": float(np.median(spans[5:])),
+                "p10_ms": float(np.percentile(spans[5:], 10)),
+                "p90_ms": float(np.percentile(spans[5:], 90)),
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
     parent.send(None)
@@ -131,7 +140,9 @@ def main() -> None:
     json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, open(out_path, "w"), indent=1)
     print(f"{'mechanism':10s} {'work':6s} {'p10':>8s} {'median':>8s} {'p90':>8s}")
     for r in rows:
-        print(f"{r['mechanism']:10s} {str(r['work']):6s} {r['p10_ms']:8.4f} {r['median_ms']:8.4f} {r['p90_ms']:8.4f}")
+        print(
+            f"{r['mechanism']:10s} {str(r['work']):6s} {r['p10_ms']:8.4f} {r['median_ms']:8.4f} {r['p90_ms']:8.4f}"
+        )
 
 
 if __name__ == "__main__":

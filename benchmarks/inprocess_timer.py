@@ -34,7 +34,9 @@ SIDE_STREAM_ABS_MS = 0.02
 SIDE_STREAM_REL = 0.10
 
 
-def select_samples(reference: list[CallTime], candidate: list[CallTime]) -> tuple[list[float], list[float], str]:
+def select_samples(
+    reference: list[CallTime], candidate: list[CallTime]
+) -> tuple[list[float], list[float], str]:
     """(reference_ms, candidate_ms, method). Events by default; the host bracket for BOTH sides when the
     candidate leaves work running after its end event (side streams, background launches)."""
     ref_excess = float(np.median([c.excess_ms for c in reference]))
@@ -155,7 +157,9 @@ def time_pair(
     checked: set[int] = set()
     if validate is not None:
         # The first and last timed calls plus a few at unpredictable positions (fresh OS entropy per run).
-        extra = np.random.default_rng().choice(calls, size=min(max(validate_calls - 2, 0), calls), replace=False)
+        extra = np.random.default_rng().choice(
+            calls, size=min(max(validate_calls - 2, 0), calls), replace=False
+        )
         checked = {0, calls - 1, *extra.tolist()}
     reference_calls: list[CallTime] = []
     candidate_calls: list[CallTime] = []
@@ -174,5 +178,8 @@ def time_pair(
                 raise TimingValidationError(f"timed call {i} of {calls} returned a wrong answer: {reason}")
         del outputs
     reference_ms, candidate_ms, method = select_samples(reference_calls, candidate_calls)
-    excess = (float(np.median([c.excess_ms for c in reference_calls])), float(np.median([c.excess_ms for c in candidate_calls])))
+    excess = (
+        float(np.median([c.excess_ms for c in reference_calls])),
+        float(np.median([c.excess_ms for c in candidate_calls])),
+    )
     return PairedTiming(reference_ms, candidate_ms, timer.host_overhead_ms, method, excess)

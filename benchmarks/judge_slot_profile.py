@@ -56,21 +56,40 @@ def main() -> None:
     rows = []
     for pair in pairs:
         held_before = slot.held_s
-        request = EvalRequest(reference_code=pair["reference"], candidate=pair["candidate"], entry_point="Model",
-                              options=EvalOptions(), device=os.environ.get("DEVICE", "cuda"))
+        request = EvalRequest(
+            reference_code=pair["reference"],
+            candidate=pair["candidate"],
+            entry_point="Model",
+            options=EvalOptions(),
+            device=os.environ.get("DEVICE", "cuda"),
+        )
         with tempfile.TemporaryDirectory() as work_dir:
             result = pipeline.evaluate_request(request, work_dir=Path(work_dir), timing_slot=slot)
-        rows.append({"task": pair["task"], "variant": pair["variant"], "status": result.status.value,
-                     "slot_s": round(slot.held_s - held_before, 4), "speedup": result.speedup,
-                     "timing_method": result.timing_method, "phases": result.phase_seconds, "error": (result.error or "")[:500]})
-        print(f"{pair['task']:24s} {pair['variant']:12s} {result.status.value:10s} slot {rows[-1]['slot_s']:.3f} s "
-              f"batches/calls {(result.timing_method or {}).get('calls_per_batch')}", flush=True)
+        rows.append(
+            {
+                "task": pair["task"],
+                "variant": pair["variant"],
+                "status": result.status.value,
+                "slot_s": round(slot.held_s - held_before, 4),
+                "speedup": result.speedup,
+                "timing_method": result.timing_method,
+                "phases": result.phase_seconds,
+                "error": (result.error or "")[:500],
+            }
+        )
+        print(
+            f"{pair['task']:24s} {pair['variant']:12s} {result.status.value:10s} slot {rows[-1]['slot_s']:.3f} s "
+            f"batches/calls {(result.timing_method or {}).get('calls_per_batch')}",
+            flush=True,
+        )
     text = io.StringIO()
     if slot.held_s > 0:  # no slot was ever taken (CPU: no timing), so no profile to print
         stats = pstats.Stats(slot.profile, stream=text)
         stats.sort_stats("tottime").print_stats(25)
         stats.sort_stats("cumulative").print_stats(45)
-    out_path.write_text(json.dumps({"rows": rows, "slot_s_mean": slot.held_s / max(len(rows), 1)}, indent=1, default=str))
+    out_path.write_text(
+        json.dumps({"rows": rows, "slot_s_mean": slot.held_s / max(len(rows), 1)}, indent=1, default=str)
+    )
     out_path.with_suffix(".txt").write_text(text.getvalue())
     print(text.getvalue()[-9000:])
     print(f"mean slot-held seconds per evaluation: {slot.held_s / max(len(rows), 1):.3f} over {len(rows)}")

@@ -53,7 +53,9 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
     trainer = TRLOOTrainer(
         model=model,
         environment=DigitGuessEnvironment(
-            reward_from_turn=args.reward_from_turn, feedback_repeats=args.repeats, stop_on_success=args.stop_on_success
+            reward_from_turn=args.reward_from_turn,
+            feedback_repeats=args.repeats,
+            stop_on_success=args.stop_on_success,
         ),
         args=config,
         train_dataset=Dataset.from_list(make_toy_tasks(args.tasks, seed=seed, num_choices=args.choices)),
@@ -78,7 +80,10 @@ def solved_share(log: dict, turns: int, stop_on_success: bool) -> float:
     so each trajectory is counted once by sum_t reached(t) * correct(t)."""
     if not stop_on_success:
         return log.get(f"turn_{turns}/correct", float("nan"))
-    return sum(log.get(f"turn_{t}/reached_frac", 0.0) * log.get(f"turn_{t}/correct", 0.0) for t in range(1, turns + 1))
+    return sum(
+        log.get(f"turn_{t}/reached_frac", 0.0) * log.get(f"turn_{t}/correct", 0.0)
+        for t in range(1, turns + 1)
+    )
 
 
 def smooth(values: list[float], window: int) -> list[float]:
@@ -95,16 +100,24 @@ def plot(runs: list[dict], path: Path, window: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = (("turn_1_reward", "reward at turn 1"), ("turn_2_reward", "reward at turn 2 (after feedback)"),
-              ("solved", "share of episodes solved"))
+    panels = (
+        ("turn_1_reward", "reward at turn 1"),
+        ("turn_2_reward", "reward at turn 2 (after feedback)"),
+        ("solved", "share of episodes solved"),
+    )
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
     colors = {"trloo": "tab:blue", "grpo_turn": "tab:orange"}
     styles = ["-", "--", ":", "-."]
     for ax, (key, title) in zip(axes, panels, strict=True):
         for run in runs:
             label = f"{run['estimator']} seed {run['seed']}"
-            ax.plot(smooth(run[key], window), color=colors[run["estimator"]], linestyle=styles[run["seed"] % 4],
-                    alpha=0.85, label=label)
+            ax.plot(
+                smooth(run[key], window),
+                color=colors[run["estimator"]],
+                linestyle=styles[run["seed"] % 4],
+                alpha=0.85,
+                label=label,
+            )
         ax.set_title(f"{title} ({window}-step mean)", fontsize=10)
         ax.set_xlabel("training step")
         ax.grid(alpha=0.3)
@@ -115,11 +128,17 @@ def plot(runs: list[dict], path: Path, window: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for curve.json and curve.png")
     parser.add_argument("--steps", type=int, default=150, help="training steps per run")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds (one run per estimator each)")
-    parser.add_argument("--estimators", nargs="+", default=["trloo", "grpo_turn"], choices=["trloo", "grpo_turn"])
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0], help="seeds (one run per estimator each)"
+    )
+    parser.add_argument(
+        "--estimators", nargs="+", default=["trloo", "grpo_turn"], choices=["trloo", "grpo_turn"]
+    )
     parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
     parser.add_argument("--generations", type=int, default=4, help="samples per prompt")
     parser.add_argument("--tasks", type=int, default=64, help="toy tasks in the dataset")
@@ -127,12 +146,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reward-from-turn", type=int, default=1, help="turns before this one are unscored")
     parser.add_argument("--repeats", type=int, default=1, help="times the feedback repeats the secret")
     parser.add_argument("--turns", type=int, default=2, help="max turns per episode")
-    parser.add_argument("--stop-on-success", action="store_true", help="end an episode at its first correct turn")
+    parser.add_argument(
+        "--stop-on-success", action="store_true", help="end an episode at its first correct turn"
+    )
     parser.add_argument("--max-tokens", type=int, default=3, help="tokens per turn")
     parser.add_argument("--lr", type=float, default=3e-3, help="learning rate")
     parser.add_argument("--window", type=int, default=10, help="smoothing window of the plot (steps)")
-    parser.add_argument("--from-json", type=Path, nargs="+", default=None,
-                        help="do not train: merge the runs of these curve.json files into one table and plot")
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="do not train: merge the runs of these curve.json files into one table and plot",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -146,12 +172,21 @@ def main(argv: list[str] | None = None) -> None:
             tail = max(1, args.steps // 5)
             logger.info(
                 "%-9s seed %d: turn-2 reward first %d steps %.3f, last %d steps %.3f (%.0f s)",
-                estimator, seed, tail, sum(run["turn_2_reward"][:tail]) / tail, tail,
-                sum(run["turn_2_reward"][-tail:]) / tail, run["seconds"],
+                estimator,
+                seed,
+                tail,
+                sum(run["turn_2_reward"][:tail]) / tail,
+                tail,
+                sum(run["turn_2_reward"][-tail:]) / tail,
+                run["seconds"],
             )
-    (args.out / "curve.json").write_text(json.dumps({"config": {k: str(v) for k, v in vars(args).items()}, "runs": runs}, indent=1))
+    (args.out / "curve.json").write_text(
+        json.dumps({"config": {k: str(v) for k, v in vars(args).items()}, "runs": runs}, indent=1)
+    )
     plot(runs, args.out / "curve.png", args.window)
-    print(f"{'estimator':<10} {'seed':>4} {'turn2 first':>11} {'turn2 last':>10} {'solved first':>12} {'solved last':>11}")
+    print(
+        f"{'estimator':<10} {'seed':>4} {'turn2 first':>11} {'turn2 last':>10} {'solved first':>12} {'solved last':>11}"
+    )
     for run in runs:
         tail = max(1, len(run["turn_2_reward"]) // 5)
 

@@ -45,10 +45,12 @@ TASKS = {
     "softmax": Task("pass", "return torch.softmax(x, dim=1)", ((16384, 98304),)),
     "row_sum": Task("pass", "return torch.sum(x, dim=1, keepdim=True)", ((16384, 98304),)),
     "matmul": Task("pass", "return torch.matmul(a, b)", ((8192, 8192), (8192, 8192)), params="a, b"),
-    "conv2d": Task("self.conv = nn.Conv2d(64, 128, 3, padding=1)", "return self.conv(x)", ((32, 64, 256, 256),)),
+    "conv2d": Task(
+        "self.conv = nn.Conv2d(64, 128, 3, padding=1)", "return self.conv(x)", ((32, 64, 256, 256),)
+    ),
 }
 
-REFERENCE = '''import torch
+REFERENCE = """import torch
 import torch.nn as nn
 
 
@@ -67,11 +69,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 # A problem file's own model (renamed: the static screen rejects a candidate that uses the reference's class), its
 # outputs (a tensor or a tuple / list of them) passed through a Triton copy.
-WRAPPER = '''
+WRAPPER = """
 
 import triton
 import triton.language as tl
@@ -98,7 +100,7 @@ class ModelNew(_ProblemModel):
         if isinstance(result, torch.Tensor):
             return _through_triton(result)
         return type(result)(_through_triton(r) for r in result)
-'''
+"""
 
 
 def problem_sources(path: Path, shrink: int | None = None) -> tuple[str, str]:
@@ -110,7 +112,9 @@ def problem_sources(path: Path, shrink: int | None = None) -> tuple[str, str]:
     return reference, wrapped(reference)
 
 
-_SIZE_LINE = re.compile(r"^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*=\s*([0-9][0-9 ,*+/()-]*?)\s*(#.*)?$", re.M)
+_SIZE_LINE = re.compile(
+    r"^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*=\s*([0-9][0-9 ,*+/()-]*?)\s*(#.*)?$", re.M
+)
 
 
 def shrunk(source: str, cap: int) -> str:
@@ -118,6 +122,7 @@ def shrunk(source: str, cap: int) -> str:
     ``h, w = 64, 64``) capped at ``cap`` and every ``batch*`` name set to 2: the same problem small enough for the
     interpreter on a CPU, to sweep verdicts (an honest candidate must never read `incorrect`). Caps can break a
     problem's own constraints (channels divisible by groups): its reference then fails and is reported as such."""
+
     def small(name: str, value: int) -> int:
         return 2 if name.lower().startswith("batch") else min(value, cap)
 
@@ -132,7 +137,9 @@ def shrunk(source: str, cap: int) -> str:
         values = value if isinstance(value, tuple) else (value,)
         if len(values) != len(names) or not all(type(v) is int for v in values):
             return match.group(0)
-        return f"{', '.join(names)} = {', '.join(str(small(n, v)) for n, v in zip(names, values, strict=True))}"
+        return (
+            f"{', '.join(names)} = {', '.join(str(small(n, v)) for n, v in zip(names, values, strict=True))}"
+        )
 
     return _SIZE_LINE.sub(replace, source)
 
@@ -166,7 +173,9 @@ class Row:
     status: str
     call_gib: float | None  # one call's inputs + outputs, as the judge measured them
     judge_peak_gib: float | None  # the largest phase peak of torch's allocator in the judge, plus the arena
-    arena_gib: float | None  # the exchange arena: device memory outside the allocator, held from build to the end
+    arena_gib: (
+        float | None
+    )  # the exchange arena: device memory outside the allocator, held from build to the end
     peak_phase: str | None
     peak_over_call: float | None
     seconds: float
@@ -207,34 +216,73 @@ def evaluate_pair(evaluator: Any, name: str, reference: str, candidate: str) -> 
     call, arena = result.memory.get("call_bytes"), result.memory.get("arena_bytes", 0)
     phase = max(peaks, key=peaks.get) if peaks else None
     peak = peaks[phase] + arena if phase else None  # an upper bound: "load" ran before the arena existed
-    return Row(name, result.status.value, call and call / GIB, peak and peak / GIB, arena / GIB, phase,
-               peak / call if peak and call else None, round(seconds, 1), (result.error or "")[:300] or None,
-               {name: round(value / GIB, 3) for name, value in peaks.items()}, list(result.flags),
-               {name: round(value, 2) for name, value in (result.phase_seconds or {}).items()},
-               result.speedup, result.timing_method.get("calls_per_batch"))
+    return Row(
+        name,
+        result.status.value,
+        call and call / GIB,
+        peak and peak / GIB,
+        arena / GIB,
+        phase,
+        peak / call if peak and call else None,
+        round(seconds, 1),
+        (result.error or "")[:300] or None,
+        {name: round(value / GIB, 3) for name, value in peaks.items()},
+        list(result.flags),
+        {name: round(value, 2) for name, value in (result.phase_seconds or {}).items()},
+        result.speedup,
+        result.timing_method.get("calls_per_batch"),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
-    parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS), help="tasks to run")
+    parser.add_argument(
+        "--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS), help="tasks to run"
+    )
     parser.add_argument("--scale", type=int, default=1, help="divide each input's first dimension by this")
-    parser.add_argument("--problems", type=Path, metavar="DIR",
-                        help="evaluate every *.py problem file under DIR instead of the built-in tasks")
-    parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
-                        help="with --problems: only these problems, named as in the table (level1/57 or "
-                             "level1/57_conv_transposed_2D__square_input__square_kernel), e.g. to re-run them after a fix")
-    parser.add_argument("--shard", default="0/1", metavar="K/N",
-                        help="with --problems: only every N-th file from the K-th (0-based; to split a long run)")
-    parser.add_argument("--shrink", type=int, metavar="CAP",
-                        help="with --problems: cap each file's integer size constants at CAP (batch sizes at 2), "
-                             "for a verdict sweep on a CPU")
-    parser.add_argument("--cap-gib", type=float, help="per-worker GPU memory cap in GiB (default: the pool's)")
+    parser.add_argument(
+        "--problems",
+        type=Path,
+        metavar="DIR",
+        help="evaluate every *.py problem file under DIR instead of the built-in tasks",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        default=None,
+        help="with --problems: only these problems, named as in the table (level1/57 or "
+        "level1/57_conv_transposed_2D__square_input__square_kernel), e.g. to re-run them after a fix",
+    )
+    parser.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="K/N",
+        help="with --problems: only every N-th file from the K-th (0-based; to split a long run)",
+    )
+    parser.add_argument(
+        "--shrink",
+        type=int,
+        metavar="CAP",
+        help="with --problems: cap each file's integer size constants at CAP (batch sizes at 2), "
+        "for a verdict sweep on a CPU",
+    )
+    parser.add_argument(
+        "--cap-gib", type=float, help="per-worker GPU memory cap in GiB (default: the pool's)"
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="per-task wall clock in seconds")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
-    parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
-                        help="run nothing: print the rows of earlier --json-out files (a sharded run's) as one "
-                             "table; a task in several files keeps its row from the last one (a re-run)")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="run nothing: print the rows of earlier --json-out files (a sharded run's) as one "
+        "table; a task in several files keeps its row from the last one (a re-run)",
+    )
     args = parser.parse_args(argv)
     if args.scale < 1:
         parser.error(f"--scale must be >= 1, got {args.scale}")
@@ -244,8 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             parser.error(f"--merge: {exc}")
         print_rows(rows)
-        print(summary_line(rows) + (f"; incomplete runs: {', '.join(incomplete)}" if incomplete else "")
-              + (f"; re-run: {', '.join(replaced)}" if replaced else ""))
+        print(
+            summary_line(rows)
+            + (f"; incomplete runs: {', '.join(incomplete)}" if incomplete else "")
+            + (f"; re-run: {', '.join(replaced)}" if replaced else "")
+        )
         return 0
 
     from tqdm import tqdm
@@ -267,8 +318,13 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(str(exc))
         files = files[shard::shards]
         try:
-            pairs = [(path.relative_to(args.problems).with_suffix("").as_posix(), *problem_sources(path, args.shrink))
-                     for path in files]
+            pairs = [
+                (
+                    path.relative_to(args.problems).with_suffix("").as_posix(),
+                    *problem_sources(path, args.shrink),
+                )
+                for path in files
+            ]
         except ValueError as exc:
             parser.error(str(exc))
         rows = []
@@ -290,13 +346,17 @@ def main(argv: list[str] | None = None) -> int:
 def print_rows(rows: list[Row]) -> None:
     fmt = lambda v, spec: format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)  # noqa: E731
     width = max([10, *(len(row.task) for row in rows)])
-    print(f"{'task':{width}} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
-          f"{'peak/call':>9} {'peak/ref':>8} {'speedup':>7} {'K':>3} {'s':>7}")
+    print(
+        f"{'task':{width}} {'status':14} {'call GiB':>9} {'judge peak GiB':>15} {'of it arena':>11} {'phase':12} "
+        f"{'peak/call':>9} {'peak/ref':>8} {'speedup':>7} {'K':>3} {'s':>7}"
+    )
     for row in rows:
-        print(f"{row.task:{width}} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
-              f"{fmt(row.arena_gib, '11.2f')} {row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} "
-              f"{fmt(peak_over_reference(row), '8.2f')} {fmt(row.speedup, '7.3f')} {fmt(row.calls_per_batch, '3.0f')} "
-              f"{row.seconds:7.1f}")
+        print(
+            f"{row.task:{width}} {row.status:14} {fmt(row.call_gib, '9.2f')} {fmt(row.judge_peak_gib, '15.2f')} "
+            f"{fmt(row.arena_gib, '11.2f')} {row.peak_phase or '-':12} {fmt(row.peak_over_call, '9.2f')} "
+            f"{fmt(peak_over_reference(row), '8.2f')} {fmt(row.speedup, '7.3f')} {fmt(row.calls_per_batch, '3.0f')} "
+            f"{row.seconds:7.1f}"
+        )
         if row.error:
             print(f"    {row.error}")
 
@@ -304,6 +364,7 @@ def print_rows(rows: list[Row]) -> None:
 def only_named(files: list[Path], root: Path, names: list[str]) -> list[Path]:
     """Pure: the problem files (under ``root``) that ``names`` name, by their table name or its number prefix
     (``level1/57`` is ``level1/57_<anything>``); ValueError naming any name that matches no file."""
+
     def named(path: Path, name: str) -> bool:
         task = path.relative_to(root).with_suffix("").as_posix()
         return task == name or task.startswith(name + "_")
@@ -330,7 +391,9 @@ def summary_line(rows: list[Row]) -> str:
     counts = Counter(row.status for row in rows)
     statuses = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
     large = [row for row in rows if row.call_gib and row.call_gib >= 1 and row.peak_over_call]
-    out_of_memory = sum("out_of_memory" in row.flags or "out of memory" in (row.error or "").lower() for row in rows)
+    out_of_memory = sum(
+        "out_of_memory" in row.flags or "out of memory" in (row.error or "").lower() for row in rows
+    )
     text = f"{len(rows)} tasks: {statuses}; out of memory (flag or error): {out_of_memory}"
     if large:
         worst = max(large, key=lambda row: row.peak_over_call)
@@ -363,8 +426,14 @@ def write_rows(args: argparse.Namespace, rows: list[Row], complete: bool) -> Non
     if not args.json_out:
         return
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"device": args.device, "scale": args.scale, "cap_gib": args.cap_gib,
-            "problems": str(args.problems) if args.problems else None, "shard": args.shard, "complete": complete}
+    meta = {
+        "device": args.device,
+        "scale": args.scale,
+        "cap_gib": args.cap_gib,
+        "problems": str(args.problems) if args.problems else None,
+        "shard": args.shard,
+        "complete": complete,
+    }
     partial = args.json_out.with_name(args.json_out.name + ".partial")
     partial.write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
     partial.replace(args.json_out)

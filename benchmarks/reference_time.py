@@ -25,7 +25,9 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a plain script from a checkout (no install)
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1])
+)  # run as a plain script from a checkout (no install)
 from kernel_reward.common.loading import check_reference, import_from_file, unique_module_name  # noqa: E402
 
 
@@ -66,7 +68,9 @@ def _timed(device: torch.device, call: Callable[[], Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def _median_forward(model: torch.nn.Module, inputs: list, device: torch.device, repeats: int, tf32: bool) -> float:
+def _median_forward(
+    model: torch.nn.Module, inputs: list, device: torch.device, repeats: int, tf32: bool
+) -> float:
     saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
     try:
@@ -88,14 +92,20 @@ def time_reference(path: Path, device: torch.device, repeats: int) -> ReferenceT
     output_gib = _gib(output)
     del output
     return ReferenceTiming(
-        problem=path.name, build_s=build_s, inputs_s=inputs_s,
+        problem=path.name,
+        build_s=build_s,
+        inputs_s=inputs_s,
         forward_s_tf32_off=_median_forward(model, inputs, device, repeats, tf32=False),
         forward_s_tf32_on=_median_forward(model, inputs, device, repeats, tf32=True),
-        input_gib=_gib(inputs), output_gib=output_gib)
+        input_gib=_gib(inputs),
+        output_gib=output_gib,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("problems", nargs="+", type=Path, help="problem files to time")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--repeats", type=int, default=3, help="timed forwards per TF32 setting (default 3)")
@@ -105,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeats must be at least 1")
     device = torch.device(args.device)
     rows = []
-    print(f"{'problem':58s} {'build s':>8s} {'inputs s':>8s} {'fwd s fp32':>10s} {'fwd s tf32':>10s} "
-          f"{'in GiB':>7s} {'out GiB':>7s}")
+    print(
+        f"{'problem':58s} {'build s':>8s} {'inputs s':>8s} {'fwd s fp32':>10s} {'fwd s tf32':>10s} "
+        f"{'in GiB':>7s} {'out GiB':>7s}"
+    )
     for path in args.problems:
         if not path.is_file():
             parser.error(f"{path}: no such problem file")
@@ -115,12 +127,16 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:  # not a problem file: named, nothing written
             parser.error(str(exc))
         rows.append(row)
-        print(f"{row.problem[:58]:58s} {row.build_s:8.3f} {row.inputs_s:8.3f} {row.forward_s_tf32_off:10.4f} "
-              f"{row.forward_s_tf32_on:10.4f} {row.input_gib:7.2f} {row.output_gib:7.2f}")
+        print(
+            f"{row.problem[:58]:58s} {row.build_s:8.3f} {row.inputs_s:8.3f} {row.forward_s_tf32_off:10.4f} "
+            f"{row.forward_s_tf32_on:10.4f} {row.input_gib:7.2f} {row.output_gib:7.2f}"
+        )
         if device.type == "cuda":
             torch.cuda.empty_cache()
     if args.json_out:
-        args.json_out.write_text(json.dumps({"device": str(device), "rows": [asdict(r) for r in rows]}, indent=2))
+        args.json_out.write_text(
+            json.dumps({"device": str(device), "rows": [asdict(r) for r in rows]}, indent=2)
+        )
     return 0
 
 

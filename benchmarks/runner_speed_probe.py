@@ -19,7 +19,11 @@ import torch.multiprocessing as mp
 
 from kernel_reward.ipc import exchange, stream_gate
 
-SIZES = {"silu": [(32 * 1024 * 1024,)], "matvec": [(8192, 16384), (16384, 1)], "add": [(16 * 1024 * 1024,)] * 2}
+SIZES = {
+    "silu": [(32 * 1024 * 1024,)],
+    "matvec": [(8192, 16384), (16384, 1)],
+    "add": [(16 * 1024 * 1024,)] * 2,
+}
 
 
 def _op(name: str, args: list[torch.Tensor]) -> torch.Tensor:
@@ -50,13 +54,20 @@ def _views(buffer: torch.Tensor, shapes: list[tuple[int, ...]]) -> list[torch.Te
         count = 1
         for s in shape:
             count *= s
-        out.append(buffer[offset:offset + 4 * count].view(torch.float32).view(shape))
+        out.append(buffer[offset : offset + 4 * count].view(torch.float32).view(shape))
         offset += -(-4 * count // 256) * 256
     return out
 
 
-def _switching(name: str, args: list[torch.Tensor], arena: exchange.MappedArena, flag: int, done: int,
-               start: int, reps: int = 20) -> float:
+def _switching(
+    name: str,
+    args: list[torch.Tensor],
+    arena: exchange.MappedArena,
+    flag: int,
+    done: int,
+    start: int,
+    reps: int = 20,
+) -> float:
     """The op timed by this process's events, each call queued behind the judge's flag: between two calls the
     GPU runs the judge's context (a copy into the arena), as in a timed batch."""
     pairs = []
@@ -135,7 +146,9 @@ def main() -> None:
             assert parent.recv() == "queued-soon"
             for i in range(20):
                 number = start + i
-                arena.tensor[:inputs].view(torch.float32).copy_(staging)  # the judge's context works in between
+                arena.tensor[:inputs].view(torch.float32).copy_(
+                    staging
+                )  # the judge's context works in between
                 flush.zero_()
                 stream_gate.write_value(arena.signal_address(flag), number)
                 stream_gate.wait_value(arena.signal_address(done), number)
@@ -148,8 +161,16 @@ def main() -> None:
     parent.send(None)
     process.join(10)
     json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, open(out_path, "w"), indent=1)
-    keys = ["judge_private", "judge_arena", "runner_private", "runner_arena", "runner_private_judge_waiting",
-            "runner_arena_judge_waiting", "runner_arena_switching", "runner_private_switching"]
+    keys = [
+        "judge_private",
+        "judge_arena",
+        "runner_private",
+        "runner_arena",
+        "runner_private_judge_waiting",
+        "runner_arena_judge_waiting",
+        "runner_arena_switching",
+        "runner_private_switching",
+    ]
     print("op       " + " | ".join(k.replace("runner_", "r_").replace("judge_", "j_") for k in keys))
     for row in rows:
         print(f"{row['op']:8s} " + " ".join(f"{row[k]:9.4f}" for k in keys))

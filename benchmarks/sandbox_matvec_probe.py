@@ -17,8 +17,12 @@ VARIANTS = {
     "default": {},
     "no_clean_env": {"clean_environment": False},
     "no_ro_fs": {"read_only_filesystem": False},
-    "no_namespaces": {"isolate_network": False, "private_mounts": False, "isolate_pids": False,
-                      "read_only_filesystem": False},
+    "no_namespaces": {
+        "isolate_network": False,
+        "private_mounts": False,
+        "isolate_pids": False,
+        "read_only_filesystem": False,
+    },
     "no_uid_drop": {"drop_privileges": False},
 }
 
@@ -36,7 +40,12 @@ def main() -> None:
 
         pipeline.start_runner_process = start
         row = bench_reward.fidelity_judge([task], "cuda", 100.0)["rows"][0]
-        rows.append({"variant": name, **{k: row.get(k) for k in ("ref_ms", "cand_ms", "speedup", "diagnostics", "error")}})
+        rows.append(
+            {
+                "variant": name,
+                **{k: row.get(k) for k in ("ref_ms", "cand_ms", "speedup", "diagnostics", "error")},
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
 
 

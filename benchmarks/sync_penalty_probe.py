@@ -45,7 +45,7 @@ def get_init_inputs():
     return []
 '''
 
-CANDIDATE = '''import torch
+CANDIDATE = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -69,11 +69,13 @@ class ModelNew(nn.Module):
             if out[0].item() < 1.0:  # a host synchronisation, as a data-dependent check would do
                 raise RuntimeError("impossible: relu(x) + 1 >= 1")
         return out
-'''
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=1 << 22, help="vector length (default 4M floats)")
     parser.add_argument("--syncs", type=int, nargs="+", default=[0, 1, 3], help="host syncs per call to try")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
@@ -87,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     from kernel_reward import Evaluator
 
     rows = []
-    with tempfile.TemporaryDirectory(prefix="sync_probe_") as scratch, Evaluator(device="cuda", workers=1) as ev:
+    with (
+        tempfile.TemporaryDirectory(prefix="sync_probe_") as scratch,
+        Evaluator(device="cuda", workers=1) as ev,
+    ):
         reference = REFERENCE.format(n=args.n)
         reference_path = Path(scratch) / "reference.py"
         reference_path.write_text(reference)
@@ -97,19 +102,33 @@ def main(argv: list[str] | None = None) -> int:
             candidate_path.write_text(candidate)
             result = ev.evaluate(reference, candidate)
             bench = do_bench_pair(reference_path, candidate_path)
-            rows.append({"syncs": syncs, "status": result.status.value, "reward_speedup": result.speedup,
-                         "reward_kernel_ms": result.kernel_time_ms, "reward_reference_ms": result.reference_time_ms,
-                         "do_bench_speedup": bench.speedup, "do_bench_candidate_ms": bench.candidate_ms,
-                         "do_bench_reference_ms": bench.reference_ms, "flags": result.flags})
-    print(f"{'syncs':>5} {'status':>8} {'reward x':>9} {'reward ms':>10} {'do_bench x':>11} {'do_bench ms':>12}")
+            rows.append(
+                {
+                    "syncs": syncs,
+                    "status": result.status.value,
+                    "reward_speedup": result.speedup,
+                    "reward_kernel_ms": result.kernel_time_ms,
+                    "reward_reference_ms": result.reference_time_ms,
+                    "do_bench_speedup": bench.speedup,
+                    "do_bench_candidate_ms": bench.candidate_ms,
+                    "do_bench_reference_ms": bench.reference_ms,
+                    "flags": result.flags,
+                }
+            )
+    print(
+        f"{'syncs':>5} {'status':>8} {'reward x':>9} {'reward ms':>10} {'do_bench x':>11} {'do_bench ms':>12}"
+    )
     for row in rows:
         speed = row["reward_speedup"]
-        print(f"{row['syncs']:>5} {row['status']:>8} {speed if speed is None else round(speed, 3)!s:>9} "
-              f"{row['reward_kernel_ms'] or float('nan'):>10.4f} {row['do_bench_speedup']:>11.3f} "
-              f"{row['do_bench_candidate_ms']:>12.4f}")
+        print(
+            f"{row['syncs']:>5} {row['status']:>8} {speed if speed is None else round(speed, 3)!s:>9} "
+            f"{row['reward_kernel_ms'] or float('nan'):>10.4f} {row['do_bench_speedup']:>11.3f} "
+            f"{row['do_bench_candidate_ms']:>12.4f}"
+        )
     if args.json_out:
-        args.json_out.write_text(json.dumps({"n": args.n, "device": torch.cuda.get_device_name(), "rows": rows},
-                                            indent=1) + "\n")
+        args.json_out.write_text(
+            json.dumps({"n": args.n, "device": torch.cuda.get_device_name(), "rows": rows}, indent=1) + "\n"
+        )
     return 0
 
 

@@ -30,10 +30,16 @@ log = logging.getLogger("benchmarks.throughput")
 
 # task name -> (Triton expression of x and params p0/p1, torch expression for the passthrough hack)
 ELEMENTWISE = {
-    "activation_elu": ("tl.where(x > 0, x, p0 * (tl.exp(x) - 1.0))", "torch.nn.functional.elu(x, alpha=self.p[0])"),
+    "activation_elu": (
+        "tl.where(x > 0, x, p0 * (tl.exp(x) - 1.0))",
+        "torch.nn.functional.elu(x, alpha=self.p[0])",
+    ),
     "activation_silu": ("x / (1.0 + tl.exp(-x))", "torch.nn.functional.silu(x)"),
     "activation_leaky_relu": ("tl.where(x > 0, x, x * p0)", "torch.nn.functional.leaky_relu(x, self.p[0])"),
-    "activation_hardswish": ("x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0", "torch.nn.functional.hardswish(x)"),
+    "activation_hardswish": (
+        "x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0",
+        "torch.nn.functional.hardswish(x)",
+    ),
     "activation_softplus": (
         "tl.where(x * p0 > p1, x, tl.log(1.0 + tl.exp(x * p0)) / p0)",
         "torch.nn.functional.softplus(x, self.p[0], self.p[1])",
@@ -52,7 +58,7 @@ ELEMENTWISE = {
     ),
 }
 
-TEMPLATE = '''
+TEMPLATE = """
 import torch
 import torch.nn as nn
 import triton
@@ -75,7 +81,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
 {body}
-'''
+"""
 
 LAUNCH = """        x = x.contiguous()
         out = torch.empty_like(x)
@@ -87,17 +93,29 @@ LAUNCH = """        x = x.contiguous()
 def candidates_for(task: str) -> list[tuple[str, str, str]]:
     """(variant, expected status, completion) for one elementwise task."""
     expr, torch_expr = ELEMENTWISE[task]
-    honest = [(f"honest_b{b}", "correct", TEMPLATE.format(expr=expr, body=LAUNCH.format(block=b))) for b in (512, 1024, 2048)]
+    honest = [
+        (f"honest_b{b}", "correct", TEMPLATE.format(expr=expr, body=LAUNCH.format(block=b)))
+        for b in (512, 1024, 2048)
+    ]
     wrong = TEMPLATE.format(expr=f"({expr}) * 1.01 + 0.01", body=LAUNCH.format(block=1024))
-    syntax = TEMPLATE.format(expr=expr, body=LAUNCH.format(block=1024)).replace("def forward(self, x):", "def forward(self, x)")
+    syntax = TEMPLATE.format(expr=expr, body=LAUNCH.format(block=1024)).replace(
+        "def forward(self, x):", "def forward(self, x)"
+    )
     raising = TEMPLATE.format(expr=expr, body="        raise RuntimeError('not implemented yet')")
     passthrough = TEMPLATE.format(expr=expr, body=f"        return {torch_expr}")
-    decoy_body = ("        dummy = torch.zeros(16, device=x.device, dtype=x.dtype)\n"
-                  "        act_kernel[(1,)](dummy, torch.empty_like(dummy), 16, self.p[0], self.p[1], BLOCK=16)\n"
-                  f"        return {torch_expr}")
+    decoy_body = (
+        "        dummy = torch.zeros(16, device=x.device, dtype=x.dtype)\n"
+        "        act_kernel[(1,)](dummy, torch.empty_like(dummy), 16, self.p[0], self.p[1], BLOCK=16)\n"
+        f"        return {torch_expr}"
+    )
     decoy = TEMPLATE.format(expr=expr, body=decoy_body)
-    faulty = [("wrong", "incorrect", wrong), ("syntax", "compile_error", syntax), ("raises", "runtime_error", raising),
-              ("passthrough", "hacked", passthrough), ("decoy", "hacked", decoy)]
+    faulty = [
+        ("wrong", "incorrect", wrong),
+        ("syntax", "compile_error", syntax),
+        ("raises", "runtime_error", raising),
+        ("passthrough", "hacked", passthrough),
+        ("decoy", "hacked", decoy),
+    ]
     return [(v, s, f"```python\n{code}\n```") for v, s, code in honest + faulty]
 
 
@@ -108,8 +126,15 @@ def build_pairs(preset: str = "full") -> list[dict[str, Any]]:
     pairs = []
     for name in ELEMENTWISE:
         for variant, expected, completion in candidates_for(name):
-            pairs.append({"task": name, "variant": variant, "expected": expected, "reference": tasks[name].source,
-                          "candidate": completion})
+            pairs.append(
+                {
+                    "task": name,
+                    "variant": variant,
+                    "expected": expected,
+                    "reference": tasks[name].source,
+                    "candidate": completion,
+                }
+            )
     return pairs
 
 
@@ -148,14 +173,26 @@ class GpuSampler:
         return sum(1 for s in self.samples if s == 0) / len(self.samples) if self.samples else None
 
 
-def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, timeout_s: float,
-             warm_spares: int | None = None, **options: Any) -> dict[str, Any]:
+def run_pool(
+    pairs: list[dict[str, Any]],
+    device: str,
+    workers: int | None,
+    timeout_s: float,
+    warm_spares: int | None = None,
+    **options: Any,
+) -> dict[str, Any]:
     from kernel_reward.evaluator import Evaluator
 
     start = time.monotonic()
     pool_options = {"warm_spares": warm_spares} if warm_spares else None
-    with Evaluator(device=device, workers=workers, timeout=timeout_s, progress=False, pool_options=pool_options,
-                   **options) as ev:
+    with Evaluator(
+        device=device,
+        workers=workers,
+        timeout=timeout_s,
+        progress=False,
+        pool_options=pool_options,
+        **options,
+    ) as ev:
         pools = ev.backend.pools
         for pool in pools:
             pool.zygote.wait_started(600)
@@ -177,17 +214,34 @@ def run_pool(pairs: list[dict[str, Any]], device: str, workers: int | None, time
     # What runs in the GPU's exclusive timing slot: timing and, by the options, the coverage pass.
     in_slot = ["timing"] + (["profile"] if EvalOptions(**options).coverage_in_timing_slot else [])
     slot_s = sum(r.phase_seconds.get(phase, 0.0) for r in results for phase in in_slot)
-    rows = [{"task": p["task"], "variant": p["variant"], "expected": p["expected"], "status": r.status.value,
-             "speedup": r.speedup, "coverage": r.coverage, "attempts": r.attempts, "isolation": r.isolation.get("level"),
-             "error": (r.error or "")[:300], "flags": r.flags[:6], "kernel_rows": len(r.kernel_table),
-             "phases": r.phase_seconds} for p, r in zip(pairs, results, strict=True)]
+    rows = [
+        {
+            "task": p["task"],
+            "variant": p["variant"],
+            "expected": p["expected"],
+            "status": r.status.value,
+            "speedup": r.speedup,
+            "coverage": r.coverage,
+            "attempts": r.attempts,
+            "isolation": r.isolation.get("level"),
+            "error": (r.error or "")[:300],
+            "flags": r.flags[:6],
+            "kernel_rows": len(r.kernel_table),
+            "phases": r.phase_seconds,
+        }
+        for p, r in zip(pairs, results, strict=True)
+    ]
     return {
-        "evaluations": len(results), "wall_s": wall_s, "startup_s": startup_s, "workers": workers_used,
+        "evaluations": len(results),
+        "wall_s": wall_s,
+        "startup_s": startup_s,
+        "workers": workers_used,
         "warm_spares": spares,
         "evals_per_min": 60 * len(results) / wall_s,
         "phase_mean_s": {k: statistics.fmean(v) for k, v in sorted(phases.items())},
         "timing_slot_busy_fraction": slot_s / wall_s,
-        "gpu_idle_fraction": sampler.idle_fraction(), "gpu_samples": len(sampler.samples),
+        "gpu_idle_fraction": sampler.idle_fraction(),
+        "gpu_samples": len(sampler.samples),
         "isolation_levels": sorted({row["isolation"] for row in rows if row["isolation"]}),
         "matches_expected": sum(row["status"] == row["expected"] for row in rows),
         "rows": rows,
@@ -208,7 +262,9 @@ def stratified_sample(pairs: list[dict[str, Any]], count: int) -> list[dict[str,
     return chosen
 
 
-def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float, **options: Any) -> dict[str, Any]:
+def run_baseline(
+    pairs: list[dict[str, Any]], device: str, timeout_s: float, **options: Any
+) -> dict[str, Any]:
     """Fresh process per evaluation, serially: ``python -m kernel_reward.judge.pipeline --request --out``."""
     from kernel_reward.options import EvalOptions
     from kernel_reward.request import EvalRequest
@@ -219,35 +275,78 @@ def run_baseline(pairs: list[dict[str, Any]], device: str, timeout_s: float, **o
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         for i, pair in enumerate(pairs):
-            request = EvalRequest(pair["reference"], pair["candidate"], device=device,
-                                  options=EvalOptions(timeout_s=timeout_s, **options))
+            request = EvalRequest(
+                pair["reference"],
+                pair["candidate"],
+                device=device,
+                options=EvalOptions(timeout_s=timeout_s, **options),
+            )
             req_path, out_path = Path(tmp) / f"req{i}.json", Path(tmp) / f"out{i}.json"
             req_path.write_text(request.to_json())
             start = time.monotonic()
-            proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(req_path), "--out",
-                                   str(out_path)], env=env, capture_output=True, timeout=timeout_s + 60)
-            result = json.loads(out_path.read_text()) if out_path.exists() else {"status": f"exit {proc.returncode}"}
-            rows.append({"task": pair["task"], "variant": pair["variant"], "expected": pair["expected"],
-                         "status": result["status"],
-                         "coverage": result.get("coverage"), "phases": result.get("phase_seconds"),
-                         "seconds": time.monotonic() - start})
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "kernel_reward.judge.pipeline",
+                    "--request",
+                    str(req_path),
+                    "--out",
+                    str(out_path),
+                ],
+                env=env,
+                capture_output=True,
+                timeout=timeout_s + 60,
+            )
+            result = (
+                json.loads(out_path.read_text())
+                if out_path.exists()
+                else {"status": f"exit {proc.returncode}"}
+            )
+            rows.append(
+                {
+                    "task": pair["task"],
+                    "variant": pair["variant"],
+                    "expected": pair["expected"],
+                    "status": result["status"],
+                    "coverage": result.get("coverage"),
+                    "phases": result.get("phase_seconds"),
+                    "seconds": time.monotonic() - start,
+                }
+            )
     wall_s = time.monotonic() - t0
-    return {"evaluations": len(rows), "wall_s": wall_s, "evals_per_min": 60 * len(rows) / wall_s, "rows": rows}
+    return {
+        "evaluations": len(rows),
+        "wall_s": wall_s,
+        "evals_per_min": 60 * len(rows) / wall_s,
+        "rows": rows,
+    }
 
 
-def throughput(device: str = "cuda", workers: int | None = None, baseline_count: int = 5,
-               timeout_s: float = 120.0, preset: str = "full", warm_spares: int | None = None, rounds: int = 1,
-               **options: Any) -> dict[str, Any]:
+def throughput(
+    device: str = "cuda",
+    workers: int | None = None,
+    baseline_count: int = 5,
+    timeout_s: float = 120.0,
+    preset: str = "full",
+    warm_spares: int | None = None,
+    rounds: int = 1,
+    **options: Any,
+) -> dict[str, Any]:
     """``options``: EvalOptions fields for every evaluation, pool and baseline alike (e.g. coverage_method).
     ``rounds``: the pool evaluates the whole pair set this many times in one batch, so the figure is the
     steady state rather than one batch's ramp-down (the last slow candidates running while other slots idle)."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     pairs = build_pairs(preset)
-    pool = run_pool(pairs * rounds, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares,
-                    **options)
-    baseline = (run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s, **options)
-                if baseline_count else None)
+    pool = run_pool(
+        pairs * rounds, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares, **options
+    )
+    baseline = (
+        run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s, **options)
+        if baseline_count
+        else None
+    )
     estimate = None
     if baseline:
         # Serial fresh-process time of the WHOLE set, estimated from the sample: each pair costs the mean time of
@@ -259,7 +358,9 @@ def throughput(device: str = "cuda", workers: int | None = None, baseline_count:
         total_s = sum(statistics.fmean(by_status.get(p["expected"], [overall])) for p in pairs)
         estimate = 60 * len(pairs) / total_s
     summary = {
-        "pairs": len(pairs), "rounds": rounds, "device": device,
+        "pairs": len(pairs),
+        "rounds": rounds,
+        "device": device,
         "pool_evals_per_min": pool["evals_per_min"],
         "baseline_sample_evals_per_min": baseline["evals_per_min"] if baseline else None,
         "baseline_evals_per_min": estimate,
@@ -277,12 +378,16 @@ def format_report(report: dict[str, Any]) -> str:
         f"wall {pool['wall_s']:.1f} s)",
     ]
     if report["baseline"]:
-        lines.append(f"baseline (fresh process each, serial): {report['baseline']['evaluations']} sampled evals ran at "
-                     f"{s['baseline_sample_evals_per_min']:.1f} eval/min; whole set estimated at "
-                     f"{s['baseline_evals_per_min']:.1f} eval/min -> pool is {s['speedup_vs_baseline']:.1f}x")
-    lines.append(f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
-                 f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
-                 f"GPU idle fraction {pool['gpu_idle_fraction']}")
+        lines.append(
+            f"baseline (fresh process each, serial): {report['baseline']['evaluations']} sampled evals ran at "
+            f"{s['baseline_sample_evals_per_min']:.1f} eval/min; whole set estimated at "
+            f"{s['baseline_evals_per_min']:.1f} eval/min -> pool is {s['speedup_vs_baseline']:.1f}x"
+        )
+    lines.append(
+        f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
+        f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
+        f"GPU idle fraction {pool['gpu_idle_fraction']}"
+    )
     lines.append(f"options: {report['summary'].get('options') or 'defaults'}")
     lines.append("phase            mean s")
     lines += [f"{name:<16} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
@@ -291,9 +396,14 @@ def format_report(report: dict[str, Any]) -> str:
 
 def run_cli(args: Any) -> int:
     """Entry point used by ``benchmarks/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
-    report = throughput(device="cuda" if args.device.startswith("cuda") else "cpu", workers=args.workers,
-                        baseline_count=args.baseline_count, warm_spares=args.warm_spares, rounds=args.rounds,
-                        **({"coverage_method": args.coverage_method} if args.coverage_method else {}))
+    report = throughput(
+        device="cuda" if args.device.startswith("cuda") else "cpu",
+        workers=args.workers,
+        baseline_count=args.baseline_count,
+        warm_spares=args.warm_spares,
+        rounds=args.rounds,
+        **({"coverage_method": args.coverage_method} if args.coverage_method else {}),
+    )
     print(format_report(report))
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)

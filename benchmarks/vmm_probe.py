@@ -36,13 +36,22 @@ class Location(ctypes.Structure):
 
 
 class AllocFlags(ctypes.Structure):
-    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
-                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+    _fields_ = [
+        ("compressionType", ctypes.c_ubyte),
+        ("gpuDirectRDMACapable", ctypes.c_ubyte),
+        ("usage", ctypes.c_ushort),
+        ("reserved", ctypes.c_ubyte * 4),
+    ]
 
 
 class AllocationProp(ctypes.Structure):
-    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", Location),
-                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", AllocFlags)]
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("requestedHandleTypes", ctypes.c_int),
+        ("location", Location),
+        ("win32HandleMetaData", ctypes.c_void_p),
+        ("allocFlags", AllocFlags),
+    ]
 
 
 class AccessDesc(ctypes.Structure):
@@ -69,12 +78,27 @@ def _prop(device: int) -> AllocationProp:
 def _map(handle: int, size: int, device: int) -> int:
     cu = _cu()
     pointer = ctypes.c_uint64()
-    _check(cu.cuMemAddressReserve(ctypes.byref(pointer), ctypes.c_size_t(size), ctypes.c_size_t(0),
-                                  ctypes.c_uint64(0), ctypes.c_uint64(0)), "cuMemAddressReserve")
-    _check(cu.cuMemMap(pointer, ctypes.c_size_t(size), ctypes.c_size_t(0), ctypes.c_uint64(handle),
-                       ctypes.c_uint64(0)), "cuMemMap")
+    _check(
+        cu.cuMemAddressReserve(
+            ctypes.byref(pointer),
+            ctypes.c_size_t(size),
+            ctypes.c_size_t(0),
+            ctypes.c_uint64(0),
+            ctypes.c_uint64(0),
+        ),
+        "cuMemAddressReserve",
+    )
+    _check(
+        cu.cuMemMap(
+            pointer, ctypes.c_size_t(size), ctypes.c_size_t(0), ctypes.c_uint64(handle), ctypes.c_uint64(0)
+        ),
+        "cuMemMap",
+    )
     access = AccessDesc(Location(CU_MEM_LOCATION_TYPE_DEVICE, device), CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-    _check(cu.cuMemSetAccess(pointer, ctypes.c_size_t(size), ctypes.byref(access), ctypes.c_size_t(1)), "cuMemSetAccess")
+    _check(
+        cu.cuMemSetAccess(pointer, ctypes.c_size_t(size), ctypes.byref(access), ctypes.c_size_t(1)),
+        "cuMemSetAccess",
+    )
     return pointer.value
 
 
@@ -83,23 +107,37 @@ def vmm_create(size: int, device: int = 0) -> tuple[int, int, int]:
     cu = _cu()
     prop = _prop(device)
     granularity = ctypes.c_size_t()
-    _check(cu.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), ctypes.c_int(0)),
-           "cuMemGetAllocationGranularity")
+    _check(
+        cu.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), ctypes.c_int(0)),
+        "cuMemGetAllocationGranularity",
+    )
     size = -(-size // granularity.value) * granularity.value
     handle = ctypes.c_uint64()
-    _check(cu.cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(prop), ctypes.c_uint64(0)),
-           "cuMemCreate")
+    _check(
+        cu.cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(prop), ctypes.c_uint64(0)),
+        "cuMemCreate",
+    )
     fd = ctypes.c_int()
-    _check(cu.cuMemExportToShareableHandle(ctypes.byref(fd), handle, ctypes.c_int(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-                                           ctypes.c_uint64(0)), "cuMemExportToShareableHandle")
+    _check(
+        cu.cuMemExportToShareableHandle(
+            ctypes.byref(fd),
+            handle,
+            ctypes.c_int(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+            ctypes.c_uint64(0),
+        ),
+        "cuMemExportToShareableHandle",
+    )
     return _map(handle.value, size, device), size, fd.value
 
 
 def vmm_import(fd: int, size: int, device: int = 0) -> int:
     handle = ctypes.c_uint64()
-    _check(_cu().cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd),
-                                                ctypes.c_int(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)),
-           "cuMemImportFromShareableHandle")
+    _check(
+        _cu().cuMemImportFromShareableHandle(
+            ctypes.byref(handle), ctypes.c_void_p(fd), ctypes.c_int(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        ),
+        "cuMemImportFromShareableHandle",
+    )
     return _map(handle.value, size, device)
 
 
@@ -121,10 +159,12 @@ def _workloads(buffer: torch.Tensor) -> dict[str, float]:
     flush = torch.empty(64 * 1024 * 1024, device="cuda")
     floats = buffer.view(torch.float32)
     a = floats[: M * K].view(M, K)
-    x = floats[M * K: M * K + K].view(K, 1)
+    x = floats[M * K : M * K + K].view(K, 1)
     s = floats[: 32 * 1024 * 1024]
-    return {"matvec_1GB": _time(lambda: torch.matmul(a, x), flush),
-            "silu_128MB": _time(lambda: torch.nn.functional.silu(s), flush)}
+    return {
+        "matvec_1GB": _time(lambda: torch.matmul(a, x), flush),
+        "silu_128MB": _time(lambda: torch.nn.functional.silu(s), flush),
+    }
 
 
 def child(conn, sock: socket.socket) -> None:

@@ -30,7 +30,9 @@ class DropReason(StrEnum):
     INPUT_INDEPENDENT = "input_independent"
     NEAR_CONSTANT = "near_constant"
     NO_TENSOR_OUTPUT = "no_tensor_output"
-    UNSUPPORTED_OUTPUT = "unsupported_output"  # tensors the reward cannot compare (a dict, a nested tuple ...)
+    UNSUPPORTED_OUTPUT = (
+        "unsupported_output"  # tensors the reward cannot compare (a dict, a nested tuple ...)
+    )
     NON_FINITE = "non_finite"
 
 

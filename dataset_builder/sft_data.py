@@ -88,15 +88,22 @@ class BuildReport:
         self.drops.append(Drop(uuid, kind, reason, detail[:300]))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tasks": self.tasks, "kept": dict(self.kept), "dropped": dict(self.dropped),
-                "evaluations": self.evaluations, "seconds": round(self.seconds, 2),
-                "drops": [asdict(d) for d in self.drops]}
+        return {
+            "tasks": self.tasks,
+            "kept": dict(self.kept),
+            "dropped": dict(self.dropped),
+            "evaluations": self.evaluations,
+            "seconds": round(self.seconds, 2),
+            "drops": [asdict(d) for d in self.drops],
+        }
 
     def summary(self) -> str:
         kept = ", ".join(f"{k} {v}" for k, v in sorted(self.kept.items())) or "none"
         dropped = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items())) or "none"
-        return (f"{self.tasks} tasks, {self.evaluations} evaluations in {self.seconds:.1f} s; kept: {kept}; "
-                f"dropped: {dropped}")
+        return (
+            f"{self.tasks} tasks, {self.evaluations} evaluations in {self.seconds:.1f} s; kept: {kept}; "
+            f"dropped: {dropped}"
+        )
 
 
 def completion(text: str, code: str) -> str:
@@ -104,8 +111,15 @@ def completion(text: str, code: str) -> str:
     return f"{text}\n\n```python\n{code.rstrip()}\n```"
 
 
-def trajectories_for(task: SyntheticTask, honest: Any, flawed: Any, split: str, kinds: Sequence[str],
-                     report: BuildReport, template_path: str | None = None) -> list[Trajectory]:
+def trajectories_for(
+    task: SyntheticTask,
+    honest: Any,
+    flawed: Any,
+    split: str,
+    kinds: Sequence[str],
+    report: BuildReport,
+    template_path: str | None = None,
+) -> list[Trajectory]:
     """The trajectories of one task given the judge's verdicts on its honest and flawed answers (pure but for
     the report, which counts what is kept and dropped)."""
     from dataset_builder.prompt import first_turn_messages
@@ -119,8 +133,16 @@ def trajectories_for(task: SyntheticTask, honest: Any, flawed: Any, split: str, 
     prompt = first_turn_messages(task.reference, template_path)
     answer = completion(task.plan, task.solution)
     if "single_turn" in kinds:
-        out.append(Trajectory(task.uuid, task.family, task.variant, split, "single_turn",
-                              prompt + [{"role": "assistant", "content": answer}]))
+        out.append(
+            Trajectory(
+                task.uuid,
+                task.family,
+                task.variant,
+                split,
+                "single_turn",
+                prompt + [{"role": "assistant", "content": answer}],
+            )
+        )
         report.kept["single_turn"] += 1
     if "multi_turn" in kinds:
         status = flawed.status.value
@@ -133,14 +155,21 @@ def trajectories_for(task: SyntheticTask, honest: Any, flawed: Any, split: str, 
                 {"role": "user", "content": feedback_turn(flawed)},
                 {"role": "assistant", "content": corrected},
             ]
-            out.append(Trajectory(task.uuid, task.family, task.variant, split, "multi_turn", messages, status))
+            out.append(
+                Trajectory(task.uuid, task.family, task.variant, split, "multi_turn", messages, status)
+            )
             report.kept["multi_turn"] += 1
     return out
 
 
-def build_trajectories(tasks: Sequence[SyntheticTask], evaluate_many: EvaluateMany, *,
-                       held_out: Sequence[str] = DEFAULT_HELD_OUT, kinds: Sequence[str] = KINDS,
-                       template_path: str | None = None) -> tuple[list[Trajectory], BuildReport]:
+def build_trajectories(
+    tasks: Sequence[SyntheticTask],
+    evaluate_many: EvaluateMany,
+    *,
+    held_out: Sequence[str] = DEFAULT_HELD_OUT,
+    kinds: Sequence[str] = KINDS,
+    template_path: str | None = None,
+) -> tuple[list[Trajectory], BuildReport]:
     """Verify every task's answers with ``evaluate_many`` (one call) and build its trajectories.
 
     Args:
@@ -166,8 +195,9 @@ def build_trajectories(tasks: Sequence[SyntheticTask], evaluate_many: EvaluateMa
     trajectories: list[Trajectory] = []
     for i, task in enumerate(tasks):
         split = "held_out" if task.uuid in held else "train"
-        trajectories += trajectories_for(task, results[2 * i], results[2 * i + 1], split, kinds, report,
-                                         template_path)
+        trajectories += trajectories_for(
+            task, results[2 * i], results[2 * i + 1], split, kinds, report, template_path
+        )
     report.seconds = time.monotonic() - start
     return trajectories, report
 
@@ -196,23 +226,40 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m dataset_builder.sft_data",
         description="Build verified cold-start SFT trajectories (single-turn and multi-turn with real feedback) "
-                    "from synthetic kernel tasks. Writes OUT/train.jsonl, OUT/held_out.jsonl and OUT/report.json; "
-                    "prints kept and dropped counts per reason.",
+        "from synthetic kernel tasks. Writes OUT/train.jsonl, OUT/held_out.jsonl and OUT/report.json; "
+        "prints kept and dropped counts per reason.",
     )
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--count", type=int, default=100, help="synthetic tasks to generate (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
-    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES,
-                        help="families to generate, taken in turn (default: all)")
-    parser.add_argument("--held-out", nargs="*", default=list(DEFAULT_HELD_OUT),
-                        help="held-out split names, 'family' or 'family/variant' (default: %(default)s)")
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        default=list(FAMILIES),
+        choices=FAMILIES,
+        help="families to generate, taken in turn (default: all)",
+    )
+    parser.add_argument(
+        "--held-out",
+        nargs="*",
+        default=list(DEFAULT_HELD_OUT),
+        help="held-out split names, 'family' or 'family/variant' (default: %(default)s)",
+    )
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, help="trajectory kinds")
     parser.add_argument("--device", default="cpu", help="evaluation device: cpu (Triton interpreter) or cuda")
-    parser.add_argument("--workers", type=int, default=2, help="evaluator worker processes per device (default 2)")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="evaluator worker processes per device (default 2)"
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per evaluation (default 120)")
-    parser.add_argument("--eval-seed", type=int, default=0,
-                        help="base of the judge's trial seeds, for reproducible feedback text (default 0)")
-    parser.add_argument("--prompt-template", default=None, help="first-turn template file (default: shipped v1)")
+    parser.add_argument(
+        "--eval-seed",
+        type=int,
+        default=0,
+        help="base of the judge's trial seeds, for reproducible feedback text (default 0)",
+    )
+    parser.add_argument(
+        "--prompt-template", default=None, help="first-turn template file (default: shipped v1)"
+    )
     return parser
 
 
@@ -226,10 +273,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with Evaluator(device=args.device, workers=args.workers, timeout=args.timeout, seed_base=args.eval_seed) as ev:
+    with Evaluator(
+        device=args.device, workers=args.workers, timeout=args.timeout, seed_base=args.eval_seed
+    ) as ev:
         trajectories, report = build_trajectories(
-            tasks, lambda pairs: ev.evaluate_many(pairs, progress=True), held_out=args.held_out, kinds=args.kinds,
-            template_path=args.prompt_template)
+            tasks,
+            lambda pairs: ev.evaluate_many(pairs, progress=True),
+            held_out=args.held_out,
+            kinds=args.kinds,
+            template_path=args.prompt_template,
+        )
     out = Path(args.out)
     for split in ("train", "held_out"):
         path = write_jsonl([t for t in trajectories if t.split == split], out / f"{split}.jsonl")

@@ -81,12 +81,21 @@ def load_corpus() -> list[CorpusEntry]:
         options = {"shape_check": fields["shape_check"]} if "shape_check" in fields else {}
         shape_passed = None if "shape_passed" not in fields else fields["shape_passed"] == "true"
         targets = tuple(t for t in str(fields.get("targets", "")).split(",") if t)
-        entries.append(CorpusEntry(
-            name=path.stem, path=path, task=str(fields["task"]), expect=str(fields["expect"]),
-            expect_cpu=fields.get("expect_cpu"), reason=fields.get("reason"), gpu_only=bool(fields.get("gpu")),
-            options=options, shape_passed=shape_passed, targets=targets,
-            installer=str(fields.get("installer", "install")),
-        ))
+        entries.append(
+            CorpusEntry(
+                name=path.stem,
+                path=path,
+                task=str(fields["task"]),
+                expect=str(fields["expect"]),
+                expect_cpu=fields.get("expect_cpu"),
+                reason=fields.get("reason"),
+                gpu_only=bool(fields.get("gpu")),
+                options=options,
+                shape_passed=shape_passed,
+                targets=targets,
+                installer=str(fields.get("installer", "install")),
+            )
+        )
     return entries
 
 

@@ -39,7 +39,9 @@ class ResultCache:
                         self._entries[entry["key"]] = entry["value"]
                     except (json.JSONDecodeError, KeyError, TypeError):
                         # A run killed mid-write leaves at most a truncated last line; that turn is redone.
-                        logger.warning("%s:%d: unreadable cache entry skipped (it will be recomputed)", self.path, number)
+                        logger.warning(
+                            "%s:%d: unreadable cache entry skipped (it will be recomputed)", self.path, number
+                        )
             logger.info("resume cache %s: %d finished turns", self.path, len(self._entries))
 
     def __len__(self) -> int:

@@ -33,7 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(EvalConfig):
         flag = "--" + f.name.replace("_", "-")
         kind = hints[f.name]
-        args = [t for t in typing.get_args(kind) if t is not type(None)] if isinstance(kind, types.UnionType) else [kind]
+        args = (
+            [t for t in typing.get_args(kind) if t is not type(None)]
+            if isinstance(kind, types.UnionType)
+            else [kind]
+        )
         base = args[0] if args else kind
         kwargs: dict[str, Any] = {"help": f.metadata.get("help", ""), "dest": f.name}
         if f.default is not dataclasses.MISSING:
@@ -46,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs["type"] = base
         parser.add_argument(flag, **kwargs)
     parser.add_argument(
-        "--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
+        "--compare",
+        nargs=2,
+        metavar=("RUN_A", "RUN_B"),
         help="print side-by-side tables of two finished runs (folders or summary.json files) and exit",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -83,8 +89,11 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = run_evaluation(config)
     fast = ", ".join(f"Fast@{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in summary["fast_p"].items())
-    fast += " (by the interval's lower end: " + ", ".join(
-        f"{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in summary["fast_p_lower"].items()) + ")"
+    fast += (
+        " (by the interval's lower end: "
+        + ", ".join(f"{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in summary["fast_p_lower"].items())
+        + ")"
+    )
     sys.stdout.write(
         f"{summary['num_samples']} samples x {summary['num_turns']} turn(s): format {summary['format_rate']:.3f}, "
         f"compile {summary['compile_rate']:.3f}, correct {summary['correct_rate']:.3f}, "

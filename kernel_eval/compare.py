@@ -33,8 +33,17 @@ def _paired_rows(a: dict[str, Any], b: dict[str, Any]) -> list[list[str]]:
 
     if set(a.get("per_task") or {}) != set(b.get("per_task") or {}):
         return []
-    return [[d.metric, format_value(d.mean_a), format_value(d.mean_b), f"{d.difference:+.3f}", f"[{d.low:+.3f}, {d.high:+.3f}]",
-             str(d.num_tasks)] for d in paired_summary_differences(a, b)]
+    return [
+        [
+            d.metric,
+            format_value(d.mean_a),
+            format_value(d.mean_b),
+            f"{d.difference:+.3f}",
+            f"[{d.low:+.3f}, {d.high:+.3f}]",
+            str(d.num_tasks),
+        ]
+        for d in paired_summary_differences(a, b)
+    ]
 
 
 def compare_summaries(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str] = ("A", "B")) -> str:
@@ -43,27 +52,56 @@ def compare_summaries(a: dict[str, Any], b: dict[str, Any], names: tuple[str, st
 
     def rows(x: dict[str, Any], y: dict[str, Any]) -> list[list[str]]:
         out = [[k, format_value(x.get(k)), format_value(y.get(k)), _delta(x.get(k), y.get(k))] for k in keys]
-        out += [[f"Fast@{p_key(p)}", format_value(x["fast_p"].get(p_key(p))), format_value(y["fast_p"].get(p_key(p))),
-                 _delta(x["fast_p"].get(p_key(p)), y["fast_p"].get(p_key(p)))] for p in FAST_P_THRESHOLDS]
+        out += [
+            [
+                f"Fast@{p_key(p)}",
+                format_value(x["fast_p"].get(p_key(p))),
+                format_value(y["fast_p"].get(p_key(p))),
+                _delta(x["fast_p"].get(p_key(p)), y["fast_p"].get(p_key(p))),
+            ]
+            for p in FAST_P_THRESHOLDS
+        ]
         # a summary without the lower-bound metric (``fast_p_lower``) shows n/a there
         low_x, low_y = x.get("fast_p_lower") or {}, y.get("fast_p_lower") or {}
-        out += [[f"Fast@{p_key(p)} (low)", format_value(low_x.get(p_key(p))), format_value(low_y.get(p_key(p))),
-                 _delta(low_x.get(p_key(p)), low_y.get(p_key(p)))] for p in FAST_P_THRESHOLDS]
+        out += [
+            [
+                f"Fast@{p_key(p)} (low)",
+                format_value(low_x.get(p_key(p))),
+                format_value(low_y.get(p_key(p))),
+                _delta(low_x.get(p_key(p)), low_y.get(p_key(p))),
+            ]
+            for p in FAST_P_THRESHOLDS
+        ]
         return out
 
     header = ["metric", names[0], names[1], f"{names[1]} - {names[0]}"]
     parts = ["## Final turn", "", markdown_table(header, rows(a, b))]
     best_keys = ["correct_rate", "mean_speedup", "geomean_speedup"]
     best_a, best_b = a["best_of_history"], b["best_of_history"]
-    best_rows = [[k, format_value(best_a.get(k)), format_value(best_b.get(k)), _delta(best_a.get(k), best_b.get(k))] for k in best_keys]
-    best_rows += [[f"Fast@{p_key(p)}", format_value(best_a["fast_p"].get(p_key(p))), format_value(best_b["fast_p"].get(p_key(p))),
-                   _delta(best_a["fast_p"].get(p_key(p)), best_b["fast_p"].get(p_key(p)))] for p in FAST_P_THRESHOLDS]
+    best_rows = [
+        [k, format_value(best_a.get(k)), format_value(best_b.get(k)), _delta(best_a.get(k), best_b.get(k))]
+        for k in best_keys
+    ]
+    best_rows += [
+        [
+            f"Fast@{p_key(p)}",
+            format_value(best_a["fast_p"].get(p_key(p))),
+            format_value(best_b["fast_p"].get(p_key(p))),
+            _delta(best_a["fast_p"].get(p_key(p)), best_b["fast_p"].get(p_key(p))),
+        ]
+        for p in FAST_P_THRESHOLDS
+    ]
     parts += ["", "## Best-of-history", "", markdown_table(header, best_rows)]
     paired = _paired_rows(a, b)
     if paired:
-        parts += ["", "## Paired by task (final turn; mean of per-task values, 95 % bootstrap interval over tasks)",
-                  "", markdown_table(["metric", names[0], names[1], f"{names[1]} - {names[0]}", "95 % interval",
-                                      "tasks"], paired)]
+        parts += [
+            "",
+            "## Paired by task (final turn; mean of per-task values, 95 % bootstrap interval over tasks)",
+            "",
+            markdown_table(
+                ["metric", names[0], names[1], f"{names[1]} - {names[0]}", "95 % interval", "tasks"], paired
+            ),
+        ]
     for turn in range(1, max(len(a["per_turn"]), len(b["per_turn"])) + 1):
         ta = a["per_turn"][min(turn, len(a["per_turn"])) - 1]
         tb = b["per_turn"][min(turn, len(b["per_turn"])) - 1]

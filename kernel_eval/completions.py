@@ -82,7 +82,9 @@ def parse_completions(lines: Iterable[str], source: str = "<completions>") -> li
     if not turns:
         raise CompletionsError(f"{source}: no completions (the file is empty)")
     if extra_keys:
-        logger.warning("%s: ignoring extra key(s) %s (only %s are used)", source, sorted(extra_keys), REQUIRED_KEYS)
+        logger.warning(
+            "%s: ignoring extra key(s) %s (only %s are used)", source, sorted(extra_keys), REQUIRED_KEYS
+        )
     trajectories = []
     for (uuid, sample), by_turn in sorted(turns.items()):
         expected = list(range(1, max(by_turn) + 1))

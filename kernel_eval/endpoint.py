@@ -31,7 +31,9 @@ def completions_url(base: str) -> str:
 class EndpointBackend:
     """Samples completions from an OpenAI-compatible server; see the module docstring."""
 
-    def __init__(self, base_url: str, model: str, tokenizer: Any, sampling: dict[str, Any], timeout_s: float = 600.0):
+    def __init__(
+        self, base_url: str, model: str, tokenizer: Any, sampling: dict[str, Any], timeout_s: float = 600.0
+    ):
         self.url = completions_url(base_url)
         self.model = model
         self.tokenizer = tokenizer
@@ -40,7 +42,10 @@ class EndpointBackend:
 
     def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(
-            self.url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
+            self.url,
+            data=json.dumps(payload).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:

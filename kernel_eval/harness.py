@@ -32,6 +32,7 @@ from .tasks import EvalTask
 
 logger = logging.getLogger(__name__)
 
+
 class PairEvaluator(Protocol):
     """What the harness needs from ``kernel_reward.Evaluator``: batched, order-preserving evaluation of
     (reference, candidate) pairs, or (reference, candidate, entry_point) where the entry point is not Model."""
@@ -51,7 +52,11 @@ def feedback_message(result: EvalResult) -> str:
 
 def task_fingerprint(task: EvalTask) -> dict[str, Any]:
     """What identifies a task for the resume cache: its id, reference program and first prompt."""
-    return {"uuid": task.uuid, "reference": cache_key(code=task.reference_code), "prompt": cache_key(p=task.prompt)}
+    return {
+        "uuid": task.uuid,
+        "reference": cache_key(code=task.reference_code),
+        "prompt": cache_key(p=task.prompt),
+    }
 
 
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
@@ -81,13 +86,17 @@ def evaluate_pairs_cached(
         else:
             todo.append(i)
     if len(todo) < len(jobs):
-        logger.info("%s: %d of %d turns found in the resume cache", description, len(jobs) - len(todo), len(jobs))
+        logger.info(
+            "%s: %d of %d turns found in the resume cache", description, len(jobs) - len(todo), len(jobs)
+        )
     with tqdm(total=len(todo), desc=description, unit="turn", disable=not todo) as bar:
         for chunk in _chunks(todo, batch_size):
             pairs = [jobs[i][1] for i in chunk]
             chunk_results = evaluator.evaluate_many(pairs)
             if len(chunk_results) != len(chunk):
-                raise RuntimeError(f"evaluator returned {len(chunk_results)} results for {len(chunk)} candidates")
+                raise RuntimeError(
+                    f"evaluator returned {len(chunk_results)} results for {len(chunk)} candidates"
+                )
             for i, result in zip(chunk, chunk_results, strict=True):
                 results[i] = result
                 cache.put(jobs[i][0], {"result": result.to_dict()})
@@ -128,7 +137,12 @@ def evaluate_saved(
                 history=list(trajectory.completions[:turn]),
                 evaluator=evaluator_settings,
             )
-            jobs.append((key, evaluation_pair(task.reference_code, trajectory.completions[turn - 1], task.entry_point)))
+            jobs.append(
+                (
+                    key,
+                    evaluation_pair(task.reference_code, trajectory.completions[turn - 1], task.entry_point),
+                )
+            )
     results, from_cache = evaluate_pairs_cached(
         jobs, evaluator, cache, batch_size=batch_size, description="evaluating saved completions"
     )
@@ -153,8 +167,11 @@ def evaluate_saved(
                     cached=from_cache[position],
                 )
             )
-            prompt = [*prompt, {"role": "assistant", "content": completion},
-                      {"role": "user", "content": feedback_message(result)}]
+            prompt = [
+                *prompt,
+                {"role": "assistant", "content": completion},
+                {"role": "user", "content": feedback_message(result)},
+            ]
             position += 1
         records.append(record)
     return records
@@ -166,7 +183,9 @@ def evaluate_saved(
 class Rollout(Protocol):
     """What the harness needs from ``trl_ext.rollout.MultiTurnRollout``."""
 
-    def run(self, tasks: Sequence[dict[str, Any]], prompt_ids: Sequence[list[int]] | None = None) -> list[Any]: ...
+    def run(
+        self, tasks: Sequence[dict[str, Any]], prompt_ids: Sequence[list[int]] | None = None
+    ) -> list[Any]: ...
 
 
 def task_row(task: EvalTask) -> dict[str, Any]:
@@ -193,23 +212,43 @@ def eval_result_from_step(step: Any) -> EvalResult:
 
 
 def _turns_from_trajectory(trajectory: Any) -> list[dict[str, Any]]:
-    return [{"completion": t.completion, "result": eval_result_from_step(t.result).to_dict()} for t in trajectory.turns]
+    return [
+        {"completion": t.completion, "result": eval_result_from_step(t.result).to_dict()}
+        for t in trajectory.turns
+    ]
 
 
 def _records_from_turns(
-    task: EvalTask, sample: int, turns: Sequence[dict[str, Any]], cached: bool,
-    prompt: Messages | None = None, first_turn: int = 1, phase: str = "multi_turn",
+    task: EvalTask,
+    sample: int,
+    turns: Sequence[dict[str, Any]],
+    cached: bool,
+    prompt: Messages | None = None,
+    first_turn: int = 1,
+    phase: str = "multi_turn",
 ) -> list[EvaluatedTurn]:
     records = []
     prompt = prompt if prompt is not None else [dict(m) for m in task.prompt]
     for offset, turn in enumerate(turns):
         result = EvalResult.from_dict(turn["result"])
-        records.append(EvaluatedTurn(
-            uuid=task.uuid, sample=sample, turn=first_turn + offset, prompt=prompt, completion=turn["completion"],
-            code=extract_code(turn["completion"]), result=result, cached=cached, phase=phase,
-        ))
-        prompt = [*prompt, {"role": "assistant", "content": turn["completion"]},
-                  {"role": "user", "content": feedback_message(result)}]
+        records.append(
+            EvaluatedTurn(
+                uuid=task.uuid,
+                sample=sample,
+                turn=first_turn + offset,
+                prompt=prompt,
+                completion=turn["completion"],
+                code=extract_code(turn["completion"]),
+                result=result,
+                cached=cached,
+                phase=phase,
+            )
+        )
+        prompt = [
+            *prompt,
+            {"role": "assistant", "content": turn["completion"]},
+            {"role": "user", "content": feedback_message(result)},
+        ]
     return records
 
 
@@ -233,9 +272,17 @@ def evaluate_model(
     import torch
 
     keys = {
-        (task.uuid, s): cache_key(task=task_fingerprint(task), model=model_id, sampling=sampling, sample=s,
-                                  num_turns=num_turns, history=[], evaluator=evaluator_settings)
-        for task in tasks for s in range(num_samples)
+        (task.uuid, s): cache_key(
+            task=task_fingerprint(task),
+            model=model_id,
+            sampling=sampling,
+            sample=s,
+            num_turns=num_turns,
+            history=[],
+            evaluator=evaluator_settings,
+        )
+        for task in tasks
+        for s in range(num_samples)
     }
     was_cached = {k for k, key in keys.items() if key in cache}
     todo = [(task, s) for task in tasks for s in range(num_samples) if (task.uuid, s) not in was_cached]
@@ -244,20 +291,28 @@ def evaluate_model(
     with tqdm(total=len(todo), desc="generating + evaluating", unit="sample", disable=not todo) as bar:
         for chunk in _chunks(todo, episodes_per_call):
             # Seeded per chunk from its first episode's key: the same pending samples draw the same text.
-            torch.manual_seed(int(keys[(chunk[0][0].uuid, chunk[0][1])][:8], 16) ^ int(sampling.get("seed", 0)))
+            torch.manual_seed(
+                int(keys[(chunk[0][0].uuid, chunk[0][1])][:8], 16) ^ int(sampling.get("seed", 0))
+            )
             trajectories = rollout.run([task_row(task) for task, _ in chunk])
             for (task, s), trajectory in zip(chunk, trajectories, strict=True):
                 cache.put(keys[(task.uuid, s)], {"turns": _turns_from_trajectory(trajectory)})
             bar.update(len(chunk))
     stats = getattr(rollout, "stats", None)  # MultiTurnRollout's wall-clock split; test doubles have none
     if todo and stats is not None:
-        logger.info("model run: generation %.1f s, environment (reward) %.1f s over %d generation calls",
-                    stats.generation_s, stats.environment_s, stats.generation_calls)
+        logger.info(
+            "model run: generation %.1f s, environment (reward) %.1f s over %d generation calls",
+            stats.generation_s,
+            stats.environment_s,
+            stats.generation_calls,
+        )
     records = []
     for task in tasks:
         for s in range(num_samples):
             turns = cache.get(keys[(task.uuid, s)])["turns"]
-            records.append(SampleRecord(task, s, _records_from_turns(task, s, turns, (task.uuid, s) in was_cached)))
+            records.append(
+                SampleRecord(task, s, _records_from_turns(task, s, turns, (task.uuid, s) in was_cached))
+            )
     return records
 
 
@@ -288,18 +343,28 @@ def run_tts(
     for round_index in range(1, rounds + 1):
         jobs = []
         for record in out:
-            history = [HistoryTurn(t.turn, t.completion, feedback_message(t.result), t.result.reward)
-                       for t in record.turns]
+            history = [
+                HistoryTurn(t.turn, t.completion, feedback_message(t.result), t.result.reward)
+                for t in record.turns
+            ]
             selected = select_context(history, window)
             messages = context_messages(record.task.prompt, history, window)
-            key = cache_key(task=task_fingerprint(record.task), model=model_id, sampling=sampling,
-                            sample=record.sample, tts_round=round_index,
-                            history=[(h.completion, h.feedback, h.reward) for h in selected],
-                            evaluator=evaluator_settings)
+            key = cache_key(
+                task=task_fingerprint(record.task),
+                model=model_id,
+                sampling=sampling,
+                sample=record.sample,
+                tts_round=round_index,
+                history=[(h.completion, h.feedback, h.reward) for h in selected],
+                evaluator=evaluator_settings,
+            )
             jobs.append((record, messages, key))
         todo = [job for job in jobs if job[2] not in cache]
-        for chunk in tqdm(_chunks(todo, episodes_per_call), desc=f"test-time scaling round {round_index}/{rounds}",
-                          disable=not todo):
+        for chunk in tqdm(
+            _chunks(todo, episodes_per_call),
+            desc=f"test-time scaling round {round_index}/{rounds}",
+            disable=not todo,
+        ):
             torch.manual_seed(int(chunk[0][2][:8], 16) ^ int(sampling.get("seed", 0)))
             trajectories = single_turn_rollout.run(
                 [task_row(record.task) for record, _, _ in chunk],
@@ -310,7 +375,12 @@ def run_tts(
         cached = {job[2] for job in jobs} - {job[2] for job in todo}
         for record, messages, key in jobs:
             record.turns += _records_from_turns(
-                record.task, record.sample, cache.get(key)["turns"], key in cached, prompt=messages,
-                first_turn=len(record.turns) + 1, phase="tts",
+                record.task,
+                record.sample,
+                cache.get(key)["turns"],
+                key in cached,
+                prompt=messages,
+                first_turn=len(record.turns) + 1,
+                phase="tts",
             )
     return out

@@ -123,7 +123,9 @@ def _geomean(values: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def fast_p(outcomes: Sequence[Outcome], p: float, *, timing_available: bool, lower: bool = False) -> float | None:
+def fast_p(
+    outcomes: Sequence[Outcome], p: float, *, timing_available: bool, lower: bool = False
+) -> float | None:
     """Share of ALL ``outcomes`` that are correct with speedup >= ``p`` (``lower``: the lower end of its 95 %
     interval >= ``p``; a speedup without an interval is its own lower end); None when the run had no timing."""
     if not timing_available:
@@ -159,12 +161,16 @@ def turn_metrics(
         correct_rate=_share(sum(o.correct for o in outcomes), n),
         hacked_rate=_share(sum(o.hacked for o in outcomes), n),
         fast_p={p_key(p): fast_p(outcomes, p, timing_available=timing_available) for p in thresholds},
-        fast_p_lower={p_key(p): fast_p(outcomes, p, timing_available=timing_available, lower=True) for p in thresholds},
+        fast_p_lower={
+            p_key(p): fast_p(outcomes, p, timing_available=timing_available, lower=True) for p in thresholds
+        },
         mean_speedup=_mean(speedups),
         geomean_speedup=_geomean(speedups),
         mean_coverage=_mean(coverages),
         mean_reward=_mean([o.reward for o in outcomes]) or 0.0,
-        num_correct_untimed=sum(1 for o in outcomes if o.correct and o.speedup is None) if timing_available else 0,
+        num_correct_untimed=sum(1 for o in outcomes if o.correct and o.speedup is None)
+        if timing_available
+        else 0,
     )
 
 
@@ -210,7 +216,9 @@ def best_of_history_metrics(
         num_samples=len(best),
         correct_rate=_share(sum(o.correct for o in best), len(best)),
         fast_p={p_key(p): fast_p(best, p, timing_available=timing_available) for p in thresholds},
-        fast_p_lower={p_key(p): fast_p(best, p, timing_available=timing_available, lower=True) for p in thresholds},
+        fast_p_lower={
+            p_key(p): fast_p(best, p, timing_available=timing_available, lower=True) for p in thresholds
+        },
         mean_speedup=_mean(speedups),
         geomean_speedup=_geomean(speedups),
         best_turn_histogram=dict(sorted(histogram.items(), key=lambda kv: int(kv[0]))),
@@ -245,7 +253,9 @@ def run_metrics(
     timing_available = any(o.timed for t in trajectories for o in t)
     per_turn = [
         turn_metrics(
-            [outcome_at_turn(t, turn) for t in trajectories], timing_available=timing_available, thresholds=thresholds
+            [outcome_at_turn(t, turn) for t in trajectories],
+            timing_available=timing_available,
+            thresholds=thresholds,
         )
         for turn in range(1, num_turns + 1)
     ]
@@ -254,7 +264,9 @@ def run_metrics(
         timing_available=timing_available,
         final=per_turn[-1],
         per_turn=per_turn,
-        best_of_history=best_of_history_metrics(trajectories, timing_available=timing_available, thresholds=thresholds),
+        best_of_history=best_of_history_metrics(
+            trajectories, timing_available=timing_available, thresholds=thresholds
+        ),
         best_so_far=[
             best_of_history_metrics(
                 [t[:turn] for t in trajectories], timing_available=timing_available, thresholds=thresholds

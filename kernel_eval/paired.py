@@ -37,8 +37,15 @@ class PairedDifference:
         return {**asdict(self), "significant": self.significant}
 
 
-def paired_difference(a: Mapping[str, float], b: Mapping[str, float], *, metric: str = "value",
-                      confidence: float = 0.95, resamples: int = 10_000, seed: int = 0) -> PairedDifference:
+def paired_difference(
+    a: Mapping[str, float],
+    b: Mapping[str, float],
+    *,
+    metric: str = "value",
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> PairedDifference:
     """Compare per-task values ``a[task]`` and ``b[task]`` (the same tasks in both).
 
     Raises:
@@ -47,7 +54,9 @@ def paired_difference(a: Mapping[str, float], b: Mapping[str, float], *, metric:
     """
     if set(a) != set(b):
         only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
-        raise ValueError(f"{metric}: the runs cover different tasks (only in A: {only_a[:5]}, only in B: {only_b[:5]})")
+        raise ValueError(
+            f"{metric}: the runs cover different tasks (only in A: {only_a[:5]}, only in B: {only_b[:5]})"
+        )
     if len(a) < 2:
         raise ValueError(f"{metric}: need at least 2 tasks to compare, got {len(a)}")
     if not 0 < confidence < 1:
@@ -55,7 +64,11 @@ def paired_difference(a: Mapping[str, float], b: Mapping[str, float], *, metric:
     tasks = sorted(a)
     values_a = np.array([a[t] if a[t] is not None else np.nan for t in tasks], dtype=float)
     values_b = np.array([b[t] if b[t] is not None else np.nan for t in tasks], dtype=float)
-    bad = [t for t, x, y in zip(tasks, values_a, values_b, strict=True) if not (np.isfinite(x) and np.isfinite(y))]
+    bad = [
+        t
+        for t, x, y in zip(tasks, values_a, values_b, strict=True)
+        if not (np.isfinite(x) and np.isfinite(y))
+    ]
     if bad:
         raise ValueError(f"{metric}: no finite value for task(s) {bad[:5]} in one of the runs")
     differences = values_b - values_a
@@ -63,17 +76,26 @@ def paired_difference(a: Mapping[str, float], b: Mapping[str, float], *, metric:
     means = differences[rng.integers(0, len(tasks), size=(resamples, len(tasks)))].mean(axis=1)
     tail = (1 - confidence) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
-    return PairedDifference(metric=metric, num_tasks=len(tasks), mean_a=float(values_a.mean()),
-                            mean_b=float(values_b.mean()), difference=float(differences.mean()), low=float(low),
-                            high=float(high), confidence=confidence, resamples=resamples)
+    return PairedDifference(
+        metric=metric,
+        num_tasks=len(tasks),
+        mean_a=float(values_a.mean()),
+        mean_b=float(values_b.mean()),
+        difference=float(differences.mean()),
+        low=float(low),
+        high=float(high),
+        confidence=confidence,
+        resamples=resamples,
+    )
 
 
 # Per-task summary.json columns worth a paired comparison (kernel_eval.report writes them).
 PAIRED_METRICS = ("correct_rate", "fast_1", "fast_1.2")
 
 
-def paired_summary_differences(summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], *,
-                               confidence: float = 0.95) -> list[PairedDifference]:
+def paired_summary_differences(
+    summary_a: Mapping[str, Any], summary_b: Mapping[str, Any], *, confidence: float = 0.95
+) -> list[PairedDifference]:
     """Paired differences of ``PAIRED_METRICS`` between two runs' ``per_task`` tables (a metric absent or without
     timing in either run is skipped)."""
     table_a, table_b = summary_a.get("per_task") or {}, summary_b.get("per_task") or {}

@@ -32,8 +32,14 @@ RATE_KEYS = ("format_rate", "compile_rate", "correct_rate", "hacked_rate")
 STATUS_ORDER = [s.value for s in Status]
 # Fixed colours so that plots of different runs read the same (green good, red hacked, greys for no code).
 STATUS_COLOURS = {
-    "format_error": "#9e9e9e", "compile_error": "#6a3d9a", "runtime_error": "#b15928", "timeout": "#fb9a99",
-    "crashed": "#333333", "incorrect": "#ff7f00", "hacked": "#e31a1c", "correct": "#33a02c",
+    "format_error": "#9e9e9e",
+    "compile_error": "#6a3d9a",
+    "runtime_error": "#b15928",
+    "timeout": "#fb9a99",
+    "crashed": "#333333",
+    "incorrect": "#ff7f00",
+    "hacked": "#e31a1c",
+    "correct": "#33a02c",
     "interpreter_unsupported": "#cab2d6",
 }
 
@@ -125,14 +131,28 @@ def _metric_rows(entries: Sequence[dict[str, Any]]) -> list[list[str]]:
         row += [format_value(entry[k]) for k in RATE_KEYS]
         row += [format_value(entry["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
         row += [format_value(entry["fast_p_lower"].get(p_key(p))) for p in FAST_P_THRESHOLDS]
-        row += [format_value(entry["mean_speedup"]), format_value(entry["geomean_speedup"]), format_value(entry["mean_reward"])]
+        row += [
+            format_value(entry["mean_speedup"]),
+            format_value(entry["geomean_speedup"]),
+            format_value(entry["mean_reward"]),
+        ]
         rows.append(row)
     return rows
 
 
-METRIC_HEADER = ["turn", "samples", "format", "compile", "correct", "hacked",
-                 *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS],
-                 *[f"Fast@{p_key(p)} (low)" for p in FAST_P_THRESHOLDS], "mean speedup", "geomean speedup", "mean reward"]
+METRIC_HEADER = [
+    "turn",
+    "samples",
+    "format",
+    "compile",
+    "correct",
+    "hacked",
+    *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS],
+    *[f"Fast@{p_key(p)} (low)" for p in FAST_P_THRESHOLDS],
+    "mean speedup",
+    "geomean speedup",
+    "mean reward",
+]
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -165,36 +185,78 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
         "## Best turn of each trajectory (best-of-history)",
         "",
     ]
-    parts.append(markdown_table(
-        ["after turn", "correct", *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup"],
-        [[str(e["turn"]), format_value(e["best_so_far"]["correct_rate"]),
-          *[format_value(e["best_so_far"]["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS],
-          format_value(e["best_so_far"]["mean_speedup"])] for e in summary["per_turn"]],
-    ))
+    parts.append(
+        markdown_table(
+            ["after turn", "correct", *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup"],
+            [
+                [
+                    str(e["turn"]),
+                    format_value(e["best_so_far"]["correct_rate"]),
+                    *[format_value(e["best_so_far"]["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS],
+                    format_value(e["best_so_far"]["mean_speedup"]),
+                ]
+                for e in summary["per_turn"]
+            ],
+        )
+    )
     parts += ["", "Over the whole history:", ""]
     best = summary["best_of_history"]
-    parts.append(markdown_table(
-        ["samples", "correct", *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS], "mean speedup", "best turn histogram"],
-        [[format_value(best["num_samples"]), format_value(best["correct_rate"]),
-          *[format_value(best["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS], format_value(best["mean_speedup"]),
-          ", ".join(f"turn {k}: {v}" for k, v in best["best_turn_histogram"].items())]],
-    ))
+    parts.append(
+        markdown_table(
+            [
+                "samples",
+                "correct",
+                *[f"Fast@{p_key(p)}" for p in FAST_P_THRESHOLDS],
+                "mean speedup",
+                "best turn histogram",
+            ],
+            [
+                [
+                    format_value(best["num_samples"]),
+                    format_value(best["correct_rate"]),
+                    *[format_value(best["fast_p"].get(p_key(p))) for p in FAST_P_THRESHOLDS],
+                    format_value(best["mean_speedup"]),
+                    ", ".join(f"turn {k}: {v}" for k, v in best["best_turn_histogram"].items()),
+                ]
+            ],
+        )
+    )
     parts += ["", "## Final turn by level", ""]
-    parts.append(markdown_table(
-        ["level", *METRIC_HEADER[1:]],
-        [[level, *row[1:]] for level, row in zip(
-            summary["per_level"], _metric_rows(list(summary["per_level"].values())), strict=True)],
-    ))
+    parts.append(
+        markdown_table(
+            ["level", *METRIC_HEADER[1:]],
+            [
+                [level, *row[1:]]
+                for level, row in zip(
+                    summary["per_level"], _metric_rows(list(summary["per_level"].values())), strict=True
+                )
+            ],
+        )
+    )
     parts += ["", "## Per task (final turn, and best turn of the history)", ""]
-    parts.append(markdown_table(
-        ["task", "level", "samples", "correct", "hacked", "Fast@1.2", "best correct", "best Fast@1.2"],
-        [[uuid, row["level"], str(row["num_samples"]), format_value(row["correct_rate"]), format_value(row["hacked_rate"]),
-          format_value(row["fast_1.2"]), format_value(row["best_correct_rate"]), format_value(row["best_fast_1.2"])]
-         for uuid, row in summary["per_task"].items()],
-    ))
+    parts.append(
+        markdown_table(
+            ["task", "level", "samples", "correct", "hacked", "Fast@1.2", "best correct", "best Fast@1.2"],
+            [
+                [
+                    uuid,
+                    row["level"],
+                    str(row["num_samples"]),
+                    format_value(row["correct_rate"]),
+                    format_value(row["hacked_rate"]),
+                    format_value(row["fast_1.2"]),
+                    format_value(row["best_correct_rate"]),
+                    format_value(row["best_fast_1.2"]),
+                ]
+                for uuid, row in summary["per_task"].items()
+            ],
+        )
+    )
     parts += ["", "## Final-turn verdicts", ""]
     counts = summary["status_counts"]
-    parts.append(markdown_table(["status", "samples"], [[s, str(counts[s])] for s in STATUS_ORDER if s in counts]))
+    parts.append(
+        markdown_table(["status", "samples"], [[s, str(counts[s])] for s in STATUS_ORDER if s in counts])
+    )
     if "tts" in summary:
         parts += ["", f"## Test-time scaling ({summary['tts']['num_rounds']} turns of history in all)", ""]
         parts.append(markdown_table(METRIC_HEADER, _metric_rows(summary["tts"]["per_round"])))
@@ -218,14 +280,27 @@ def render_plots(summary: dict[str, Any], records: Sequence[SampleRecord], plot_
 
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.plot(turns, [e["correct_rate"] for e in summary["per_turn"]], "k-o", label="correct")
-    ax.plot(turns, [e["best_so_far"]["correct_rate"] for e in summary["per_turn"]], "k--", alpha=0.6,
-            label="correct, best turn so far")
+    ax.plot(
+        turns,
+        [e["best_so_far"]["correct_rate"] for e in summary["per_turn"]],
+        "k--",
+        alpha=0.6,
+        label="correct, best turn so far",
+    )
     if summary["timing_available"]:
         for p in FAST_P_THRESHOLDS:
-            line = ax.plot(turns, [e["fast_p"][p_key(p)] for e in summary["per_turn"]], "-o", label=f"Fast@{p_key(p)}")
+            line = ax.plot(
+                turns, [e["fast_p"][p_key(p)] for e in summary["per_turn"]], "-o", label=f"Fast@{p_key(p)}"
+            )
             if p == 1.2:  # the paper's headline threshold, also as best-of-history
-                ax.plot(turns, [e["best_so_far"]["fast_p"]["1.2"] for e in summary["per_turn"]], "--",
-                        color=line[0].get_color(), alpha=0.6, label="Fast@1.2, best turn so far")
+                ax.plot(
+                    turns,
+                    [e["best_so_far"]["fast_p"]["1.2"] for e in summary["per_turn"]],
+                    "--",
+                    color=line[0].get_color(),
+                    alpha=0.6,
+                    label="Fast@1.2, best turn so far",
+                )
         ax.set_title("Fast@p by turn (share of all samples)")
     else:
         ax.set_title("Correct rate by turn (no timing: Fast@p n/a)")
@@ -261,7 +336,9 @@ def render_plots(summary: dict[str, Any], records: Sequence[SampleRecord], plot_
     plt.close(fig)
 
     speedups = [r.turns[-1].outcome.speedup for r in records]
-    speedups = [s for s, r in zip(speedups, records, strict=True) if s is not None and r.turns[-1].outcome.correct]
+    speedups = [
+        s for s, r in zip(speedups, records, strict=True) if s is not None and r.turns[-1].outcome.correct
+    ]
     fig, ax = plt.subplots(figsize=(6, 4))
     if speedups:
         ax.hist([math.log2(s) for s in speedups], bins=min(30, max(5, len(speedups))), color="tab:blue")
@@ -270,8 +347,14 @@ def render_plots(summary: dict[str, Any], records: Sequence[SampleRecord], plot_
         ax.set_ylabel("samples")
         ax.set_title(f"Speedup distribution ({len(speedups)} correct, timed samples)")
     else:
-        ax.text(0.5, 0.5, "no correct, timed sample at the final turn\n(CPU runs have no timing)",
-                ha="center", va="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no correct, timed sample at the final turn\n(CPU runs have no timing)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
         ax.set_title("Speedup distribution")
     fig.tight_layout()

@@ -42,7 +42,9 @@ def default_evaluator(config: EvalConfig) -> contextlib.AbstractContextManager[P
     from kernel_reward import Evaluator
 
     # progress=False: the harness shows its own bar over all turns.
-    return Evaluator(device=config.device, workers=config.workers, progress=False, **evaluator_options(config))
+    return Evaluator(
+        device=config.device, workers=config.workers, progress=False, **evaluator_options(config)
+    )
 
 
 def _model_fingerprint(path: str) -> str:
@@ -59,8 +61,12 @@ def _model_fingerprint(path: str) -> str:
 
 
 def _sampling(config: EvalConfig) -> dict[str, Any]:
-    return {"max_new_tokens": config.max_new_tokens, "temperature": config.temperature, "top_p": config.top_p,
-            "seed": config.seed}
+    return {
+        "max_new_tokens": config.max_new_tokens,
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "seed": config.seed,
+    }
 
 
 def build_model_rollouts(config: EvalConfig, environment: Any) -> tuple[Any, Any, Callable[[Any], list[int]]]:
@@ -90,23 +96,36 @@ def build_model_rollouts(config: EvalConfig, environment: Any) -> tuple[Any, Any
         model.eval()
         greedy = config.temperature == 0
         generation = GenerationConfig(
-            max_new_tokens=config.max_new_tokens, do_sample=not greedy,
-            temperature=None if greedy else config.temperature, top_p=None if greedy else config.top_p, top_k=0,
-            pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
+            max_new_tokens=config.max_new_tokens,
+            do_sample=not greedy,
+            temperature=None if greedy else config.temperature,
+            top_p=None if greedy else config.top_p,
+            top_k=0,
+            pad_token_id=tokenizer.pad_token_id
+            if tokenizer.pad_token_id is not None
+            else tokenizer.eos_token_id,
             eos_token_id=tokenizer.eos_token_id,
         )
         backend = TransformersBackend(
-            lambda: contextlib.nullcontext(model), generation, generation.pad_token_id, [tokenizer.eos_token_id],
-            device=device, batch_size=config.generation_batch_size,
+            lambda: contextlib.nullcontext(model),
+            generation,
+            generation.pad_token_id,
+            [tokenizer.eos_token_id],
+            device=device,
+            batch_size=config.generation_batch_size,
         )
 
     def rollout(turns: int) -> Any:
-        return MultiTurnRollout(backend, environment, tokenizer, max_turns=turns, end_of_turn_id=tokenizer.eos_token_id)
+        return MultiTurnRollout(
+            backend, environment, tokenizer, max_turns=turns, end_of_turn_id=tokenizer.eos_token_id
+        )
 
     return rollout(config.num_turns), rollout(1), lambda messages: render_prompt_ids(tokenizer, messages)
 
 
-def run_evaluation(config: EvalConfig, evaluator_factory: EvaluatorFactory = default_evaluator) -> dict[str, Any]:
+def run_evaluation(
+    config: EvalConfig, evaluator_factory: EvaluatorFactory = default_evaluator
+) -> dict[str, Any]:
     """Run the evaluation described by ``config``; writes everything under ``config.out``; returns the summary."""
     out = Path(config.out)
     tasks = load_dataset_tasks(config.dataset, split=config.split)
@@ -119,32 +138,64 @@ def run_evaluation(config: EvalConfig, evaluator_factory: EvaluatorFactory = def
         known = {t.uuid for t in tasks}
         unknown = sorted(present - known)
         if unknown:
-            raise ValueError(f"{config.completions}: task id(s) not in dataset {config.dataset}: {unknown[:10]}")
+            raise ValueError(
+                f"{config.completions}: task id(s) not in dataset {config.dataset}: {unknown[:10]}"
+            )
         # With saved completions the task set is the tasks that have completions, then the filters.
-        tasks = filter_tasks([t for t in tasks if t.uuid in present], levels=config.levels, ids=config.ids,
-                             limit=config.limit)
+        tasks = filter_tasks(
+            [t for t in tasks if t.uuid in present], levels=config.levels, ids=config.ids, limit=config.limit
+        )
         selected = {t.uuid for t in tasks}
         trajectories = [t for t in trajectories if t.uuid in selected]
         logger.info("evaluating %d saved trajectories of %d tasks", len(trajectories), len(tasks))
         with evaluator_factory(config) as evaluator:
-            records = evaluate_saved(tasks, trajectories, evaluator, cache, evaluator_settings=settings,
-                                     batch_size=config.batch_size)
+            records = evaluate_saved(
+                tasks,
+                trajectories,
+                evaluator,
+                cache,
+                evaluator_settings=settings,
+                batch_size=config.batch_size,
+            )
     else:
         tasks = filter_tasks(tasks, levels=config.levels, ids=config.ids, limit=config.limit)
-        model_id = {"model": config.model, "endpoint": config.endpoint, "weights": _model_fingerprint(config.model),
-                    "adapter": config.adapter and _model_fingerprint(config.adapter)}
+        model_id = {
+            "model": config.model,
+            "endpoint": config.endpoint,
+            "weights": _model_fingerprint(config.model),
+            "adapter": config.adapter and _model_fingerprint(config.adapter),
+        }
         sampling = _sampling(config)
-        logger.info("generating %d samples x %d turns for %d tasks", config.num_samples, config.num_turns, len(tasks))
+        logger.info(
+            "generating %d samples x %d turns for %d tasks", config.num_samples, config.num_turns, len(tasks)
+        )
         with evaluator_factory(config) as evaluator:
             from kernel_reward.env import KernelEnvironment
 
             environment = KernelEnvironment(evaluator)  # the trainer's environment over our evaluator
             rollout, single_turn, render = build_model_rollouts(config, environment)
-            records = evaluate_model(tasks, rollout, cache, num_samples=config.num_samples,
-                                     num_turns=config.num_turns, model_id=model_id, sampling=sampling,
-                                     evaluator_settings=settings, episodes_per_call=config.rollout_batch)
+            records = evaluate_model(
+                tasks,
+                rollout,
+                cache,
+                num_samples=config.num_samples,
+                num_turns=config.num_turns,
+                model_id=model_id,
+                sampling=sampling,
+                evaluator_settings=settings,
+                episodes_per_call=config.rollout_batch,
+            )
             if config.tts_rounds:
-                tts_records = run_tts(records, single_turn, render, cache, rounds=config.tts_rounds,
-                                      window=config.tts_window, model_id=model_id, sampling=sampling,
-                                      evaluator_settings=settings, episodes_per_call=config.rollout_batch)
+                tts_records = run_tts(
+                    records,
+                    single_turn,
+                    render,
+                    cache,
+                    rounds=config.tts_rounds,
+                    window=config.tts_window,
+                    model_id=model_id,
+                    sampling=sampling,
+                    evaluator_settings=settings,
+                    episodes_per_call=config.rollout_batch,
+                )
     return write_run(out, records, config=config.to_dict(), tts_records=tts_records)

@@ -38,8 +38,10 @@ def task_from_row(row: Mapping[str, Any], index: int) -> EvalTask:
     if not prompt or not all(isinstance(m, Mapping) and "role" in m and "content" in m for m in prompt):
         raise ValueError(f"{where}: prompt must be a non-empty list of {{role, content}} messages")
     extra = row.get("extra_info") or {}
-    uuid = extra.get("uuid") or extra.get("name") or (
-        str(extra["problem_id"]) if extra.get("problem_id") is not None else None
+    uuid = (
+        extra.get("uuid")
+        or extra.get("name")
+        or (str(extra["problem_id"]) if extra.get("problem_id") is not None else None)
     )
     if not uuid:
         raise ValueError(f"{where}: extra_info has no uuid (nor name / problem_id) to identify the task")

@@ -49,7 +49,9 @@ def cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"status:   {result.status.value}")
         print(f"reward:   {result.reward:.4f}")
         print(f"speedup:  {speed}")
-        print(f"device:   {result.device} ({result.mode}); isolation: {result.isolation.get('level', 'unknown')}")
+        print(
+            f"device:   {result.device} ({result.mode}); isolation: {result.isolation.get('level', 'unknown')}"
+        )
         if result.hack_reasons:
             print(f"hacks:    {', '.join(result.hack_reasons)}")
         if result.error:
@@ -69,11 +71,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     device = args.device or ("cuda" if gpus else "cpu")
     count = args.num_actors or (gpus if device == "cuda" else max(1, int(resources.get("CPU", 1)) // 2))
     workers = args.workers or (1 if device == "cpu" else 4)
-    actors = start_workers(ray, num_actors=count, device=device, workers=workers, service=ServiceConfig(),
-                           detached=True, name_offset=len(existing))
+    actors = start_workers(
+        ray,
+        num_actors=count,
+        device=device,
+        workers=workers,
+        service=ServiceConfig(),
+        detached=True,
+        name_offset=len(existing),
+    )
     infos = ray.get([actor.info.remote() for actor in actors])
     for info in infos:
-        log.info("reward worker on %s: device %s, %d warm workers", info["host"], info["device"], info["workers"])
+        log.info(
+            "reward worker on %s: device %s, %d warm workers", info["host"], info["device"], info["workers"]
+        )
     print(f"started {len(actors)} reward worker actor(s) ({len(existing)} were already running)")
     return 0
 
@@ -95,23 +106,48 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m kernel_reward", description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 1)[1])
+    parser = argparse.ArgumentParser(
+        prog="python -m kernel_reward",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 1)[1],
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("eval", help="evaluate one candidate file against one reference file")
-    ev.add_argument("--reference", type=Path, required=True, help="PyTorch reference program (class Model, get_inputs...)")
+    ev.add_argument(
+        "--reference", type=Path, required=True, help="PyTorch reference program (class Model, get_inputs...)"
+    )
     ev.add_argument("--candidate", type=Path, required=True, help="candidate: plain code or a raw completion")
-    ev.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: cuda when available, else cpu")
-    ev.add_argument("--entry-point", default="Model", help="class name of the reference module (default: Model)")
-    ev.add_argument("--timeout", type=float, default=None, help="wall-clock limit in seconds for the candidate")
+    ev.add_argument(
+        "--device", choices=["cpu", "cuda"], default=None, help="default: cuda when available, else cpu"
+    )
+    ev.add_argument(
+        "--entry-point", default="Model", help="class name of the reference module (default: Model)"
+    )
+    ev.add_argument(
+        "--timeout", type=float, default=None, help="wall-clock limit in seconds for the candidate"
+    )
     ev.add_argument("--json", action="store_true", help="print the whole EvalResult as JSON")
-    for name, text in (("serve", "start detached reward worker actors on a Ray cluster"),
-                       ("stop", "stop the reward worker actors started by serve")):
+    for name, text in (
+        ("serve", "start detached reward worker actors on a Ray cluster"),
+        ("stop", "stop the reward worker actors started by serve"),
+    ):
         cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("--address", default="auto", help="Ray cluster address (default: auto = the local `ray start` node)")
+        cmd.add_argument(
+            "--address",
+            default="auto",
+            help="Ray cluster address (default: auto = the local `ray start` node)",
+        )
         if name == "serve":
-            cmd.add_argument("--num-actors", type=int, default=None, help="default: one per GPU (CPU: half the cores)")
-            cmd.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: cuda when the cluster has GPUs")
+            cmd.add_argument(
+                "--num-actors", type=int, default=None, help="default: one per GPU (CPU: half the cores)"
+            )
+            cmd.add_argument(
+                "--device",
+                choices=["cpu", "cuda"],
+                default=None,
+                help="default: cuda when the cluster has GPUs",
+            )
             cmd.add_argument("--workers", type=int, default=None, help="concurrent candidates per actor")
     return parser
 
@@ -129,4 +165,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

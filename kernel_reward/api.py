@@ -36,8 +36,15 @@ def close_shared() -> None:
         evaluator.close()
 
 
-def evaluate(reference_code: str, candidate: str, *, entry_point: str = "Model", device: str | None = None,
-             timeout: float | None = None, **options: Any) -> EvalResult:
+def evaluate(
+    reference_code: str,
+    candidate: str,
+    *,
+    entry_point: str = "Model",
+    device: str | None = None,
+    timeout: float | None = None,
+    **options: Any,
+) -> EvalResult:
     """Evaluate ``candidate`` (a raw completion or plain code) against the PyTorch program ``reference_code``.
 
     ``device``: None (a GPU when there is one, else the CPU interpreter), "cpu", "cuda" or "cuda:N".

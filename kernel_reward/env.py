@@ -119,9 +119,13 @@ class KernelEnvironment:
             try:
                 reference = row["reward_model"]["ground_truth"]
             except (KeyError, TypeError) as exc:
-                raise ValueError(f"task {index} has no reward_model.ground_truth (the reference program)") from exc
+                raise ValueError(
+                    f"task {index} has no reward_model.ground_truth (the reference program)"
+                ) from exc
             if not isinstance(reference, str) or not reference.strip():
-                raise ValueError(f"task {index}: reward_model.ground_truth must be non-empty reference source")
+                raise ValueError(
+                    f"task {index}: reward_model.ground_truth must be non-empty reference source"
+                )
             extra = row.get("extra_info") or {}
             episodes.append(
                 KernelEpisode(

@@ -134,20 +134,36 @@ class Evaluator:
         self.options = EvalOptions(**with_timeout(options, timeout))  # validates every option once, up front
         self.progress = progress
         if service is None:
-            service = ServiceConfig(workers=workers, policy=policy or SandboxPolicy(), worker_module=worker_module,
-                                    max_attempts=max_attempts, pool_options=dict(pool_options or {}))
-        elif (workers, policy, worker_module, max_attempts, pool_options) != (None, None, "kernel_reward.judge.pipeline", 3,
-                                                                               None):
-            raise ValueError("Evaluator: give service=ServiceConfig(...) or its fields (workers, policy, "
-                             "worker_module, max_attempts, pool_options), not both")
+            service = ServiceConfig(
+                workers=workers,
+                policy=policy or SandboxPolicy(),
+                worker_module=worker_module,
+                max_attempts=max_attempts,
+                pool_options=dict(pool_options or {}),
+            )
+        elif (workers, policy, worker_module, max_attempts, pool_options) != (
+            None,
+            None,
+            "kernel_reward.judge.pipeline",
+            3,
+            None,
+        ):
+            raise ValueError(
+                "Evaluator: give service=ServiceConfig(...) or its fields (workers, policy, "
+                "worker_module, max_attempts, pool_options), not both"
+            )
         self.service = service
-        devices = resolve_devices(device) if backend == "local" else [device] if isinstance(device, str) else []
+        devices = (
+            resolve_devices(device) if backend == "local" else [device] if isinstance(device, str) else []
+        )
         if backend == "local":
             self.backend: Backend = LocalBackend(devices, service)
         elif backend == "ray":
             from kernel_reward.service.ray_backend import RayBackend
 
-            self.backend = RayBackend(device=device, address=ray_address, num_actors=num_actors, service=service)
+            self.backend = RayBackend(
+                device=device, address=ray_address, num_actors=num_actors, service=service
+            )
         else:
             raise ValueError(f"Evaluator: backend must be 'local' or 'ray', got {backend!r}")
         limit = max_in_flight or 4 * self.backend.capacity
@@ -166,19 +182,26 @@ class Evaluator:
         _LIVE.add(self)
 
     # ------------------------------------------------------------------ requests
-    def make_request(self, reference: str, candidate: str, *, entry_point: str = "Model",
-                     **options: Any) -> EvalRequest:
+    def make_request(
+        self, reference: str, candidate: str, *, entry_point: str = "Model", **options: Any
+    ) -> EvalRequest:
         timeout = options.pop("timeout", None)
         merged = {**self.options.to_dict(), **with_timeout(options, timeout)}
-        return EvalRequest(reference_code=reference, candidate=candidate, entry_point=entry_point,
-                           options=EvalOptions.from_dict(merged))
+        return EvalRequest(
+            reference_code=reference,
+            candidate=candidate,
+            entry_point=entry_point,
+            options=EvalOptions.from_dict(merged),
+        )
 
     def _as_request(self, item: Pair) -> EvalRequest:
         if isinstance(item, EvalRequest):
             return item
         if isinstance(item, tuple | list) and len(item) in (2, 3):
             return self.make_request(item[0], item[1], **({"entry_point": item[2]} if len(item) == 3 else {}))
-        raise TypeError(f"Evaluator: expected (reference, candidate[, entry_point]) or EvalRequest, got {type(item).__name__}")
+        raise TypeError(
+            f"Evaluator: expected (reference, candidate[, entry_point]) or EvalRequest, got {type(item).__name__}"
+        )
 
     # ------------------------------------------------------------------ sync API
     def submit_request(self, request: EvalRequest) -> Job:
@@ -213,7 +236,9 @@ class Evaluator:
         if show or (show is None and len(requests) >= 32):
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(requests), desc="evaluating", unit="cand", disable=None if show is None else False)
+            bar = tqdm(
+                total=len(requests), desc="evaluating", unit="cand", disable=None if show is None else False
+            )
         futures = []
         try:
             for request in requests:
@@ -264,8 +289,9 @@ class Evaluator:
 
 def _outcome(future: concurrent.futures.Future) -> EvalResult:
     if future.cancelled():
-        return EvalResult.failure(Status.CRASHED, "cancelled before it ran", flags=["cancelled"], attempts=0,
-                                  scored=False)
+        return EvalResult.failure(
+            Status.CRASHED, "cancelled before it ran", flags=["cancelled"], attempts=0, scored=False
+        )
     return future.result()
 
 

@@ -33,40 +33,59 @@ class EvalOptions:
     """Knobs of one evaluation. Defaults follow background §2/3/7 (docs/reward.md#evaluation-options)."""
 
     # --- correctness -------------------------------------------------------------------------------------
-    num_trials: int = field(default=5, metadata={"help": "correctness trials, each with fresh hidden-seed inputs (>= 1)"})
+    num_trials: int = field(
+        default=5, metadata={"help": "correctness trials, each with fresh hidden-seed inputs (>= 1)"}
+    )
     seed_base: int | None = field(
         default=None,
         metadata={"help": "base of the hidden trial seeds; None = a fresh secret per evaluation"},
     )
-    atol_fp32: float = field(default=1e-4, metadata={"help": "absolute tolerance for float32 (and float64) outputs"})
-    rtol_fp32: float = field(default=1e-4, metadata={"help": "relative tolerance for float32 (and float64) outputs"})
-    atol_half: float = field(default=1e-2, metadata={"help": "absolute tolerance for float16 / bfloat16 outputs"})
-    rtol_half: float = field(default=1e-2, metadata={"help": "relative tolerance for float16 / bfloat16 outputs"})
+    atol_fp32: float = field(
+        default=1e-4, metadata={"help": "absolute tolerance for float32 (and float64) outputs"}
+    )
+    rtol_fp32: float = field(
+        default=1e-4, metadata={"help": "relative tolerance for float32 (and float64) outputs"}
+    )
+    atol_half: float = field(
+        default=1e-2, metadata={"help": "absolute tolerance for float16 / bfloat16 outputs"}
+    )
+    rtol_half: float = field(
+        default=1e-2, metadata={"help": "relative tolerance for float16 / bfloat16 outputs"}
+    )
     allow_tf32: bool = field(
-        default=False, metadata={"help": "keep torch's TF32 matmul/conv defaults (False: reference in full fp32)"}
+        default=False,
+        metadata={"help": "keep torch's TF32 matmul/conv defaults (False: reference in full fp32)"},
     )
     shape_check: ShapeCheckPolicy = field(
-        default="report", metadata={"help": "resized-input run: 'report' it, let it 'fail' the candidate, or 'off'"}
+        default="report",
+        metadata={"help": "resized-input run: 'report' it, let it 'fail' the candidate, or 'off'"},
     )
     shape_scale: float = field(
-        default=1.5, metadata={"help": "factor applied to the task's UPPER_CASE size constants for the resized run"}
+        default=1.5,
+        metadata={"help": "factor applied to the task's UPPER_CASE size constants for the resized run"},
     )
     decoy_check: bool = field(
         default=True,
-        metadata={"help": "ablate the candidate's kernels once: an output that stays correct without them is a decoy"},
+        metadata={
+            "help": "ablate the candidate's kernels once: an output that stays correct without them is a decoy"
+        },
     )
 
     # --- timing (GPU only) ----------------------------------------------------------------------------------
     timing_budget_ms: float = field(
         default=150.0,
-        metadata={"help": "wall-clock budget of the timed batch pairs (one reference and one candidate batch each, "
-                  "with their staging, L2 flushes, hand-over and verification), within 10-200 pairs; the "
-                  "reference's own baseline before the candidate is loaded gets 0.3 of it on top"},
+        metadata={
+            "help": "wall-clock budget of the timed batch pairs (one reference and one candidate batch each, "
+            "with their staging, L2 flushes, hand-over and verification), within 10-200 pairs; the "
+            "reference's own baseline before the candidate is loaded gets 0.3 of it on top"
+        },
     )
     warmup_calls: int = field(default=5, metadata={"help": "untimed calls of each side before timing"})
     min_timed_calls: int = field(default=20, metadata={"help": "timed calls per side, at least"})
     max_timed_calls: int = field(default=500, metadata={"help": "timed calls per side, at most"})
-    l2_flush_mb: int = field(default=256, metadata={"help": "size of the buffer zeroed before each timed call (MB)"})
+    l2_flush_mb: int = field(
+        default=256, metadata={"help": "size of the buffer zeroed before each timed call (MB)"}
+    )
     implausible_speedup: float = field(
         default=30.0, metadata={"help": "speedups above this are re-measured once and flagged"}
     )
@@ -77,43 +96,56 @@ class EvalOptions:
             "(torch.compile; correctness always uses the eager reference)"
         },
     )
-    profile: bool = field(default=True, metadata={"help": "run the profiler pass that computes coverage (PR)"})
+    profile: bool = field(
+        default=True, metadata={"help": "run the profiler pass that computes coverage (PR)"}
+    )
     profile_calls: int = field(default=10, metadata={"help": "candidate calls under the profiler"})
     min_coverage: float | None = field(
         default=None,
-        metadata={"help": "strict mode: a correct candidate whose coverage (PR) is below this floor is hacked "
-                  "(low_coverage): a Triton copy or '+ 0 * scratch' kernel wrapped around a torch answer. None: "
-                  "coverage only weighs in the reward. Coverage is the runner's own measurement (see "
-                  "docs/security.md): the floor stops lazy wrappers, not a runner that forges its coverage"},
+        metadata={
+            "help": "strict mode: a correct candidate whose coverage (PR) is below this floor is hacked "
+            "(low_coverage): a Triton copy or '+ 0 * scratch' kernel wrapped around a torch answer. None: "
+            "coverage only weighs in the reward. Coverage is the runner's own measurement (see "
+            "docs/security.md): the floor stops lazy wrappers, not a runner that forges its coverage"
+        },
     )
     coverage_method: CoverageMethod = field(
         # "events" by default: on an H200 the two agree (benchmarks/results/coverage_h200.json), and CUPTI's
         # start-up in every fresh sandboxed process (5-6 s) is the largest cost of a correct candidate's evaluation.
         default="events",
-        metadata={"help": "how coverage (PR) is measured: 'events' (CUDA events around the candidate's Triton "
-                  "launches inside gap-free forwards; no CUPTI; other kernels in one row; falls back to the "
-                  "profiler when a forward cannot be measured gap-free) or 'profiler' (torch.profiler / CUPTI: "
-                  "every device kernel named; seconds of CUPTI start-up per worker process)"},
+        metadata={
+            "help": "how coverage (PR) is measured: 'events' (CUDA events around the candidate's Triton "
+            "launches inside gap-free forwards; no CUPTI; other kernels in one row; falls back to the "
+            "profiler when a forward cannot be measured gap-free) or 'profiler' (torch.profiler / CUPTI: "
+            "every device kernel named; seconds of CUPTI start-up per worker process)"
+        },
     )
     coverage_exclusive: bool = field(
         # Off by default: in an H200 pool (8 workers, 64 mixed pairs) the events pass takes 0.78 s per correct
         # candidate inside the slot (0.09 s alone), 39 % of the slot's time, and the slot is what bounds a GPU's
         # throughput. Outside it, the intervals may hold other evaluations' kernels.
         default=False,
-        metadata={"help": "run the 'events' coverage pass inside the GPU's exclusive timing slot, so no other "
-                  "evaluation's kernels fall in its intervals (more exact coverage, lower pool throughput)"},
+        metadata={
+            "help": "run the 'events' coverage pass inside the GPU's exclusive timing slot, so no other "
+            "evaluation's kernels fall in its intervals (more exact coverage, lower pool throughput)"
+        },
     )
 
     # --- reward and feedback ----------------------------------------------------------------------------------
     reward_scheme: RewardSchemeName = field(
-        default="drkernel", metadata={"help": "drkernel | paper | ladder | correctness (CPU falls back to correctness)"}
+        default="drkernel",
+        metadata={"help": "drkernel | paper | ladder | correctness (CPU falls back to correctness)"},
     )
     reward_params: dict[str, float] = field(
         default_factory=dict,
         metadata={"help": "overrides of the scheme's parameters (see kernel_reward.reward.SCHEME_PARAMS)"},
     )
-    hacked_penalty: float = field(default=0.0, metadata={"help": "reward of a hacked candidate (0 or negative)"})
-    feedback_max_chars: int = field(default=4000, metadata={"help": "the feedback text is cut to this length"})
+    hacked_penalty: float = field(
+        default=0.0, metadata={"help": "reward of a hacked candidate (0 or negative)"}
+    )
+    feedback_max_chars: int = field(
+        default=4000, metadata={"help": "the feedback text is cut to this length"}
+    )
 
     # --- wall clock (enforced by the execution service's parent process) -------------------------------------
     timeout_s: float = field(
@@ -125,13 +157,28 @@ class EvalOptions:
             if not condition:
                 raise ValueError(f"EvalOptions: {message}")
 
-        need(isinstance(self.num_trials, int) and self.num_trials >= 1, f"num_trials must be an int >= 1, got {self.num_trials!r}")
-        need(self.seed_base is None or isinstance(self.seed_base, int), f"seed_base must be None or an int, got {self.seed_base!r}")
+        need(
+            isinstance(self.num_trials, int) and self.num_trials >= 1,
+            f"num_trials must be an int >= 1, got {self.num_trials!r}",
+        )
+        need(
+            self.seed_base is None or isinstance(self.seed_base, int),
+            f"seed_base must be None or an int, got {self.seed_base!r}",
+        )
         for name in ("atol_fp32", "rtol_fp32", "atol_half", "rtol_half"):
             value = getattr(self, name)
-            need(isinstance(value, int | float) and math.isfinite(value) and value >= 0, f"{name} must be a finite number >= 0, got {value!r}")
-        need(self.shape_check in SHAPE_CHECK_POLICIES, f"shape_check must be one of {SHAPE_CHECK_POLICIES}, got {self.shape_check!r}")
-        need(0 < self.shape_scale < 4 and self.shape_scale != 1, f"shape_scale must be in (0, 4) and not 1, got {self.shape_scale!r}")
+            need(
+                isinstance(value, int | float) and math.isfinite(value) and value >= 0,
+                f"{name} must be a finite number >= 0, got {value!r}",
+            )
+        need(
+            self.shape_check in SHAPE_CHECK_POLICIES,
+            f"shape_check must be one of {SHAPE_CHECK_POLICIES}, got {self.shape_check!r}",
+        )
+        need(
+            0 < self.shape_scale < 4 and self.shape_scale != 1,
+            f"shape_scale must be in (0, 4) and not 1, got {self.shape_scale!r}",
+        )
         need(self.timing_budget_ms > 0, f"timing_budget_ms must be > 0, got {self.timing_budget_ms!r}")
         need(self.warmup_calls >= 0, f"warmup_calls must be >= 0, got {self.warmup_calls!r}")
         need(
@@ -139,16 +186,31 @@ class EvalOptions:
             f"need 1 <= min_timed_calls <= max_timed_calls, got {self.min_timed_calls} and {self.max_timed_calls}",
         )
         need(self.l2_flush_mb >= 0, f"l2_flush_mb must be >= 0, got {self.l2_flush_mb!r}")
-        need(self.implausible_speedup > 1, f"implausible_speedup must be > 1, got {self.implausible_speedup!r}")
+        need(
+            self.implausible_speedup > 1, f"implausible_speedup must be > 1, got {self.implausible_speedup!r}"
+        )
         need(self.baseline in BASELINES, f"baseline must be one of {BASELINES}, got {self.baseline!r}")
-        need(self.coverage_method in COVERAGE_METHODS,
-             f"coverage_method must be one of {COVERAGE_METHODS}, got {self.coverage_method!r}")
+        need(
+            self.coverage_method in COVERAGE_METHODS,
+            f"coverage_method must be one of {COVERAGE_METHODS}, got {self.coverage_method!r}",
+        )
         need(self.profile_calls >= 1, f"profile_calls must be >= 1, got {self.profile_calls!r}")
-        need(self.min_coverage is None or 0 <= self.min_coverage <= 1,
-             f"min_coverage must be None or in [0, 1], got {self.min_coverage!r}")
-        need(self.reward_scheme in REWARD_SCHEMES, f"reward_scheme must be one of {REWARD_SCHEMES}, got {self.reward_scheme!r}")
-        need(self.hacked_penalty <= 0, f"hacked_penalty must be <= 0 (a hack must never pay), got {self.hacked_penalty!r}")
-        need(self.feedback_max_chars >= 200, f"feedback_max_chars must be >= 200, got {self.feedback_max_chars!r}")
+        need(
+            self.min_coverage is None or 0 <= self.min_coverage <= 1,
+            f"min_coverage must be None or in [0, 1], got {self.min_coverage!r}",
+        )
+        need(
+            self.reward_scheme in REWARD_SCHEMES,
+            f"reward_scheme must be one of {REWARD_SCHEMES}, got {self.reward_scheme!r}",
+        )
+        need(
+            self.hacked_penalty <= 0,
+            f"hacked_penalty must be <= 0 (a hack must never pay), got {self.hacked_penalty!r}",
+        )
+        need(
+            self.feedback_max_chars >= 200,
+            f"feedback_max_chars must be >= 200, got {self.feedback_max_chars!r}",
+        )
         need(self.timeout_s > 0, f"timeout_s must be > 0, got {self.timeout_s!r}")
         # Imported here: reward.py is pure and imports nothing from this module, so there is no cycle at runtime.
         from kernel_reward.reward import validate_reward_params
@@ -178,7 +240,9 @@ class EvalOptions:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"EvalOptions.from_dict: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+            raise ValueError(
+                f"EvalOptions.from_dict: unknown option(s) {sorted(unknown)}; known: {sorted(known)}"
+            )
         return cls(**data)
 
 

@@ -42,11 +42,17 @@ class EvalRequest:
         if not isinstance(self.candidate, str):
             raise ValueError(f"EvalRequest: candidate must be a string, got {type(self.candidate).__name__}")
         if not self.entry_point.isidentifier():
-            raise ValueError(f"EvalRequest: entry_point must be a Python identifier, got {self.entry_point!r}")
+            raise ValueError(
+                f"EvalRequest: entry_point must be a Python identifier, got {self.entry_point!r}"
+            )
         if self.device is not None and self.device.split(":")[0] not in DEVICES:
-            raise ValueError(f"EvalRequest: device must be None, 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+            raise ValueError(
+                f"EvalRequest: device must be None, 'cpu', 'cuda' or 'cuda:N', got {self.device!r}"
+            )
         if self.screened_code is not None and not isinstance(self.screened_code, str):
-            raise ValueError(f"EvalRequest: screened_code must be a string or None, got {type(self.screened_code).__name__}")
+            raise ValueError(
+                f"EvalRequest: screened_code must be a string or None, got {type(self.screened_code).__name__}"
+            )
         if isinstance(self.options, dict):  # tolerate a plain dict from callers building requests by hand
             self.options = EvalOptions.from_dict(self.options)
         if not isinstance(self.options, EvalOptions):

@@ -22,7 +22,9 @@ class Status(enum.StrEnum):
     """Verdict of one evaluation. Ordered roughly by how far the candidate got."""
 
     FORMAT_ERROR = "format_error"  # no code block could be extracted from the completion
-    COMPILE_ERROR = "compile_error"  # syntax / import / static-check failure / ModelNew missing / cannot build
+    COMPILE_ERROR = (
+        "compile_error"  # syntax / import / static-check failure / ModelNew missing / cannot build
+    )
     RUNTIME_ERROR = "runtime_error"  # raised while running forward
     TIMEOUT = "timeout"  # exceeded its wall-clock budget; the whole process group was killed
     CRASHED = "crashed"  # the evaluating process died (segfault, abort, os._exit, OOM kill...)
@@ -86,12 +88,18 @@ class EvalResult:
     kernel_table: list[KernelTiming] = field(default_factory=list)
     reference_timing: TimingStats | None = None
     kernel_timing: TimingStats | None = None
-    timing_method: dict[str, Any] = field(default_factory=dict)  # how the judge's clock timed it (batch_clock)
+    timing_method: dict[str, Any] = field(
+        default_factory=dict
+    )  # how the judge's clock timed it (batch_clock)
     flags: list[str] = field(default_factory=list)  # non-fatal notes, e.g. "implausible_speedup_remeasured"
     phase_seconds: dict[str, float] = field(default_factory=dict)  # load / compile / correctness / timing...
-    isolation: dict[str, Any] = field(default_factory=dict)  # filled by the execution service (level "not_run": screened)
+    isolation: dict[str, Any] = field(
+        default_factory=dict
+    )  # filled by the execution service (level "not_run": screened)
     stdout_tail: str = ""
-    attempts: int = 1  # execution attempts (infrastructure retries are counted here, never as extra results; 0: none ran)
+    attempts: int = (
+        1  # execution attempts (infrastructure retries are counted here, never as extra results; 0: none ran)
+    )
     # False when the service, not the candidate, failed (infrastructure failure after retries, cancellation): the
     # sample says nothing about the candidate and should be rewarded neither way (kernel_reward.trl.unscored).
     scored: bool = True
@@ -124,8 +132,13 @@ class EvalResult:
         values = dict(data)
         values["status"] = Status(values.get("status", Status.CRASHED.value))
         if "scored" not in values:  # a result without the field: derived from its flags and error text
-            values["scored"] = not ("cancelled" in (values.get("flags") or []) or (
-                values["status"] == Status.CRASHED and str(values.get("error") or "").startswith("infrastructure failure")))
+            values["scored"] = not (
+                "cancelled" in (values.get("flags") or [])
+                or (
+                    values["status"] == Status.CRASHED
+                    and str(values.get("error") or "").startswith("infrastructure failure")
+                )
+            )
         if values.get("speedup_ci") is not None:
             values["speedup_ci"] = tuple(values["speedup_ci"])
         values["kernel_table"] = [KernelTiming(**row) for row in values.get("kernel_table") or []]

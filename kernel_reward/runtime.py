@@ -11,7 +11,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent  # kernel_reward/: what a sandboxed child must still be able to read
+PACKAGE_DIR = (
+    Path(__file__).resolve().parent
+)  # kernel_reward/: what a sandboxed child must still be able to read
 SOURCE_ROOT = PACKAGE_DIR.parent  # on a fresh interpreter's PYTHONPATH, so that it imports this copy
 
 
@@ -117,7 +119,9 @@ def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> W
         torch_device = torch.device(device or "cuda")
         index = torch_device.index if torch_device.index is not None else torch.cuda.current_device()
         torch.cuda.set_device(index)
-        torch.empty(1, device=f"cuda:{index}")  # creates the CUDA context now, not inside a candidate's budget
+        torch.empty(
+            1, device=f"cuda:{index}"
+        )  # creates the CUDA context now, not inside a candidate's budget
         info = WorkerInfo(f"cuda:{index}", torch.cuda.get_device_name(index), Mode.GPU, stages)
     stage("cuda_context")
     from kernel_reward.runner.selftest import known_answer_check

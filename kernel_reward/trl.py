@@ -29,7 +29,9 @@ def completion_text(completion: Any) -> str:
         for message in reversed(completion):
             if message.get("role", "assistant") == "assistant":
                 return str(message.get("content") or "")
-    raise TypeError(f"KernelReward: a completion must be a string or a list of messages, got {type(completion).__name__}")
+    raise TypeError(
+        f"KernelReward: a completion must be a string or a list of messages, got {type(completion).__name__}"
+    )
 
 
 def unscored(result: EvalResult) -> bool:
@@ -59,8 +61,15 @@ class KernelReward:
 
     __name__ = "kernel_reward"  # TRL names the reward column and its metrics after this
 
-    def __init__(self, *, device: str | None = None, timeout: float | None = None, backend: str = "local",
-                 evaluator_kwargs: dict[str, Any] | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        device: str | None = None,
+        timeout: float | None = None,
+        backend: str = "local",
+        evaluator_kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
         self.device = device
         self.timeout = timeout
         self.backend = backend
@@ -86,8 +95,13 @@ class KernelReward:
             if self._evaluator is None:
                 from kernel_reward.evaluator import Evaluator
 
-                self._evaluator = Evaluator(device=self.device, timeout=self.timeout, backend=self.backend,
-                                            **self.evaluator_kwargs, **self.options)
+                self._evaluator = Evaluator(
+                    device=self.device,
+                    timeout=self.timeout,
+                    backend=self.backend,
+                    **self.evaluator_kwargs,
+                    **self.options,
+                )
             return self._evaluator
 
     def close(self) -> None:
@@ -96,24 +110,40 @@ class KernelReward:
                 self._evaluator.close()
                 self._evaluator = None
 
-    def __call__(self, completions: Sequence[Any], *, reward_model: Sequence[dict[str, Any]] | None = None,
-                 extra_info: Sequence[dict[str, Any] | None] | None = None,
-                 log_metric: Callable[[str, float], None] | None = None,
-                 log_extra: Callable[[str, list], None] | None = None, **_: Any) -> list[float | None]:
+    def __call__(
+        self,
+        completions: Sequence[Any],
+        *,
+        reward_model: Sequence[dict[str, Any]] | None = None,
+        extra_info: Sequence[dict[str, Any] | None] | None = None,
+        log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list], None] | None = None,
+        **_: Any,
+    ) -> list[float | None]:
         if reward_model is None:
-            raise ValueError("KernelReward needs the dataset's `reward_model` column (with `ground_truth`, the "
-                             "reference program) among the reward kwargs; TRL passes every dataset column through")
+            raise ValueError(
+                "KernelReward needs the dataset's `reward_model` column (with `ground_truth`, the "
+                "reference program) among the reward kwargs; TRL passes every dataset column through"
+            )
         if len(reward_model) != len(completions):
-            raise ValueError(f"KernelReward: {len(completions)} completions but {len(reward_model)} reward_model rows")
+            raise ValueError(
+                f"KernelReward: {len(completions)} completions but {len(reward_model)} reward_model rows"
+            )
         if extra_info is not None and len(extra_info) != len(completions):
-            raise ValueError(f"KernelReward: {len(completions)} completions but {len(extra_info)} extra_info rows")
+            raise ValueError(
+                f"KernelReward: {len(completions)} completions but {len(extra_info)} extra_info rows"
+            )
         pairs = []
         for i, completion in enumerate(completions):
             row = reward_model[i] or {}
             reference = row.get("ground_truth")
             if not isinstance(reference, str) or not reference.strip():
-                raise ValueError(f"KernelReward: row {i} has no reference program in reward_model['ground_truth']")
-            entry_point = ((extra_info[i] if extra_info is not None else None) or {}).get("entry_point") or "Model"
+                raise ValueError(
+                    f"KernelReward: row {i} has no reference program in reward_model['ground_truth']"
+                )
+            entry_point = ((extra_info[i] if extra_info is not None else None) or {}).get(
+                "entry_point"
+            ) or "Model"
             pairs.append((reference, completion_text(completion), entry_point))
         results = self.evaluator.evaluate_many(pairs)
         self.last_results = results

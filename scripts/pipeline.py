@@ -81,7 +81,9 @@ def stage_split(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
         part.to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
         summary[name] = {"dataset": str(folder), "tasks": len(part)}
     summary["heldout"]["ids"] = sorted(row["uuid"] for row in parts["test"]["extra_info"])
-    print(f"{summary['train']['tasks']} training tasks, {args.heldout_tasks} held out: {summary['heldout']['ids']}")
+    print(
+        f"{summary['train']['tasks']} training tasks, {args.heldout_tasks} held out: {summary['heldout']['ids']}"
+    )
     return summary
 
 
@@ -106,8 +108,12 @@ def _base_model(args: argparse.Namespace) -> str:
     if train.is_file():
         folder = Path(args.out) / "tiny-model-sft"
         if not (folder / "config.json").is_file():
-            texts = [message["content"] for line in train.read_text(encoding="utf-8").splitlines() if line.strip()
-                     for message in json.loads(line)["messages"]]
+            texts = [
+                message["content"]
+                for line in train.read_text(encoding="utf-8").splitlines()
+                if line.strip()
+                for message in json.loads(line)["messages"]
+            ]
             save_tiny_model(folder, vocab_size=SFT_TOKENIZER_VOCAB, extra_corpus=texts)
         return str(folder)
     folder = Path(args.out) / "tiny-model"
@@ -123,8 +129,10 @@ def _synthetic_split(args: argparse.Namespace, tasks: list) -> set[str]:
     if args.sft_split == "variant":
         return {task.uuid for task in split_tasks(tasks, DEFAULT_HELD_OUT).held_out}
     if not 0 < args.sft_heldout_tasks < len(tasks):
-        raise StageFailed(f"--sft-heldout-tasks must be between 1 and {len(tasks) - 1}, got {args.sft_heldout_tasks}")
-    return {task.uuid for task in tasks[-args.sft_heldout_tasks:]}  # the last draws: every family in turn
+        raise StageFailed(
+            f"--sft-heldout-tasks must be between 1 and {len(tasks) - 1}, got {args.sft_heldout_tasks}"
+        )
+    return {task.uuid for task in tasks[-args.sft_heldout_tasks :]}  # the last draws: every family in turn
 
 
 def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
@@ -142,15 +150,20 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
     held = _synthetic_split(args, tasks)
     with Evaluator(device="cuda" if _cuda() else "cpu", timeout=args.eval_timeout) as evaluator:
         trajectories, report = build_trajectories(
-            tasks, lambda pairs: evaluator.evaluate_many(pairs, progress=True), held_out=())
+            tasks, lambda pairs: evaluator.evaluate_many(pairs, progress=True), held_out=()
+        )
         pool = _rl_pool(args, tasks, held, evaluator) if args.rl_pool_tasks else []
-    trajectories = [dataclasses.replace(t, split="held_out" if t.uuid in held else "train") for t in trajectories]
+    trajectories = [
+        dataclasses.replace(t, split="held_out" if t.uuid in held else "train") for t in trajectories
+    ]
     train = [t for t in trajectories if t.split == "train"]
     solved = {t.uuid for t in trajectories if t.kind == "single_turn"}  # the honest answer was judged correct
     heldout_tasks = [task for task in tasks if task.uuid in held and task.uuid in solved]
     if not train or not heldout_tasks:
-        raise StageFailed(f"need training trajectories and solvable held-out tasks, got {len(train)} and "
-                          f"{len(heldout_tasks)} ({report.summary()})")
+        raise StageFailed(
+            f"need training trajectories and solvable held-out tasks, got {len(train)} and "
+            f"{len(heldout_tasks)} ({report.summary()})"
+        )
     write_jsonl(train, out / "train.jsonl")
     write_jsonl([t for t in trajectories if t.split == "held_out"], out / "held_out.jsonl")
     (out / "report.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
@@ -160,15 +173,23 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
     train_solutions = {task.solution for task in tasks if task.uuid not in held}
     novel = sum(task.solution not in train_solutions for task in heldout_tasks)
     print(report.summary())
-    print(f"{len(train)} training trajectories; {len(heldout_tasks)} held-out tasks ({args.sft_split} split), "
-          f"{novel} of them with a solution program unlike every training task's")
+    print(
+        f"{len(train)} training trajectories; {len(heldout_tasks)} held-out tasks ({args.sft_split} split), "
+        f"{novel} of them with a solution program unlike every training task's"
+    )
     if pool:
         print(f"RL pool: {len(pool)} fresh tasks of the training variants in {out / 'rl_pool'}")
-    return {"train": str(out / "train.jsonl"), "train_trajectories": len(train),
-            "heldout_dataset": str(out / "heldout_tasks"), "heldout_tasks": len(heldout_tasks),
-            "rl_pool": str(out / "rl_pool") if pool else None, "rl_pool_tasks": len(pool),
-            "heldout_novel_solutions": novel, "split": args.sft_split,
-            **{k: v for k, v in report.to_dict().items() if k != "drops"}}
+    return {
+        "train": str(out / "train.jsonl"),
+        "train_trajectories": len(train),
+        "heldout_dataset": str(out / "heldout_tasks"),
+        "heldout_tasks": len(heldout_tasks),
+        "rl_pool": str(out / "rl_pool") if pool else None,
+        "rl_pool_tasks": len(pool),
+        "heldout_novel_solutions": novel,
+        "split": args.sft_split,
+        **{k: v for k, v in report.to_dict().items() if k != "drops"},
+    }
 
 
 def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluator) -> list:
@@ -178,19 +199,29 @@ def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluato
     from dataset_builder.sft_data import completion
     from dataset_builder.synthetic.generate import generate_tasks
 
-    trained_keys = {task.key for task in sft_tasks if task.uuid not in held}  # none held out with --sft-split variant
+    trained_keys = {
+        task.key for task in sft_tasks if task.uuid not in held
+    }  # none held out with --sft-split variant
     seen = {task.uuid for task in sft_tasks}
     families = sorted({key.split("/")[0] for key in trained_keys})
-    candidates = [task for task in generate_tasks(4 * args.rl_pool_tasks, seed=args.seed + 1, families=families)
-                  if task.key in trained_keys and task.uuid not in seen]
-    candidates = candidates[:2 * args.rl_pool_tasks]
-    results = evaluator.evaluate_many([(t.reference, completion(t.plan, t.solution)) for t in candidates],
-                                      progress=True)
-    solvable = [task for task, result in zip(candidates, results, strict=True) if result.status.value == "correct"]
+    candidates = [
+        task
+        for task in generate_tasks(4 * args.rl_pool_tasks, seed=args.seed + 1, families=families)
+        if task.key in trained_keys and task.uuid not in seen
+    ]
+    candidates = candidates[: 2 * args.rl_pool_tasks]
+    results = evaluator.evaluate_many(
+        [(t.reference, completion(t.plan, t.solution)) for t in candidates], progress=True
+    )
+    solvable = [
+        task for task, result in zip(candidates, results, strict=True) if result.status.value == "correct"
+    ]
     if len(solvable) < args.rl_pool_tasks:
-        raise StageFailed(f"only {len(solvable)} of {len(candidates)} RL pool candidates are solvable; asked for "
-                          f"{args.rl_pool_tasks}")
-    return solvable[:args.rl_pool_tasks]
+        raise StageFailed(
+            f"only {len(solvable)} of {len(candidates)} RL pool candidates are solvable; asked for "
+            f"{args.rl_pool_tasks}"
+        )
+    return solvable[: args.rl_pool_tasks]
 
 
 def _evaluate_synthetic(args: argparse.Namespace, model: str, folder: Path) -> Summary:
@@ -198,13 +229,22 @@ def _evaluate_synthetic(args: argparse.Namespace, model: str, folder: Path) -> S
     from kernel_eval.run import run_evaluation
 
     config = EvalConfig(
-        dataset=str(Path(args.out) / "sft_data" / "heldout_tasks"), model=model, out=str(folder),
-        num_samples=args.sft_eval_samples, num_turns=1, max_new_tokens=args.sft_eval_max_new_tokens,
-        temperature=args.sft_eval_temperature, timeout=args.eval_timeout, seed=args.seed,
+        dataset=str(Path(args.out) / "sft_data" / "heldout_tasks"),
+        model=model,
+        out=str(folder),
+        num_samples=args.sft_eval_samples,
+        num_turns=1,
+        max_new_tokens=args.sft_eval_max_new_tokens,
+        temperature=args.sft_eval_temperature,
+        timeout=args.eval_timeout,
+        seed=args.seed,
     )
     summary = run_evaluation(config)
-    return {"model": model, "report": str(folder / "report.md"),
-            **{k: summary[k] for k in ("num_tasks", "num_samples", *SFT_METRICS)}}
+    return {
+        "model": model,
+        "report": str(folder / "report.md"),
+        **{k: summary[k] for k in ("num_tasks", "num_samples", *SFT_METRICS)},
+    }
 
 
 SFT_METRICS = ("format_rate", "compile_rate", "correct_rate", "hacked_rate")
@@ -217,10 +257,24 @@ def stage_sft(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     base = _base_model(args)
     before = _evaluate_synthetic(args, base, out / "sft_eval" / "before")
     command = [
-        sys.executable, str(Path(__file__).resolve().parent / "sft.py"), "--config", args.sft_recipe,
-        "--model_name_or_path", base, "--dataset_name", str(out / "sft_data" / "train.jsonl"),
-        "--output_dir", str(out / "sft"), "--max_steps", str(args.sft_steps), "--seed", str(args.seed),
-        "--kinds", *args.sft_kinds, "--logging_steps", str(max(1, args.sft_steps // 10)),
+        sys.executable,
+        str(Path(__file__).resolve().parent / "sft.py"),
+        "--config",
+        args.sft_recipe,
+        "--model_name_or_path",
+        base,
+        "--dataset_name",
+        str(out / "sft_data" / "train.jsonl"),
+        "--output_dir",
+        str(out / "sft"),
+        "--max_steps",
+        str(args.sft_steps),
+        "--seed",
+        str(args.seed),
+        "--kinds",
+        *args.sft_kinds,
+        "--logging_steps",
+        str(max(1, args.sft_steps // 10)),
     ]
     if _cuda():
         command += ["--use_cpu", "false"]
@@ -230,12 +284,21 @@ def stage_sft(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
         raise StageFailed("scripts/sft.py failed (its output is above)")
     train_seconds = round(time.perf_counter() - started, 2)
     after = _evaluate_synthetic(args, str(out / "sft"), out / "sft_eval" / "after")
-    print(f"held-out synthetic tasks ({before['num_tasks']} tasks x {args.sft_eval_samples} samples, 1 turn):")
+    print(
+        f"held-out synthetic tasks ({before['num_tasks']} tasks x {args.sft_eval_samples} samples, 1 turn):"
+    )
     print(f"{'metric':<14}{'before':>8}{'after':>8}")
     for key in SFT_METRICS:
         print(f"{key:<14}{before[key]:>8.3f}{after[key]:>8.3f}")
-    return {"base_model": base, "sft_model": str(out / "sft"), "recipe": args.sft_recipe, "steps": args.sft_steps,
-            "train_seconds": train_seconds, "before": before, "after": after}
+    return {
+        "base_model": base,
+        "sft_model": str(out / "sft"),
+        "recipe": args.sft_recipe,
+        "steps": args.sft_steps,
+        "train_seconds": train_seconds,
+        "before": before,
+        "after": after,
+    }
 
 
 def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
@@ -244,17 +307,33 @@ def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     out = Path(args.out)
     model = done["sft"]["sft_model"] if "sft_model" in done.get("sft", {}) else _base_model(args)
     command = [
-        sys.executable, str(Path(__file__).resolve().parent / "train.py"), "--config", args.recipe,
-        "--model_name_or_path", model, "--dataset_name", str(out / "splits" / "train"),
-        "--output_dir", str(out / "trained"), "--max_steps", str(args.train_steps), "--seed", str(args.seed),
+        sys.executable,
+        str(Path(__file__).resolve().parent / "train.py"),
+        "--config",
+        args.recipe,
+        "--model_name_or_path",
+        model,
+        "--dataset_name",
+        str(out / "splits" / "train"),
+        "--output_dir",
+        str(out / "trained"),
+        "--max_steps",
+        str(args.train_steps),
+        "--seed",
+        str(args.seed),
     ]
     if _cuda():  # the recipe may pin the CPU; on a GPU machine train and reward on the GPU
         command += ["--use_cpu", "false", "--reward_device", "cuda"]
     print(" ".join(command), flush=True)
     if subprocess.run(command).returncode != 0:
         raise StageFailed("scripts/train.py failed (its output is above)")
-    return {"base_model": model, "trained_model": str(out / "trained"), "recipe": args.recipe,
-            "steps": args.train_steps, "device": "cuda" if _cuda() else "cpu"}
+    return {
+        "base_model": model,
+        "trained_model": str(out / "trained"),
+        "recipe": args.recipe,
+        "steps": args.train_steps,
+        "device": "cuda" if _cuda() else "cpu",
+    }
 
 
 def stage_evaluate(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
@@ -263,13 +342,26 @@ def stage_evaluate(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
 
     out = Path(args.out)
     config = EvalConfig(
-        dataset=str(out / "splits" / "heldout"), model=str(out / "trained"), out=str(out / "eval"),
-        num_samples=args.eval_samples, num_turns=args.eval_turns, max_new_tokens=args.eval_max_new_tokens,
+        dataset=str(out / "splits" / "heldout"),
+        model=str(out / "trained"),
+        out=str(out / "eval"),
+        num_samples=args.eval_samples,
+        num_turns=args.eval_turns,
+        max_new_tokens=args.eval_max_new_tokens,
         seed=args.seed,
     )
     summary = run_evaluation(config)
-    keys = ("num_tasks", "num_samples", "num_turns", "format_rate", "compile_rate", "correct_rate", "hacked_rate",
-            "fast_p", "timing_available")
+    keys = (
+        "num_tasks",
+        "num_samples",
+        "num_turns",
+        "format_rate",
+        "compile_rate",
+        "correct_rate",
+        "hacked_rate",
+        "fast_p",
+        "timing_available",
+    )
     print(json.dumps({k: summary[k] for k in keys}, indent=2))
     return {"report": str(out / "eval" / "report.md"), **{k: summary[k] for k in keys}}
 
@@ -290,10 +382,16 @@ class StageFailed(RuntimeError):
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", default="out", help="output folder (default: ./out)")
     parser.add_argument(
-        "--stages", nargs="+", choices=list(STAGES), default=list(STAGES), help="stages to run, in order (default: all)"
+        "--stages",
+        nargs="+",
+        choices=list(STAGES),
+        default=list(STAGES),
+        help="stages to run, in order (default: all)",
     )
     parser.add_argument(
         "--preset",
@@ -302,45 +400,104 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="task sizes: small (CPU, Triton interpreter), full (GPU) or auto (full when CUDA is available)",
     )
     parser.add_argument(
-        "--check-references", action="store_true", help="also run every reference task on CPU (about 5 s each)"
+        "--check-references",
+        action="store_true",
+        help="also run every reference task on CPU (about 5 s each)",
     )
     parser.add_argument("--num-proc", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--heldout-tasks", type=int, default=4, help="shipped tasks kept out of training (default 4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the held-out split, training and sampling")
+    parser.add_argument(
+        "--heldout-tasks", type=int, default=4, help="shipped tasks kept out of training (default 4)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the held-out split, training and sampling"
+    )
     parser.add_argument("--model", help="base model to train (default: a tiny model built locally)")
-    parser.add_argument("--recipe", default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu.yaml"),
-                        help="training recipe YAML (default: recipes/tiny_cpu.yaml)")
-    parser.add_argument("--sft-tasks", type=int, default=48,
-                        help="synthetic tasks generated for the sft_data stage, training and held-out (default 48)")
-    parser.add_argument("--sft-split", choices=["task", "variant"], default="task",
-                        help="held-out synthetic tasks: 'task' holds out the last --sft-heldout-tasks draws (fresh "
-                        "tasks of the training variants); 'variant' holds out whole variants (reduction/amax, "
-                        "norm/rms_norm, softmax/log_softmax: computations never trained on) (default task)")
-    parser.add_argument("--rl-pool-tasks", type=int, default=0,
-                        help="also write OUT/sft_data/rl_pool: this many fresh solvable tasks of the variants SFT "
-                        "trained on, for RL after SFT (default 0: none)")
-    parser.add_argument("--sft-heldout-tasks", type=int, default=8,
-                        help="synthetic tasks held out with --sft-split task (default 8)")
-    parser.add_argument("--sft-recipe", default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu_sft.yaml"),
-                        help="SFT recipe YAML for scripts/sft.py (default: recipes/tiny_cpu_sft.yaml)")
-    parser.add_argument("--sft-steps", type=int, default=1500, help="optimiser steps of the sft stage (default 1500)")
-    parser.add_argument("--sft-kinds", nargs="+", choices=["single_turn", "multi_turn"], default=["single_turn"],
-                        help="trajectory kinds the sft stage trains on (default single_turn: a multi-turn row is "
-                        "about twice as long, so it halves the steps that fit in the CPU budget)")
-    parser.add_argument("--sft-eval-samples", type=int, default=1,
-                        help="samples per held-out synthetic task, before and after SFT (default 1)")
-    parser.add_argument("--sft-eval-max-new-tokens", type=int, default=768,
-                        help="tokens generated per held-out synthetic task (default 768: a full answer of the tiny "
-                        "tokenizer is ~520-690 tokens)")
-    parser.add_argument("--sft-eval-temperature", type=float, default=0.0,
-                        help="sampling temperature of the synthetic evaluation (default 0: greedy)")
-    parser.add_argument("--eval-timeout", type=float, default=120.0,
-                        help="seconds per candidate evaluation in sft_data and the synthetic evaluation (default 120)")
-    parser.add_argument("--train-steps", type=int, default=3, help="optimiser steps of the train stage (default 3)")
+    parser.add_argument(
+        "--recipe",
+        default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu.yaml"),
+        help="training recipe YAML (default: recipes/tiny_cpu.yaml)",
+    )
+    parser.add_argument(
+        "--sft-tasks",
+        type=int,
+        default=48,
+        help="synthetic tasks generated for the sft_data stage, training and held-out (default 48)",
+    )
+    parser.add_argument(
+        "--sft-split",
+        choices=["task", "variant"],
+        default="task",
+        help="held-out synthetic tasks: 'task' holds out the last --sft-heldout-tasks draws (fresh "
+        "tasks of the training variants); 'variant' holds out whole variants (reduction/amax, "
+        "norm/rms_norm, softmax/log_softmax: computations never trained on) (default task)",
+    )
+    parser.add_argument(
+        "--rl-pool-tasks",
+        type=int,
+        default=0,
+        help="also write OUT/sft_data/rl_pool: this many fresh solvable tasks of the variants SFT "
+        "trained on, for RL after SFT (default 0: none)",
+    )
+    parser.add_argument(
+        "--sft-heldout-tasks",
+        type=int,
+        default=8,
+        help="synthetic tasks held out with --sft-split task (default 8)",
+    )
+    parser.add_argument(
+        "--sft-recipe",
+        default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu_sft.yaml"),
+        help="SFT recipe YAML for scripts/sft.py (default: recipes/tiny_cpu_sft.yaml)",
+    )
+    parser.add_argument(
+        "--sft-steps", type=int, default=1500, help="optimiser steps of the sft stage (default 1500)"
+    )
+    parser.add_argument(
+        "--sft-kinds",
+        nargs="+",
+        choices=["single_turn", "multi_turn"],
+        default=["single_turn"],
+        help="trajectory kinds the sft stage trains on (default single_turn: a multi-turn row is "
+        "about twice as long, so it halves the steps that fit in the CPU budget)",
+    )
+    parser.add_argument(
+        "--sft-eval-samples",
+        type=int,
+        default=1,
+        help="samples per held-out synthetic task, before and after SFT (default 1)",
+    )
+    parser.add_argument(
+        "--sft-eval-max-new-tokens",
+        type=int,
+        default=768,
+        help="tokens generated per held-out synthetic task (default 768: a full answer of the tiny "
+        "tokenizer is ~520-690 tokens)",
+    )
+    parser.add_argument(
+        "--sft-eval-temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature of the synthetic evaluation (default 0: greedy)",
+    )
+    parser.add_argument(
+        "--eval-timeout",
+        type=float,
+        default=120.0,
+        help="seconds per candidate evaluation in sft_data and the synthetic evaluation (default 120)",
+    )
+    parser.add_argument(
+        "--train-steps", type=int, default=3, help="optimiser steps of the train stage (default 3)"
+    )
     parser.add_argument("--eval-samples", type=int, default=2, help="samples per held-out task (default 2)")
-    parser.add_argument("--eval-turns", type=int, default=2, help="turns per sample, with feedback (default 2)")
-    parser.add_argument("--eval-max-new-tokens", type=int, default=32,
-                        help="tokens per generated turn in the evaluation (default 32, the tiny recipe's length)")
+    parser.add_argument(
+        "--eval-turns", type=int, default=2, help="turns per sample, with feedback (default 2)"
+    )
+    parser.add_argument(
+        "--eval-max-new-tokens",
+        type=int,
+        default=32,
+        help="tokens per generated turn in the evaluation (default 32, the tiny recipe's length)",
+    )
     return parser.parse_args(argv)
 
 

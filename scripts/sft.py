@@ -36,13 +36,18 @@ class SFTScriptArguments(ScriptArguments):
 
     loss_mask: Literal["auto", "trl", "offsets"] = field(
         default="auto",
-        metadata={"help": "How assistant-only loss is masked: 'trl' (the chat template's {%% generation %%} markers, "
-                  "or TRL's patched training template), 'offsets' (tokenize here from rendered prefixes), 'auto' "
-                  "('trl' when TRL supports the template, else 'offsets'). Used only with assistant_only_loss."},
+        metadata={
+            "help": "How assistant-only loss is masked: 'trl' (the chat template's {%% generation %%} markers, "
+            "or TRL's patched training template), 'offsets' (tokenize here from rendered prefixes), 'auto' "
+            "('trl' when TRL supports the template, else 'offsets'). Used only with assistant_only_loss."
+        },
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N rows (None: all)."})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N rows (None: all)."}
+    )
     kinds: list[str] | None = field(
-        default=None, metadata={"help": "Keep only these trajectory kinds (single_turn, multi_turn); None: all."}
+        default=None,
+        metadata={"help": "Keep only these trajectory kinds (single_turn, multi_turn); None: all."},
     )
 
 
@@ -107,8 +112,10 @@ def assistant_token_mask(tokenizer, messages: list[dict[str, str]]) -> tuple[lis
         before = tokenizer.apply_chat_template(messages[:k], tokenize=False, add_generation_prompt=True)
         through = tokenizer.apply_chat_template(messages[: k + 1], tokenize=False)
         if not (text.startswith(before) and text.startswith(through)):
-            raise ValueError(f"chat template is not prefix-preserving at message {k}; cannot locate the assistant "
-                             "turn (use a template with {% generation %} markers and --loss_mask trl)")
+            raise ValueError(
+                f"chat template is not prefix-preserving at message {k}; cannot locate the assistant "
+                "turn (use a template with {% generation %} markers and --loss_mask trl)"
+            )
         spans.append((len(before), len(through.rstrip())))
     if not spans:
         raise ValueError("conversation has no assistant turn to train on")
@@ -122,10 +129,17 @@ def tokenize_with_labels(dataset, tokenizer, num_proc: int | None = None):
 
     def encode(row: dict[str, Any]) -> dict[str, list[int]]:
         ids, mask = assistant_token_mask(tokenizer, row["messages"])
-        return {"input_ids": ids, "labels": [t if m else IGNORE_INDEX for t, m in zip(ids, mask, strict=True)]}
+        return {
+            "input_ids": ids,
+            "labels": [t if m else IGNORE_INDEX for t, m in zip(ids, mask, strict=True)],
+        }
 
-    return dataset.map(encode, remove_columns=dataset.column_names, num_proc=num_proc,
-                       desc="Tokenizing with assistant-only labels")
+    return dataset.map(
+        encode,
+        remove_columns=dataset.column_names,
+        num_proc=num_proc,
+        desc="Tokenizing with assistant-only labels",
+    )
 
 
 def prepare(train_dataset, tokenizer, args: SFTConfig, loss_mask: str):
@@ -137,7 +151,9 @@ def prepare(train_dataset, tokenizer, args: SFTConfig, loss_mask: str):
     if use_trl:
         logger.info("assistant-only loss: TRL's {%% generation %%} masking")
         return train_dataset
-    logger.info("assistant-only loss: labels from rendered prefixes (template has no {%% generation %%} markers)")
+    logger.info(
+        "assistant-only loss: labels from rendered prefixes (template has no {%% generation %%} markers)"
+    )
     args.assistant_only_loss = False
     return tokenize_with_labels(train_dataset, tokenizer, args.dataset_num_proc)
 
@@ -149,7 +165,9 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
 
     from trl_ext.callbacks import LogHistoryWriter
 
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_args.model_name_or_path, revision=model_args.model_revision
+    )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     dtype = model_args.dtype if model_args.dtype in ("auto", None) else getattr(torch, model_args.dtype)
@@ -166,7 +184,9 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
         train_dataset=train_dataset,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        callbacks=[LogHistoryWriter(Path(args.output_dir) / "log_history.json")],  # the loss curve, kept current
+        callbacks=[
+            LogHistoryWriter(Path(args.output_dir) / "log_history.json")
+        ],  # the loss curve, kept current
     )
     resume = args.resume_from_checkpoint
     if isinstance(resume, str) and resume.lower() in ("true", "false"):

@@ -33,7 +33,9 @@ class TrainScriptArguments(ScriptArguments):
 
     environment: Literal["kernel", "toy"] = field(
         default="kernel",
-        metadata={"help": "'kernel': kernel_reward's evaluator; 'toy': the digit-guessing toy (no dataset needed)."},
+        metadata={
+            "help": "'kernel': kernel_reward's evaluator; 'toy': the digit-guessing toy (no dataset needed)."
+        },
     )
     toy_tasks: int = field(default=64, metadata={"help": "Number of toy tasks when environment='toy'."})
     max_train_samples: int | None = field(
@@ -41,11 +43,15 @@ class TrainScriptArguments(ScriptArguments):
     )
     eos_token: str | None = field(
         default=None,
-        metadata={"help": "Override the tokenizer's eos token (must be the chat template's end-of-turn token)."},
+        metadata={
+            "help": "Override the tokenizer's eos token (must be the chat template's end-of-turn token)."
+        },
     )
     max_train_seconds: float | None = field(
         default=None,
-        metadata={"help": "Stop after the first optimizer step that ends past this many seconds (then save)."},
+        metadata={
+            "help": "Stop after the first optimizer step that ends past this many seconds (then save)."
+        },
     )
 
 
@@ -57,7 +63,9 @@ def load_train_dataset(script_args: TrainScriptArguments, seed: int):
 
         return Dataset.from_list(make_toy_tasks(script_args.toy_tasks, seed=seed))
     if not script_args.dataset_name:
-        raise SystemExit("error: --dataset_name is required with environment='kernel' (a Hub id or a local folder)")
+        raise SystemExit(
+            "error: --dataset_name is required with environment='kernel' (a Hub id or a local folder)"
+        )
     data = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
     if script_args.dataset_train_split not in data:
         raise SystemExit(f"error: split {script_args.dataset_train_split!r} not in {list(data)}")
@@ -97,7 +105,9 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
             f"error: use_mrs needs identical trainer and rollout probabilities, but lora_dropout="
             f"{model_args.lora_dropout} makes them differ; set --lora_dropout 0"
         )
-    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_args.model_name_or_path, revision=model_args.model_revision
+    )
     if script_args.eos_token is not None:
         tokenizer.eos_token = script_args.eos_token
     if tokenizer.pad_token is None:

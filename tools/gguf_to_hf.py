@@ -35,8 +35,10 @@ def convert(gguf: Path, out: Path, *, tie_output: bool, dtype: str, eos_token: s
     head, embed = model.get_output_embeddings(), model.get_input_embeddings()
     if tie_output:
         if head is not embed and float(head.weight.abs().max()) != 0.0:
-            raise ValueError(f"{gguf}: --tie-output expects the output matrix left out (all zeros), but it has "
-                             "values; convert without --tie-output")
+            raise ValueError(
+                f"{gguf}: --tie-output expects the output matrix left out (all zeros), but it has "
+                "values; convert without --tie-output"
+            )
         model.config.tie_word_embeddings = True
         model.tie_weights()
         if model.get_output_embeddings().weight.data_ptr() != embed.weight.data_ptr():
@@ -51,35 +53,62 @@ def convert(gguf: Path, out: Path, *, tie_output: bool, dtype: str, eos_token: s
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = plain.load_state_dict(model.state_dict(), strict=False)
     if unexpected or [m for m in missing if not (tie_output and m.endswith("lm_head.weight"))]:
-        raise RuntimeError(f"weights did not map onto the plain model: missing {missing}, unexpected {unexpected}")
+        raise RuntimeError(
+            f"weights did not map onto the plain model: missing {missing}, unexpected {unexpected}"
+        )
     plain.tie_weights()
     plain.generation_config = model.generation_config
     plain.generation_config.eos_token_id = tokenizer.eos_token_id
     model = plain.to(getattr(torch, dtype))
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
-    info = {"gguf": str(gguf), "out": str(out), "tied_output": tie_output, "dtype": dtype,
-            "parameters": sum(p.numel() for p in model.parameters()), "eos_token": tokenizer.eos_token,
-            "pad_token": tokenizer.pad_token, "seconds": round(time.perf_counter() - started, 1)}
+    info = {
+        "gguf": str(gguf),
+        "out": str(out),
+        "tied_output": tie_output,
+        "dtype": dtype,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "eos_token": tokenizer.eos_token,
+        "pad_token": tokenizer.pad_token,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     (out / "conversion.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return info
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--gguf", type=Path, required=True, help="the GGUF file")
     parser.add_argument("--out", type=Path, required=True, help="the transformers folder to write")
-    parser.add_argument("--tie-output", action="store_true",
-                        help="tie the (left-out, all-zero) output matrix to the token embeddings")
-    parser.add_argument("--eos-token", default=None,
-                        help="set the tokenizer's eos (the chat template's end-of-turn token, e.g. <|im_end|>)")
-    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16", "float16"],
-                        help="dtype of the saved weights (default bfloat16)")
+    parser.add_argument(
+        "--tie-output",
+        action="store_true",
+        help="tie the (left-out, all-zero) output matrix to the token embeddings",
+    )
+    parser.add_argument(
+        "--eos-token",
+        default=None,
+        help="set the tokenizer's eos (the chat template's end-of-turn token, e.g. <|im_end|>)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="bfloat16",
+        choices=["float32", "bfloat16", "float16"],
+        help="dtype of the saved weights (default bfloat16)",
+    )
     args = parser.parse_args(argv)
     if not args.gguf.is_file():
         parser.error(f"no such GGUF file: {args.gguf}")
-    print(json.dumps(convert(args.gguf, args.out, tie_output=args.tie_output, dtype=args.dtype,
-                                     eos_token=args.eos_token), indent=2))
+    print(
+        json.dumps(
+            convert(
+                args.gguf, args.out, tie_output=args.tie_output, dtype=args.dtype, eos_token=args.eos_token
+            ),
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,16 +19,31 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 ENTRIES = REPO_ROOT / "hack_corpus" / "entries"
 TASKS = REPO_ROOT / "hack_corpus" / "tasks"
-PAIRS = [("honest_add_relu_big_gpu", "add_relu_big"), ("honest_matmul_ieee_gpu", "matmul_big"),
-         ("fault_wrong_result", "add_relu"), ("honest_add_relu", "add_relu")]
+PAIRS = [
+    ("honest_add_relu_big_gpu", "add_relu_big"),
+    ("honest_matmul_ieee_gpu", "matmul_big"),
+    ("fault_wrong_result", "add_relu"),
+    ("honest_add_relu", "add_relu"),
+]
 
 
 def _row(name: str, result, wall: float) -> dict:
-    return {"candidate": name, "status": result.status.value, "reward": result.reward, "speedup": result.speedup,
-            "ci": result.speedup_ci, "coverage": result.coverage, "ref_ms": result.reference_time_ms,
-            "kernel_ms": result.kernel_time_ms, "timing_method": result.timing_method, "flags": result.flags,
-            "isolation_level": result.isolation.get("level"), "wall_s": round(wall, 2),
-            "phases": result.phase_seconds, "error": (result.error or "")[:800]}
+    return {
+        "candidate": name,
+        "status": result.status.value,
+        "reward": result.reward,
+        "speedup": result.speedup,
+        "ci": result.speedup_ci,
+        "coverage": result.coverage,
+        "ref_ms": result.reference_time_ms,
+        "kernel_ms": result.kernel_time_ms,
+        "timing_method": result.timing_method,
+        "flags": result.flags,
+        "isolation_level": result.isolation.get("level"),
+        "wall_s": round(wall, 2),
+        "phases": result.phase_seconds,
+        "error": (result.error or "")[:800],
+    }
 
 
 def main() -> int:
@@ -43,16 +58,21 @@ def main() -> int:
 
     rows = []
     for name, task in PAIRS[:2]:
-        request = EvalRequest((TASKS / f"{task}.py").read_text(), (ENTRIES / f"{name}.py").read_text(),
-                              device=args.device, options=EvalOptions())
+        request = EvalRequest(
+            (TASKS / f"{task}.py").read_text(),
+            (ENTRIES / f"{name}.py").read_text(),
+            device=args.device,
+            options=EvalOptions(),
+        )
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
             result = evaluate_request(request, work_dir=Path(tmp))
         rows.append({"path": "one-shot", **_row(name, result, time.perf_counter() - start)})
         print(json.dumps(rows[-1])[:1500], flush=True)
     with Evaluator(device=args.device, workers=2, timeout=300) as ev:
-        pairs = [((TASKS / f"{task}.py").read_text(), (ENTRIES / f"{name}.py").read_text())
-                 for name, task in PAIRS]
+        pairs = [
+            ((TASKS / f"{task}.py").read_text(), (ENTRIES / f"{name}.py").read_text()) for name, task in PAIRS
+        ]
         start = time.perf_counter()
         results = ev.evaluate_many(pairs)
         wall = time.perf_counter() - start
@@ -62,8 +82,10 @@ def main() -> int:
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=1, default=str))
     for row in rows:
-        print(f"{row['path']:9s} {row['candidate']:28s} {row['status']:14s} speedup={row['speedup']} cov={row['coverage']} "
-              f"iso={row['isolation_level']} {row['error'][:120]!r}")
+        print(
+            f"{row['path']:9s} {row['candidate']:28s} {row['status']:14s} speedup={row['speedup']} cov={row['coverage']} "
+            f"iso={row['isolation_level']} {row['error'][:120]!r}"
+        )
     return 0
 
 

@@ -56,7 +56,9 @@ def plot_curves(sft_log: list[dict], rl_log: list[dict], out: Path) -> list[str]
         s, v = steps_of(rl_log, key)
         if s:
             axes[1].plot(s, v, "-o", ms=3, label=key.split("/")[1])
-    axes[1].set(title="TRLOO: per-step rollout metrics (64 samples)", xlabel="optimizer step", ylim=(-0.05, None))
+    axes[1].set(
+        title="TRLOO: per-step rollout metrics (64 samples)", xlabel="optimizer step", ylim=(-0.05, None)
+    )
     axes[1].legend()
     bottom = None
     for key in TIME_SPLIT:
@@ -91,15 +93,19 @@ def rates_by_computation(evaluations: dict[str, dict[str, Any]], tasks: Path) ->
     """Markdown rows: each held-out computation's mean per-task correct rate at each stage (the tasks' ``ops``)."""
     from datasets import load_dataset
 
-    computation = {row["uuid"]: " + ".join(op.split(".")[-1] for op in row["ops"])
-                   for row in load_dataset(str(tasks))["train"]["extra_info"]}
+    computation = {
+        row["uuid"]: " + ".join(op.split(".")[-1] for op in row["ops"])
+        for row in load_dataset(str(tasks))["train"]["extra_info"]
+    }
     labels = list(evaluations)
     names = sorted({computation[t] for e in evaluations.values() for t in e["per_task"]})
     rows = []
     for name in names:
         cells = []
         for label in labels:
-            rates = [r["correct_rate"] for t, r in evaluations[label]["per_task"].items() if computation[t] == name]
+            rates = [
+                r["correct_rate"] for t, r in evaluations[label]["per_task"].items() if computation[t] == name
+            ]
             solved = sum(rate > 0 for rate in rates)
             cells.append(f"{fmt(sum(rates) / len(rates))} ({solved}/{len(rates)} tasks)")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -113,13 +119,17 @@ def build(runs: list[Path], out: Path, tasks: Path | None = None) -> str:
     rl_log = json.loads(find(runs, "rl_log_history.json").read_text())
     out.mkdir(parents=True, exist_ok=True)
     labels = list(evaluations)
-    comparisons = [(a, b, paired_summary_differences(evaluations[a], evaluations[b]))
-                   for a, b in itertools.pairwise(labels)]
+    comparisons = [
+        (a, b, paired_summary_differences(evaluations[a], evaluations[b]))
+        for a, b in itertools.pairwise(labels)
+    ]
     plots = plot_curves(sft_log, rl_log, out)
     rl_steps = [e for e in rl_log if "turn_1/reward" in e]
     mean = lambda key: sum(e.get(key) or 0.0 for e in rl_steps) / len(rl_steps) if rl_steps else None  # noqa: E731
-    samples = ", ".join(f"{label} {e['num_tasks']} x {e['num_samples'] // max(e['num_tasks'], 1)}"
-                        for label, e in evaluations.items())
+    samples = ", ".join(
+        f"{label} {e['num_tasks']} x {e['num_samples'] // max(e['num_tasks'], 1)}"
+        for label, e in evaluations.items()
+    )
     lower = lambda e, p: (e.get("fast_p_lower") or {}).get(p)  # noqa: E731
     lines = [
         "# GPU learning run: held-out synthetic tasks before and after training",
@@ -129,10 +139,16 @@ def build(runs: list[Path], out: Path, tasks: Path | None = None) -> str:
         "| metric | " + " | ".join(labels) + " |",
         "| --- |" + " --- |" * len(labels),
         *[f"| {k} | " + " | ".join(fmt(e[k]) for e in evaluations.values()) + " |" for k in RATES],
-        *[f"| Fast@{p} | " + " | ".join(fmt(e["fast_p"].get(p)) for e in evaluations.values()) + " |"
-          for p in ("1", "1.2")],
-        *[f"| Fast@{p} (CI lower bound) | " + " | ".join(fmt(lower(e, p)) for e in evaluations.values()) + " |"
-          for p in ("1", "1.2")],
+        *[
+            f"| Fast@{p} | " + " | ".join(fmt(e["fast_p"].get(p)) for e in evaluations.values()) + " |"
+            for p in ("1", "1.2")
+        ],
+        *[
+            f"| Fast@{p} (CI lower bound) | "
+            + " | ".join(fmt(lower(e, p)) for e in evaluations.values())
+            + " |"
+            for p in ("1", "1.2")
+        ],
     ]
     for a, b, paired in comparisons:
         lines += [
@@ -142,13 +158,21 @@ def build(runs: list[Path], out: Path, tasks: Path | None = None) -> str:
             "",
             f"| metric | {a} | {b} | difference | 95 % interval | significant |",
             "| --- | --- | --- | --- | --- | --- |",
-            *[f"| {d.metric} | {d.mean_a:.3f} | {d.mean_b:.3f} | {d.difference:+.3f} | [{d.low:+.3f}, {d.high:+.3f}] | "
-              f"{'yes' if d.significant else 'no'} |" for d in paired],
+            *[
+                f"| {d.metric} | {d.mean_a:.3f} | {d.mean_b:.3f} | {d.difference:+.3f} | [{d.low:+.3f}, {d.high:+.3f}] | "
+                f"{'yes' if d.significant else 'no'} |"
+                for d in paired
+            ],
         ]
     if tasks is not None:
         header, rows = rates_by_computation(evaluations, tasks)
-        lines += ["", "Correct rate by held-out computation (mean over its tasks; tasks with any correct sample):",
-                  "", *header, *rows]
+        lines += [
+            "",
+            "Correct rate by held-out computation (mean over its tasks; tasks with any correct sample):",
+            "",
+            *header,
+            *rows,
+        ]
     lines += [
         "",
         f"TRLOO: {len(rl_steps)} optimizer steps; mean per step: generation {fmt(mean('time/generation_s'))} s, "
@@ -157,10 +181,13 @@ def build(runs: list[Path], out: Path, tasks: Path | None = None) -> str:
         "",
         "| step | reward | correct | hacked | Fast@1 | generation s | environment s | optimisation s | MRS rejected | tied groups |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        *[f"| {e['step']} | {fmt(e.get('turn_1/reward'))} | {fmt(e.get('turn_1/correct'))} | "
-          f"{fmt(e.get('turn_1/hacked'))} | {fmt(e.get('turn_1/fast_1'))} | {fmt(e.get('time/generation_s'))} | "
-          f"{fmt(e.get('time/environment_s'))} | {fmt(e.get('time/optimization_s'))} | "
-          f"{fmt(e.get('mrs/rejected_frac'))} | {fmt(e.get('filters/tied_group_frac'))} |" for e in rl_steps],
+        *[
+            f"| {e['step']} | {fmt(e.get('turn_1/reward'))} | {fmt(e.get('turn_1/correct'))} | "
+            f"{fmt(e.get('turn_1/hacked'))} | {fmt(e.get('turn_1/fast_1'))} | {fmt(e.get('time/generation_s'))} | "
+            f"{fmt(e.get('time/environment_s'))} | {fmt(e.get('time/optimization_s'))} | "
+            f"{fmt(e.get('mrs/rejected_frac'))} | {fmt(e.get('filters/tied_group_frac'))} |"
+            for e in rl_steps
+        ],
         "",
         *[f"![{name}]({name})" for name in plots],
         "",
@@ -168,18 +195,29 @@ def build(runs: list[Path], out: Path, tasks: Path | None = None) -> str:
     text = "\n".join(lines)
     (out / "report.md").write_text(text, encoding="utf-8")
     keep = (*RATES, "fast_p", "fast_p_lower", "num_tasks", "num_samples")
-    record = {"evaluations": {label: {k: e.get(k) for k in keep} for label, e in evaluations.items()},
-              "paired": {f"{a} -> {b}": [d.to_dict() for d in paired] for a, b, paired in comparisons},
-              "rl_steps": rl_steps, "sft_loss": [e for e in sft_log if "loss" in e]}
+    record = {
+        "evaluations": {label: {k: e.get(k) for k in keep} for label, e in evaluations.items()},
+        "paired": {f"{a} -> {b}": [d.to_dict() for d in paired] for a, b, paired in comparisons},
+        "rl_steps": rl_steps,
+        "sft_loss": [e for e in sft_log if "loss" in e],
+    }
     (out / "learning_run.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return text
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=Path, nargs="+", required=True, help="the device calls' output folders")
-    parser.add_argument("--out", type=Path, required=True, help="folder for report.md, learning_run.json, plots")
-    parser.add_argument("--tasks", type=Path, help="the held-out dataset folder: adds correct rates by computation")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--runs", type=Path, nargs="+", required=True, help="the device calls' output folders"
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, help="folder for report.md, learning_run.json, plots"
+    )
+    parser.add_argument(
+        "--tasks", type=Path, help="the held-out dataset folder: adds correct rates by computation"
+    )
     args = parser.parse_args(argv)
     print(build(args.runs, args.out, args.tasks))
 

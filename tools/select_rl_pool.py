@@ -31,13 +31,19 @@ def select_tasks(per_task: Mapping[str, Mapping[str, Any]], low: float, high: fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dataset", type=Path, required=True, help="the candidate pool (a dataset folder)")
-    parser.add_argument("--summary", type=Path, required=True, help="kernel_eval summary.json of the model on it")
+    parser.add_argument(
+        "--summary", type=Path, required=True, help="kernel_eval summary.json of the model on it"
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for the filtered dataset")
     parser.add_argument("--min", type=float, default=0.1, help="lowest correct rate kept (default 0.1)")
     parser.add_argument("--max", type=float, default=0.5, help="highest correct rate kept (default 0.5)")
-    parser.add_argument("--at-least", type=int, default=16, help="fewest tasks worth training on (default 16)")
+    parser.add_argument(
+        "--at-least", type=int, default=16, help="fewest tasks worth training on (default 16)"
+    )
     args = parser.parse_args(argv)
     from datasets import load_dataset
 

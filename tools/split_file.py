@@ -102,8 +102,13 @@ def split_file(path: Path, parts: int, to_dir: Path, *, drop: ByteRange | None =
     return out
 
 
-def join_files(parts: Sequence[Path], dest: Path, expected_sha256: str | None = None, *,
-               zero_range: ByteRange | None = None) -> Path:
+def join_files(
+    parts: Sequence[Path],
+    dest: Path,
+    expected_sha256: str | None = None,
+    *,
+    zero_range: ByteRange | None = None,
+) -> Path:
     """Concatenate ``parts`` in the given order into ``dest``, inserting ``zero_range[1]`` zero bytes at offset
     ``zero_range[0]`` when given (the range ``split_file(drop=...)`` left out); with ``expected_sha256``, check
     the result.
@@ -162,17 +167,26 @@ def _zeroed_sha256(path: Path, zero: ByteRange) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("file", type=Path, nargs="?", help="file to split")
     parser.add_argument("--parts", type=int, help="number of pieces")
     parser.add_argument("--to", type=Path, help="folder for part1 .. partN")
-    parser.add_argument("--zero-gguf-tensor", metavar="NAME",
-                        help="leave this GGUF tensor's data out of the pieces (the join writes zeros there)")
+    parser.add_argument(
+        "--zero-gguf-tensor",
+        metavar="NAME",
+        help="leave this GGUF tensor's data out of the pieces (the join writes zeros there)",
+    )
     parser.add_argument("--join", type=Path, nargs="+", metavar="PART", help="join these pieces instead")
     parser.add_argument("--out", type=Path, help="--join: the file to write")
     parser.add_argument("--sha256", help="--join: expected SHA-256 of the joined file")
-    parser.add_argument("--zero-range", type=parse_range, metavar="OFFSET:LENGTH",
-                        help="--join: insert LENGTH zero bytes at OFFSET (the range the split left out)")
+    parser.add_argument(
+        "--zero-range",
+        type=parse_range,
+        metavar="OFFSET:LENGTH",
+        help="--join: insert LENGTH zero bytes at OFFSET (the range the split left out)",
+    )
     args = parser.parse_args(argv)
     if args.join:
         if args.out is None:

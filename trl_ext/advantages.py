@@ -27,7 +27,9 @@ def _check_rewards(rewards: torch.Tensor) -> torch.Tensor:
     if rewards.dim() != 2:
         raise ValueError(f"rewards must be 2-D (N samples, T turns), got shape {tuple(rewards.shape)}")
     if not rewards.is_floating_point():
-        raise ValueError(f"rewards must be a float tensor (NaN marks missing turns), got dtype {rewards.dtype}")
+        raise ValueError(
+            f"rewards must be a float tensor (NaN marks missing turns), got dtype {rewards.dtype}"
+        )
     present = ~torch.isnan(rewards)  # (N, T)
     if torch.isinf(rewards).any():
         raise ValueError("rewards contain +/-inf; use NaN only for turns that did not happen")
@@ -195,6 +197,8 @@ def per_token(turn_values: torch.Tensor, turn_ids: torch.Tensor, fill: float = 0
             f"turn_ids must be (N, L) with N={turn_values.size(0)}, got shape {tuple(turn_ids.shape)}"
         )
     if (turn_ids >= turn_values.size(1)).any():
-        raise ValueError(f"turn_ids reference turn {int(turn_ids.max())} but only {turn_values.size(1)} exist")
+        raise ValueError(
+            f"turn_ids reference turn {int(turn_ids.max())} but only {turn_values.size(1)} exist"
+        )
     gathered = turn_values.gather(1, turn_ids.clamp(min=0))  # (N, L)
     return gathered.masked_fill(turn_ids < 0, fill)

@@ -30,7 +30,9 @@ class TimeBudget(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         if time.perf_counter() - self.started > self.budget_s:
-            logger.warning("time budget of %.0f s spent after step %d: stopping", self.budget_s, state.global_step)
+            logger.warning(
+                "time budget of %.0f s spent after step %d: stopping", self.budget_s, state.global_step
+            )
             control.should_training_stop = True
 
 

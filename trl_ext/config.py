@@ -33,7 +33,9 @@ class MultiTurnKernelConfig(GRPOConfig):
         },
     )
     # --- advantages -----------------------------------------------------------------------------------------
-    gamma: float = field(default=1.0, metadata={"help": "Discount between turns for the turn returns (paper: 1.0)."})
+    gamma: float = field(
+        default=1.0, metadata={"help": "Discount between turns for the turn returns (paper: 1.0)."}
+    )
     advantage_estimator: Literal["trloo", "grpo_turn"] = field(
         default="trloo",
         metadata={
@@ -50,7 +52,9 @@ class MultiTurnKernelConfig(GRPOConfig):
     )
     grpo_turn_scale_std: bool = field(
         default=False,
-        metadata={"help": "With advantage_estimator='grpo_turn', also divide by the group's std (classic GRPO)."},
+        metadata={
+            "help": "With advantage_estimator='grpo_turn', also divide by the group's std (classic GRPO)."
+        },
     )
     mask_failed_turns_after_success: bool = field(
         default=False,
@@ -118,7 +122,9 @@ class MultiTurnKernelConfig(GRPOConfig):
     )
     mrs_lower: float = field(default=0.999, metadata={"help": "MRS lower bound of the geometric-mean ratio."})
     mrs_upper: float = field(default=1.001, metadata={"help": "MRS upper bound of the geometric-mean ratio."})
-    mrs_veto: float = field(default=1e-4, metadata={"help": "MRS veto: reject if any token ratio is below this."})
+    mrs_veto: float = field(
+        default=1e-4, metadata={"help": "MRS veto: reject if any token ratio is below this."}
+    )
     # --- reward / PRS ---------------------------------------------------------------------------------------
     reward_scheme: Literal["drkernel", "paper", "ladder", "correctness"] = field(
         default="drkernel",
@@ -140,7 +146,8 @@ class MultiTurnKernelConfig(GRPOConfig):
         metadata={"help": "Device for kernel evaluation ('cuda', 'cpu' = Triton interpreter; None = auto)."},
     )
     reward_timeout: float | None = field(
-        default=None, metadata={"help": "Per-candidate evaluation timeout in seconds (None: evaluator default)."}
+        default=None,
+        metadata={"help": "Per-candidate evaluation timeout in seconds (None: evaluator default)."},
     )
     reward_min_coverage: float | None = field(
         default=None,
@@ -180,7 +187,9 @@ class MultiTurnKernelConfig(GRPOConfig):
                 "so MRS rejects nearly every trajectory and the gradient is 0. Leave disable_dropout unset (or True)"
             )
         if self.loss_aggregation not in ("token_mean", "turn_sum_mean"):
-            raise ValueError(f"loss_aggregation must be 'token_mean' or 'turn_sum_mean', got {self.loss_aggregation!r}")
+            raise ValueError(
+                f"loss_aggregation must be 'token_mean' or 'turn_sum_mean', got {self.loss_aggregation!r}"
+            )
         if self.loss_aggregation == "turn_sum_mean" and self.loss_type != "dapo":
             raise ValueError(
                 f"loss_aggregation='turn_sum_mean' replaces the token count of loss_type='dapo' by the turn count; "
@@ -189,13 +198,17 @@ class MultiTurnKernelConfig(GRPOConfig):
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
         if self.generation_kv_cache_gib is not None and not self.generation_kv_cache_gib > 0:
-            raise ValueError(f"generation_kv_cache_gib must be > 0 (or None: one call), got {self.generation_kv_cache_gib}")
+            raise ValueError(
+                f"generation_kv_cache_gib must be > 0 (or None: one call), got {self.generation_kv_cache_gib}"
+            )
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
         if self.feedback_max_chars < 1:
             raise ValueError(f"feedback_max_chars must be >= 1, got {self.feedback_max_chars}")
         if self.advantage_estimator not in ("trloo", "grpo_turn"):
-            raise ValueError(f"advantage_estimator must be 'trloo' or 'grpo_turn', got {self.advantage_estimator!r}")
+            raise ValueError(
+                f"advantage_estimator must be 'trloo' or 'grpo_turn', got {self.advantage_estimator!r}"
+            )
         if self.grpo_turn_scale_std and self.advantage_estimator != "grpo_turn":
             raise ValueError("grpo_turn_scale_std only applies to advantage_estimator='grpo_turn'; unset it")
         if not 0.0 < self.mrs_lower <= 1.0 <= self.mrs_upper:
@@ -233,11 +246,17 @@ class MultiTurnKernelConfig(GRPOConfig):
         if self.pr_weight is not None and self.pr_weight < 0.0:
             raise ValueError(f"pr_weight must be >= 0, got {self.pr_weight}")
         if self.reward_min_coverage is not None and not 0.0 <= self.reward_min_coverage <= 1.0:
-            raise ValueError(f"reward_min_coverage must be in [0, 1] (or None), got {self.reward_min_coverage}")
+            raise ValueError(
+                f"reward_min_coverage must be in [0, 1] (or None), got {self.reward_min_coverage}"
+            )
         if self.pr_weight is not None and self.reward_scheme not in ("drkernel", "paper"):
-            raise ValueError(f"pr_weight applies to reward_scheme 'drkernel' or 'paper', not {self.reward_scheme!r}")
+            raise ValueError(
+                f"pr_weight applies to reward_scheme 'drkernel' or 'paper', not {self.reward_scheme!r}"
+            )
         if self.use_prs and self.pr_weight == 0.0:
-            warnings.warn("use_prs without PR in the reward (pr_weight=0): PRS still filters by coverage", stacklevel=2)
+            warnings.warn(
+                "use_prs without PR in the reward (pr_weight=0): PRS still filters by coverage", stacklevel=2
+            )
 
     def reward_params(self) -> dict[str, float]:
         """Overrides of the kernel reward scheme's parameters implied by this config."""

@@ -48,7 +48,17 @@ class Environment(Protocol):
     def step(self, states: Sequence[Any], completions: Sequence[str]) -> list[Any]: ...
 
 
-_STEP_FIELDS = ("done", "status", "formatted", "compiled", "correct", "hacked", "speedup", "speedup_low", "coverage")
+_STEP_FIELDS = (
+    "done",
+    "status",
+    "formatted",
+    "compiled",
+    "correct",
+    "hacked",
+    "speedup",
+    "speedup_low",
+    "coverage",
+)
 
 
 def as_step_result(obj: Any) -> StepResult:
@@ -138,7 +148,9 @@ class DigitGuessEnvironment:
         for row in tasks:
             secret = str(row["reward_model"]["ground_truth"]).strip()
             if not re.fullmatch(r"\d", secret):
-                raise ValueError(f"toy task {row.get('extra_info', {}).get('uuid')} has non-digit secret {secret!r}")
+                raise ValueError(
+                    f"toy task {row.get('extra_info', {}).get('uuid')} has non-digit secret {secret!r}"
+                )
             secrets.append({"secret": secret, "turn": 0})
         return secrets
 
@@ -154,7 +166,9 @@ class DigitGuessEnvironment:
             reward = self.hit_reward if hit else (self.digit_reward if digits else 0.0)
             if state["turn"] < self.reward_from_turn:
                 reward = 0.0
-            feedback = f"{'Correct' if hit else 'Wrong'}. The secret digit is " + " ".join([secret] * self.feedback_repeats)
+            feedback = f"{'Correct' if hit else 'Wrong'}. The secret digit is " + " ".join(
+                [secret] * self.feedback_repeats
+            )
             results.append(
                 StepResult(
                     reward=reward,

@@ -37,8 +37,14 @@ class GenerationBackend(Protocol):
 
 
 # ------------------------------------------------------------------------------------------------ log-probs
-UNSUPPORTED_SAMPLING = ("typical_p", "epsilon_cutoff", "eta_cutoff", "top_h", "watermarking_config",
-                        "renormalize_logits")
+UNSUPPORTED_SAMPLING = (
+    "typical_p",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "top_h",
+    "watermarking_config",
+    "renormalize_logits",
+)
 
 
 def sampling_warpers(generation_config: Any) -> list[Any]:
@@ -117,7 +123,9 @@ def kv_cache_bytes_per_token(model_config: Any, dtype_bytes: int) -> int:
     return 2 * text.num_hidden_layers * kv_heads * head_dim * dtype_bytes
 
 
-def micro_batch_size(budget_bytes: float, kv_bytes_per_token: int, tokens_per_sequence: int, vocab_size: int) -> int:
+def micro_batch_size(
+    budget_bytes: float, kv_bytes_per_token: int, tokens_per_sequence: int, vocab_size: int
+) -> int:
     """Pure: sequences per ``generate`` call so that their KV cache at full length plus one step's logits in fp32
     (three copies: the model's, the processed, the recorder's log-softmax) fit ``budget_bytes``; at least one."""
     per_sequence = kv_bytes_per_token * tokens_per_sequence + 3 * 4 * vocab_size
@@ -135,10 +143,14 @@ def merged_lora(model: Any) -> Any:
     if not (hasattr(model, "merge_adapter") and getattr(model, "peft_config", None)):
         yield model
         return
-    low = sorted({str(p.dtype) for n, p in model.named_parameters() if "lora_" not in n and p.dtype != torch.float32})
+    low = sorted(
+        {str(p.dtype) for n, p in model.named_parameters() if "lora_" not in n and p.dtype != torch.float32}
+    )
     if low:
-        raise ValueError(f"merge_lora needs fp32 base weights (found {low}): each merge/unmerge round trip rounds "
-                         "them, and the drift accumulates over a run (generation_merge_lora=False, or fp32 weights)")
+        raise ValueError(
+            f"merge_lora needs fp32 base weights (found {low}): each merge/unmerge round trip rounds "
+            "them, and the drift accumulates over a run (generation_merge_lora=False, or fp32 weights)"
+        )
     model.merge_adapter()
     try:
         yield model
@@ -210,8 +222,9 @@ class TransformersBackend:
         dtype_bytes = next(model.parameters()).element_size()
         tokens = max(len(p) for p in batch) + int(self.generation_config.max_new_tokens or 0)
         vocab = model.config.get_text_config().vocab_size
-        return micro_batch_size(self.kv_cache_budget_bytes, kv_cache_bytes_per_token(model.config, dtype_bytes),
-                                tokens, vocab)
+        return micro_batch_size(
+            self.kv_cache_budget_bytes, kv_cache_bytes_per_token(model.config, dtype_bytes), tokens, vocab
+        )
 
     def _generate_batch(self, model: Any, prompts: list[list[int]]) -> list[GenerationOutput]:
         from transformers import LogitsProcessorList

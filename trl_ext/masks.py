@@ -10,9 +10,20 @@ from trl_ext.advantages import per_token
 from trl_ext.rollout import Trajectory
 
 # Per-turn statistics gathered across processes for logging (order of the last axis of the stats tensor).
-TURN_STATS = ("reward", "formatted", "compiled", "correct", "hacked", "fast_1", "fast_1.2", "fast_1_lower",
-               "fast_1.2_lower", "speedup", "coverage", "tokens")
-
+TURN_STATS = (
+    "reward",
+    "formatted",
+    "compiled",
+    "correct",
+    "hacked",
+    "fast_1",
+    "fast_1.2",
+    "fast_1_lower",
+    "fast_1.2_lower",
+    "speedup",
+    "coverage",
+    "tokens",
+)
 
 
 def turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
@@ -57,8 +68,9 @@ def turn_tensors(trajs: list[Trajectory], width: int, max_turns: int) -> tuple[t
     return turn_ids, rewards
 
 
-def loss_keep(keep_turns: torch.Tensor, keep_rows: torch.Tensor, keep_tokens: torch.Tensor,
-              turn_ids: torch.Tensor) -> torch.Tensor:
+def loss_keep(
+    keep_turns: torch.Tensor, keep_rows: torch.Tensor, keep_tokens: torch.Tensor, turn_ids: torch.Tensor
+) -> torch.Tensor:
     """(B, L) bool: tokens that carry loss, from kept turns (B, T), kept rows (B,) and kept tokens (B, L)."""
     return per_token(keep_turns.float(), turn_ids).bool() & keep_rows.unsqueeze(1) & keep_tokens
 

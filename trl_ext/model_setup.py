@@ -22,7 +22,11 @@ def warn_low_precision_trainables(model: torch.nn.Module, deepspeed: bool) -> No
     """
     if deepspeed:
         return
-    low = [p.numel() for p in model.parameters() if p.requires_grad and p.dtype in (torch.bfloat16, torch.float16)]
+    low = [
+        p.numel()
+        for p in model.parameters()
+        if p.requires_grad and p.dtype in (torch.bfloat16, torch.float16)
+    ]
     total = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if low:
         warnings.warn(

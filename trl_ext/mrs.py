@@ -99,7 +99,9 @@ def mrs_keep_turns(
     """
     _check_bounds(lower, upper, veto)
     if turn_ids.shape != mask.shape:
-        raise ValueError(f"turn_ids must be (N, L) like mask, got {tuple(turn_ids.shape)} vs {tuple(mask.shape)}")
+        raise ValueError(
+            f"turn_ids must be (N, L) like mask, got {tuple(turn_ids.shape)} vs {tuple(mask.shape)}"
+        )
     lr = log_ratio(train_logps, rollout_logps, mask)  # (N, L)
     m = mask.bool() & (turn_ids >= 0)
     index = turn_ids.clamp(min=0)
@@ -179,11 +181,15 @@ def mrs_loss_mask(
     elif level == "turn":
         if turn_ids is None or num_turns is None:
             raise ValueError("MRS level 'turn' needs turn_ids (N, L) and num_turns")
-        turns = mrs_keep_turns(train_logps, rollout_logps, mask, turn_ids, num_turns, lower, upper, veto)  # (N, T)
+        turns = mrs_keep_turns(
+            train_logps, rollout_logps, mask, turn_ids, num_turns, lower, upper, veto
+        )  # (N, T)
         index = turn_ids.clamp(min=0)
         keep = torch.gather(turns, 1, index) | (turn_ids < 0)  # (N, L)
         model_in_turn = (m & (turn_ids >= 0)).float()  # (N, L)
-        has_tokens = torch.zeros(turns.shape, device=m.device).scatter_add(1, index, model_in_turn) > 0  # (N, T)
+        has_tokens = (
+            torch.zeros(turns.shape, device=m.device).scatter_add(1, index, model_in_turn) > 0
+        )  # (N, T)
         rejected, judged = (has_tokens & ~turns).sum(), has_tokens.sum()
     elif level == "token":
         keep = mrs_keep_tokens(train_logps, rollout_logps, mask, lower, upper, veto)  # (N, L)
@@ -227,7 +233,9 @@ def prs_keep_probability(
         coverage is unknown (nothing to judge the kernel by; callers count these separately).
     """
     if coverage.shape != correct.shape:
-        raise ValueError(f"coverage and correct must have the same shape, got {coverage.shape} vs {correct.shape}")
+        raise ValueError(
+            f"coverage and correct must have the same shape, got {coverage.shape} vs {correct.shape}"
+        )
     if softness <= 0:
         raise ValueError(f"PRS softness must be > 0, got {softness}")
     cov = coverage.float()

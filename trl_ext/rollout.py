@@ -44,14 +44,18 @@ def _as_ids(encoded: Any) -> list[int]:
 
 
 def render_prompt_ids(
-    tokenizer: Any, messages: Sequence[Mapping[str, str]], chat_template_kwargs: Mapping[str, Any] | None = None
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, str]],
+    chat_template_kwargs: Mapping[str, Any] | None = None,
 ) -> list[int]:
     """Token ids of a chat prompt followed by the assistant generation header.
 
     ``chat_template_kwargs`` go to ``apply_chat_template`` (e.g. ``{"enable_thinking": False}`` for Qwen3).
     """
     if not messages or any("role" not in m or "content" not in m for m in messages):
-        raise ValueError(f"a prompt must be a non-empty list of {{role, content}} messages, got {messages!r:.200}")
+        raise ValueError(
+            f"a prompt must be a non-empty list of {{role, content}} messages, got {messages!r:.200}"
+        )
     encoded = tokenizer.apply_chat_template(
         list(messages), add_generation_prompt=True, tokenize=True, **dict(chat_template_kwargs or {})
     )
@@ -70,12 +74,16 @@ class FeedbackTokenizer:
     ``enable_thinking=False``).
     """
 
-    def __init__(self, tokenizer: Any, end_of_turn_id: int, chat_template_kwargs: Mapping[str, Any] | None = None):
+    def __init__(
+        self, tokenizer: Any, end_of_turn_id: int, chat_template_kwargs: Mapping[str, Any] | None = None
+    ):
         self.tokenizer = tokenizer
         self.end_of_turn_id = end_of_turn_id
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self._base = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
-        base_ids = _as_ids(tokenizer.apply_chat_template(self._base, tokenize=True, **self.chat_template_kwargs))
+        base_ids = _as_ids(
+            tokenizer.apply_chat_template(self._base, tokenize=True, **self.chat_template_kwargs)
+        )
         if end_of_turn_id not in base_ids:
             raise ValueError(
                 f"the chat template does not end assistant turns with token {end_of_turn_id} "
@@ -186,12 +194,18 @@ class MultiTurnRollout:
         marker = f"\n... [feedback truncated: {len(text) - self.feedback_max_chars} characters omitted]"
         return text[: self.feedback_max_chars] + marker
 
-    def run(self, tasks: Sequence[Mapping[str, Any]], prompt_ids: Sequence[list[int]] | None = None) -> list[Trajectory]:
+    def run(
+        self, tasks: Sequence[Mapping[str, Any]], prompt_ids: Sequence[list[int]] | None = None
+    ) -> list[Trajectory]:
         """Run one episode per task. ``prompt_ids`` (optional) overrides the chat-templated ``task["prompt"]``."""
         self.stats = RolloutStats()
         if prompt_ids is None:
-            prompt_ids = [render_prompt_ids(self.tokenizer, task["prompt"], self.chat_template_kwargs) for task in tasks]
-        trajectories = [Trajectory(task=task, prompt_ids=list(ids)) for task, ids in zip(tasks, prompt_ids, strict=True)]
+            prompt_ids = [
+                render_prompt_ids(self.tokenizer, task["prompt"], self.chat_template_kwargs) for task in tasks
+            ]
+        trajectories = [
+            Trajectory(task=task, prompt_ids=list(ids)) for task, ids in zip(tasks, prompt_ids, strict=True)
+        ]
         states = self.environment.reset(tasks)
         if len(states) != len(tasks):
             raise ValueError(f"environment.reset returned {len(states)} states for {len(tasks)} tasks")
@@ -209,7 +223,9 @@ class MultiTurnRollout:
             self.stats.generation_s += time.perf_counter() - started
             self.stats.generation_calls += 1
             if len(generated) != len(active):
-                raise RuntimeError(f"generation backend returned {len(generated)} outputs for {len(active)} prompts")
+                raise RuntimeError(
+                    f"generation backend returned {len(generated)} outputs for {len(active)} prompts"
+                )
             if not active:
                 continue  # this rank only kept step with the others
             texts = [self.tokenizer.decode(g.token_ids, skip_special_tokens=True) for g in generated]
@@ -217,12 +233,16 @@ class MultiTurnRollout:
             raw = self.environment.step([states[i] for i in active], texts)
             self.stats.environment_s += time.perf_counter() - started
             if len(raw) != len(active):
-                raise RuntimeError(f"environment.step returned {len(raw)} results for {len(active)} completions")
+                raise RuntimeError(
+                    f"environment.step returned {len(raw)} results for {len(active)} completions"
+                )
             for i, gen, text, step in zip(active, generated, texts, raw, strict=True):
                 self._append_turn(trajectories[i], turn, gen, text, as_step_result(step))
         return trajectories
 
-    def _append_turn(self, traj: Trajectory, turn: int, gen: GenerationOutput, text: str, result: StepResult) -> None:
+    def _append_turn(
+        self, traj: Trajectory, turn: int, gen: GenerationOutput, text: str, result: StepResult
+    ) -> None:
         ids = list(gen.token_ids)
         logps = list(gen.logprobs) if gen.logprobs is not None else [float("nan")] * len(ids)
         if len(logps) != len(ids):
@@ -237,7 +257,9 @@ class MultiTurnRollout:
             traj.done = True
             return
         # Close a truncated turn ourselves (not a model token: no loss), then the feedback turn.
-        between = ([self.end_of_turn_id] if truncated else []) + self.feedback_ids(self._clip_feedback(result.feedback))
+        between = ([self.end_of_turn_id] if truncated else []) + self.feedback_ids(
+            self._clip_feedback(result.feedback)
+        )
         if self.max_context_tokens is not None:
             if len(traj.prompt_ids) + len(traj.completion_ids) + len(between) >= self.max_context_tokens:
                 traj.done = True

@@ -94,8 +94,15 @@ def build_model(tokenizer, hidden_size: int = 64, num_layers: int = 2, seed: int
     return model
 
 
-def save_tiny_model(out: str | Path, hidden_size: int = 64, num_layers: int = 2, seed: int = 0, *,
-                    vocab_size: int = 400, extra_corpus: Sequence[str] = ()) -> Path:
+def save_tiny_model(
+    out: str | Path,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    seed: int = 0,
+    *,
+    vocab_size: int = 400,
+    extra_corpus: Sequence[str] = (),
+) -> Path:
     """Build and save model + tokenizer under ``out``; returns the folder (loadable with from_pretrained)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -108,7 +115,9 @@ def save_tiny_model(out: str | Path, hidden_size: int = 64, num_layers: int = 2,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", required=True, help="folder to write the model and tokenizer to")
     parser.add_argument("--hidden-size", type=int, default=64, help="hidden size (default 64)")
     parser.add_argument("--num-layers", type=int, default=2, help="decoder layers (default 2)")

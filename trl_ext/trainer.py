@@ -48,6 +48,7 @@ _GENERATION_BATCH_NORMALISED = frozenset({"dapo", "cispo", "vespo"})
 # Counts summed per accumulation window (in-loss MRS) or generation batch, then over processes, for the MRS metrics.
 _MRS_TALLY = ("abs_log_ratio_sum", "abs_log_ratio_count", "rejected", "judged", "loss_tokens", "model_tokens")
 
+
 class TrajectoryReturn:
     """GRPOTrainer bookkeeping reward: a trajectory's summed turn rewards (the trainer overrides advantages)."""
 
@@ -55,7 +56,9 @@ class TrajectoryReturn:
 
     def __call__(self, completions, turn_rewards=None, **kwargs) -> list[float]:
         if turn_rewards is None:
-            raise ValueError("trajectory_return needs the rollout's turn_rewards; use it with TRLOOTrainer only")
+            raise ValueError(
+                "trajectory_return needs the rollout's turn_rewards; use it with TRLOOTrainer only"
+            )
         return [float(sum(rewards)) for rewards in turn_rewards]
 
 
@@ -88,14 +91,18 @@ class TRLOOTrainer(GRPOTrainer):
         if not isinstance(args, MultiTurnKernelConfig):
             raise TypeError(f"args must be a MultiTurnKernelConfig, got {type(args).__name__}")
         if not (hasattr(environment, "reset") and hasattr(environment, "step")):
-            raise TypeError(f"environment {type(environment).__name__} must have reset(tasks) and step(states, texts)")
+            raise TypeError(
+                f"environment {type(environment).__name__} must have reset(tasks) and step(states, texts)"
+            )
         lora_dropout = getattr(peft_config, "lora_dropout", 0.0) or 0.0
         if args.use_mrs and lora_dropout > 0:
             raise ValueError(
                 f"use_mrs needs identical trainer and rollout probabilities, but the peft_config's lora_dropout="
                 f"{lora_dropout} makes them differ; set lora_dropout=0"
             )
-        with warnings.catch_warnings():  # the rollout hook is the supported extension point; its notice is noise
+        with (
+            warnings.catch_warnings()
+        ):  # the rollout hook is the supported extension point; its notice is noise
             warnings.filterwarnings("ignore", message=".*'rollout_func'.*experimental")
             super().__init__(
                 model=model,
@@ -147,7 +154,8 @@ class TRLOOTrainer(GRPOTrainer):
             pad_token_id=self._tokenizer.pad_token_id,
             eos_token_ids=self.eos_token_ids,
             device=self.accelerator.device,
-            kv_cache_budget_bytes=None if self.args.generation_kv_cache_gib is None
+            kv_cache_budget_bytes=None
+            if self.args.generation_kv_cache_gib is None
             else self.args.generation_kv_cache_gib * 2**30,
             merge_lora=self.args.generation_merge_lora,
         )
@@ -206,8 +214,12 @@ class TRLOOTrainer(GRPOTrainer):
         if args.advantage_estimator == "trloo":
             all_adv = trloo_advantages(all_rewards, group_ids, args.gamma, singleton=args.singleton_advantage)
         else:
-            all_adv = grpo_turn_advantages(all_rewards, group_ids, args.gamma, scale_by_std=args.grpo_turn_scale_std)
-        local = slice(self.accelerator.process_index * num_local, (self.accelerator.process_index + 1) * num_local)
+            all_adv = grpo_turn_advantages(
+                all_rewards, group_ids, args.gamma, scale_by_std=args.grpo_turn_scale_std
+            )
+        local = slice(
+            self.accelerator.process_index * num_local, (self.accelerator.process_index + 1) * num_local
+        )
         turn_adv = all_adv[local]  # (B, T)
         output["advantages"] = per_token(turn_adv, turn_ids).to(device=device, dtype=torch.float32)  # (B, L)
 
@@ -219,18 +231,25 @@ class TRLOOTrainer(GRPOTrainer):
         metrics = self._metrics[mode]
         if args.mask_failed_turns_after_success:
             kept = keep_failed_turns_after_success(rewards)
-            metrics["filters/failed_after_success_frac"].append(self._global_frac(keep_turns & ~kept, keep_turns))
+            metrics["filters/failed_after_success_frac"].append(
+                self._global_frac(keep_turns & ~kept, keep_turns)
+            )
             keep_turns &= kept
         if args.drop_tied_groups:
             untied = untied_groups(all_rewards, group_ids)[local]
             metrics["filters/tied_group_frac"].append(self._global_frac(~untied, torch.ones_like(untied)))
             keep_rows &= untied
         if args.use_prs:
-            correct, coverage = stats[..., TURN_STATS.index("correct")] == 1, stats[..., TURN_STATS.index("coverage")]
+            correct, coverage = (
+                stats[..., TURN_STATS.index("correct")] == 1,
+                stats[..., TURN_STATS.index("coverage")],
+            )
             prob = prs_keep_probability(coverage, correct, args.prs_threshold, args.prs_softness)  # (B, T)
             drawn = prs_sample(prob, self._prs_generator)
             metrics["prs/rejected_frac_of_correct"].append(self._global_frac(correct & ~drawn, correct))
-            metrics["prs/unknown_coverage_frac_of_correct"].append(self._global_frac(correct & torch.isnan(coverage), correct))
+            metrics["prs/unknown_coverage_frac_of_correct"].append(
+                self._global_frac(correct & torch.isnan(coverage), correct)
+            )
             keep_turns &= drawn | ~correct
         # MRS compares the trainer's log-probs of the sampled tokens with the rollout engine's. When GRPO already
         # computed trainer log-probs (old_per_token_logps) they are used here. Otherwise the loss's own forward
@@ -245,7 +264,9 @@ class TRLOOTrainer(GRPOTrainer):
             have_train_logps = output.get("old_per_token_logps") is not None
             mrs_in_loss = not have_train_logps and (not args.use_mrs or self._mrs_in_loss_supported(mode))
             if mrs_in_loss:
-                output["mrs_mask"] = model_tokens.to(device)  # (B, L) all model tokens, before the other filters
+                output["mrs_mask"] = model_tokens.to(
+                    device
+                )  # (B, L) all model tokens, before the other filters
                 output["mrs_turn_ids"] = turn_ids.to(device)  # (B, L)
             elif args.use_mrs or have_train_logps:
                 train_logps = self._train_logps(output).cpu()  # (B, L)
@@ -259,7 +280,9 @@ class TRLOOTrainer(GRPOTrainer):
         loss_mask = output["completion_mask"] * output["tool_mask"]
         output["num_items_in_batch"] = self._loss_normaliser(loss_mask, turn_ids.to(device))
         if not (mrs_in_loss and args.use_mrs):  # otherwise logged from the loss, once MRS is known
-            metrics["filters/loss_token_frac"].append(self._global_frac(loss_mask.cpu().bool(), model_tokens.bool()))
+            metrics["filters/loss_token_frac"].append(
+                self._global_frac(loss_mask.cpu().bool(), model_tokens.bool())
+            )
         self._log_turn_metrics(mode, stats, turn_adv, ~torch.isnan(rewards))
         self._rollout_wall_s += time.perf_counter() - started
         return output
@@ -287,7 +310,11 @@ class TRLOOTrainer(GRPOTrainer):
             return output["old_per_token_logps"]
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
         attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-        batch_size = self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
+        batch_size = (
+            self.args.per_device_train_batch_size
+            if self.model.training
+            else self.args.per_device_eval_batch_size
+        )
         with torch.no_grad():
             logps, _, _ = self._get_per_token_logps_and_entropies(
                 self.model, ids, attention, output["completion_ids"].size(1), batch_size=batch_size
@@ -325,8 +352,15 @@ class TRLOOTrainer(GRPOTrainer):
         if not args.use_mrs:
             return None
         decision = mrs_loss_mask(
-            train_logps, rollout_logps, model_tokens, args.mrs_level, turn_ids, args.max_turns,
-            args.mrs_lower, args.mrs_upper, args.mrs_veto,
+            train_logps,
+            rollout_logps,
+            model_tokens,
+            args.mrs_level,
+            turn_ids,
+            args.max_turns,
+            args.mrs_lower,
+            args.mrs_upper,
+            args.mrs_veto,
         )
         self._tally_mrs(mode, rejected=decision.rejected, judged=decision.judged)
         return decision.keep
@@ -354,12 +388,17 @@ class TRLOOTrainer(GRPOTrainer):
         input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
         forward = self._get_per_token_logps_and_entropies(
-            model, input_ids, attention_mask, inputs["completion_ids"].size(1),
-            compute_entropy=True, compute_aux_loss=self.aux_loss_enabled,
+            model,
+            input_ids,
+            attention_mask,
+            inputs["completion_ids"].size(1),
+            compute_entropy=True,
+            compute_aux_loss=self.aux_loss_enabled,
         )
         train_logps = forward[0].detach()  # (B, L): the parameters have not moved since the rollout
-        kept = self._judge_mrs(mode, train_logps, inputs["sampling_per_token_logps"], inputs["mrs_mask"],
-                               inputs["mrs_turn_ids"])
+        kept = self._judge_mrs(
+            mode, train_logps, inputs["sampling_per_token_logps"], inputs["mrs_mask"], inputs["mrs_turn_ids"]
+        )
         if kept is not None:
             tool_mask = inputs["tool_mask"] * kept.to(inputs["tool_mask"].dtype)
             loss_mask = inputs["completion_mask"] * tool_mask  # (B, L)
@@ -385,7 +424,9 @@ class TRLOOTrainer(GRPOTrainer):
             return super()._get_per_token_logps_and_entropies(model, input_ids, *args, **kwargs)
         cached_ids, forward = cached
         if not torch.equal(cached_ids, input_ids):
-            raise RuntimeError("internal error: the loss asked for a forward pass over other tokens than MRS used")
+            raise RuntimeError(
+                "internal error: the loss asked for a forward pass over other tokens than MRS used"
+            )
         return forward
 
     def _flush_mrs_metrics(self, mode: str) -> None:
@@ -414,7 +455,9 @@ class TRLOOTrainer(GRPOTrainer):
     def _global_mean(self, value: float) -> float:
         return float(self.accelerator.gather(torch.tensor([value], device=self.accelerator.device)).mean())
 
-    def _log_turn_metrics(self, mode: str, stats: torch.Tensor, turn_adv: torch.Tensor, present: torch.Tensor) -> None:
+    def _log_turn_metrics(
+        self, mode: str, stats: torch.Tensor, turn_adv: torch.Tensor, present: torch.Tensor
+    ) -> None:
         metrics = self._metrics[mode]
         all_stats = self.accelerator.gather(stats.to(self.accelerator.device)).cpu()  # (B_total, T, K)
         reached = ~torch.isnan(all_stats[..., 0])  # (B_total, T)
@@ -431,11 +474,15 @@ class TRLOOTrainer(GRPOTrainer):
                 if known.any():
                     metrics[f"turn_{t + 1}/{name}"].append(float(column[known].mean()))
         adv = turn_adv[present]
-        metrics["advantages/abs_mean"].append(self._global_mean(float(adv.abs().mean()) if adv.numel() else 0.0))
+        metrics["advantages/abs_mean"].append(
+            self._global_mean(float(adv.abs().mean()) if adv.numel() else 0.0)
+        )
         if self._rollout_stats is not None:
             metrics["time/generation_s"].append(self._global_mean(self._rollout_stats.generation_s))
             metrics["time/environment_s"].append(self._global_mean(self._rollout_stats.environment_s))
-            metrics["rollout/feedback_truncated"].append(self._global_mean(float(self._rollout_stats.feedback_truncated)))
+            metrics["rollout/feedback_truncated"].append(
+                self._global_mean(float(self._rollout_stats.feedback_truncated))
+            )
 
     def training_step(self, model, inputs, num_items_in_batch):
         started = time.perf_counter()

@@ -34,23 +34,55 @@ log = logging.getLogger("benchmarks.production_kernels")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.production_kernels", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", type=_device, default=None,
-                        help="cpu (Triton interpreter) or cuda[:N]; default: cuda when torch sees a GPU, else cpu")
-    parser.add_argument("--size", choices=liger.SIZES, default=None,
-                        help="task sizes: full (realistic LLM shapes, default on cuda) or small (default on cpu)")
-    parser.add_argument("--kernels", default=",".join(liger.BY_NAME),
-                        help=f"comma-separated subset (default: all ten: {','.join(liger.BY_NAME)})")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON report path (default: production_kernels_<device>.json in the current directory)")
-    parser.add_argument("--pairs-dir", type=Path, default=None,
-                        help="keep the built <kernel>_reference.py / <kernel>_candidate.py here (default: a temp dir)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="per-candidate wall-clock limit, seconds")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="sandboxed workers per device (default 1: evaluations, and their timings, one at a time)")
-    parser.add_argument("--do-bench-repeats", type=int, default=3,
-                        help="CUDA only: do_bench rounds per side for the independent speedup (0: skip it)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.production_kernels",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--device",
+        type=_device,
+        default=None,
+        help="cpu (Triton interpreter) or cuda[:N]; default: cuda when torch sees a GPU, else cpu",
+    )
+    parser.add_argument(
+        "--size",
+        choices=liger.SIZES,
+        default=None,
+        help="task sizes: full (realistic LLM shapes, default on cuda) or small (default on cpu)",
+    )
+    parser.add_argument(
+        "--kernels",
+        default=",".join(liger.BY_NAME),
+        help=f"comma-separated subset (default: all ten: {','.join(liger.BY_NAME)})",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON report path (default: production_kernels_<device>.json in the current directory)",
+    )
+    parser.add_argument(
+        "--pairs-dir",
+        type=Path,
+        default=None,
+        help="keep the built <kernel>_reference.py / <kernel>_candidate.py here (default: a temp dir)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="per-candidate wall-clock limit, seconds"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="sandboxed workers per device (default 1: evaluations, and their timings, one at a time)",
+    )
+    parser.add_argument(
+        "--do-bench-repeats",
+        type=int,
+        default=3,
+        help="CUDA only: do_bench rounds per side for the independent speedup (0: skip it)",
+    )
     parser.add_argument("--list", action="store_true", help="print the kernel names and exit")
     return parser
 
@@ -79,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     except InlineError:
         parser.error(f"liger-kernel is not installed: pip install liger-kernel=={liger.PINNED_VERSION}")
     if version != liger.PINNED_VERSION:
-        log.warning("liger-kernel %s is installed; the pairs are written for %s", version, liger.PINNED_VERSION)
+        log.warning(
+            "liger-kernel %s is installed; the pairs are written for %s", version, liger.PINNED_VERSION
+        )
 
     import torch
 
@@ -95,20 +129,38 @@ def main(argv: list[str] | None = None) -> int:
         pairs_dir = args.pairs_dir or Path(scratch)
         pairs_dir.mkdir(parents=True, exist_ok=True)
         started = time.time()
-        rows = run(names, device=device, size=size, pairs_dir=pairs_dir, timeout=args.timeout,
-                   workers=args.workers, do_bench_repeats=args.do_bench_repeats)
+        rows = run(
+            names,
+            device=device,
+            size=size,
+            pairs_dir=pairs_dir,
+            timeout=args.timeout,
+            workers=args.workers,
+            do_bench_repeats=args.do_bench_repeats,
+        )
         elapsed = time.time() - started
     print(format_table(rows))
     wrong = false_positives(rows)
     gaps = [row.kernel for row in rows if row.verdict == "interpreter_unsupported"]
-    print(f"\n{len(rows)} kernels on {device} ({size} sizes) in {elapsed:.0f} s: "
-          f"{sum(row.verdict == 'correct' for row in rows)} correct, {len(gaps)} interpreter_unsupported{_names(gaps)}, "
-          f"{len(wrong)} false positives{_names(wrong)}")
+    print(
+        f"\n{len(rows)} kernels on {device} ({size} sizes) in {elapsed:.0f} s: "
+        f"{sum(row.verdict == 'correct' for row in rows)} correct, {len(gaps)} interpreter_unsupported{_names(gaps)}, "
+        f"{len(wrong)} false positives{_names(wrong)}"
+    )
     report = {
-        "liger_kernel": version, "device": device, "device_name": _device_name(torch, device), "size": size,
-        "torch": torch.__version__, "triton": _triton_version(), "python": sys.version.split()[0],
-        "seconds": round(elapsed, 1), "false_positives": wrong, "interpreter_unsupported": gaps,
-        "command": " ".join(["python -m benchmarks.production_kernels", *(argv if argv is not None else sys.argv[1:])]),
+        "liger_kernel": version,
+        "device": device,
+        "device_name": _device_name(torch, device),
+        "size": size,
+        "torch": torch.__version__,
+        "triton": _triton_version(),
+        "python": sys.version.split()[0],
+        "seconds": round(elapsed, 1),
+        "false_positives": wrong,
+        "interpreter_unsupported": gaps,
+        "command": " ".join(
+            ["python -m benchmarks.production_kernels", *(argv if argv is not None else sys.argv[1:])]
+        ),
         "kernels": [row.to_dict() for row in rows],
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -117,8 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(names: list[str], *, device: str, size: str, pairs_dir: Path, timeout: float, workers: int,
-        do_bench_repeats: int) -> list[Row]:
+def run(
+    names: list[str],
+    *,
+    device: str,
+    size: str,
+    pairs_dir: Path,
+    timeout: float,
+    workers: int,
+    do_bench_repeats: int,
+) -> list[Row]:
     """Build, screen and evaluate the named kernels (then do_bench them on CUDA); one row each, in order."""
     from kernel_reward import Evaluator
     from kernel_reward.screen.static_checks import check_candidate
@@ -135,7 +195,9 @@ def run(names: list[str], *, device: str, size: str, pairs_dir: Path, timeout: f
         (pairs_dir / f"{name}_reference.py").write_text(reference)
         (pairs_dir / f"{name}_candidate.py").write_text(candidate)
         built[name] = (reference, candidate)
-    findings = {name: [f.describe() for f in check_candidate(pair[1]).findings] for name, pair in built.items()}
+    findings = {
+        name: [f.describe() for f in check_candidate(pair[1]).findings] for name, pair in built.items()
+    }
     log.info("evaluating %d pairs on %s (%s sizes; pairs in %s)", len(built), device, size, pairs_dir)
     with Evaluator(device=device, workers=workers, timeout=timeout, progress=False) as evaluator:
         results = evaluator.evaluate_many(list(built.values()))
@@ -147,9 +209,12 @@ def run(names: list[str], *, device: str, size: str, pairs_dir: Path, timeout: f
         for name in built:
             log.info("do_bench %s", name)
             try:
-                rows[name].do_bench = do_bench_pair(pairs_dir / f"{name}_reference.py",
-                                                    pairs_dir / f"{name}_candidate.py", device=device,
-                                                    repeats=do_bench_repeats).to_dict()
+                rows[name].do_bench = do_bench_pair(
+                    pairs_dir / f"{name}_reference.py",
+                    pairs_dir / f"{name}_candidate.py",
+                    device=device,
+                    repeats=do_bench_repeats,
+                ).to_dict()
             except Exception as exc:  # one pair's failure is reported in its row; the others still run
                 rows[name].do_bench_error = f"{type(exc).__name__}: {exc}"
     return [rows[name] for name in names]

@@ -35,9 +35,18 @@ class BenchResult:
         return asdict(self)
 
 
-def do_bench_pair(reference_path: Path, candidate_path: Path, *, device: str = "cuda", repeats: int = 3,
-                  warmup_ms: int = 25, rep_ms: int = 100, atol: float = 1e-4, rtol: float = 1e-4,
-                  seed: int = 42) -> BenchResult:
+def do_bench_pair(
+    reference_path: Path,
+    candidate_path: Path,
+    *,
+    device: str = "cuda",
+    repeats: int = 3,
+    warmup_ms: int = 25,
+    rep_ms: int = 100,
+    atol: float = 1e-4,
+    rtol: float = 1e-4,
+    seed: int = 42,
+) -> BenchResult:
     """Time ``Model`` of ``reference_path`` against ``ModelNew`` of ``candidate_path`` on ``device``.
 
     Raises:
@@ -69,22 +78,43 @@ def do_bench_pair(reference_path: Path, candidate_path: Path, *, device: str = "
     with torch.no_grad():
         expected = _flatten(reference(*inputs))
         produced = _flatten(candidate(*inputs))
-        inputs_unchanged = all(not isinstance(a, torch.Tensor) or torch.equal(a, b) for a, b in zip(inputs, before, strict=True))
+        inputs_unchanged = all(
+            not isinstance(a, torch.Tensor) or torch.equal(a, b) for a, b in zip(inputs, before, strict=True)
+        )
         if len(expected) != len(produced):
             raise ValueError(f"reference returns {len(expected)} tensors, candidate {len(produced)}")
-        errors = [(e.float() - p.float()).abs().max().item() if e.numel() else 0.0 for e, p in zip(expected, produced, strict=True)]
-        match = all(e.shape == p.shape and torch.allclose(e.float(), p.float(), atol=atol, rtol=rtol)
-                    for e, p in zip(expected, produced, strict=True))
+        errors = [
+            (e.float() - p.float()).abs().max().item() if e.numel() else 0.0
+            for e, p in zip(expected, produced, strict=True)
+        ]
+        match = all(
+            e.shape == p.shape and torch.allclose(e.float(), p.float(), atol=atol, rtol=rtol)
+            for e, p in zip(expected, produced, strict=True)
+        )
         reference_rounds, candidate_rounds = [], []
         for _ in range(repeats):
-            reference_rounds.append(float(do_bench(lambda: reference(*inputs), warmup=warmup_ms, rep=rep_ms,
-                                                   return_mode="median")))
-            candidate_rounds.append(float(do_bench(lambda: candidate(*inputs), warmup=warmup_ms, rep=rep_ms,
-                                                   return_mode="median")))
+            reference_rounds.append(
+                float(
+                    do_bench(lambda: reference(*inputs), warmup=warmup_ms, rep=rep_ms, return_mode="median")
+                )
+            )
+            candidate_rounds.append(
+                float(
+                    do_bench(lambda: candidate(*inputs), warmup=warmup_ms, rep=rep_ms, return_mode="median")
+                )
+            )
     reference_ms = statistics.median(reference_rounds)
     candidate_ms = statistics.median(candidate_rounds)
-    return BenchResult(reference_ms, candidate_ms, reference_ms / candidate_ms, reference_rounds, candidate_rounds,
-                       max(errors, default=0.0), match, inputs_unchanged)
+    return BenchResult(
+        reference_ms,
+        candidate_ms,
+        reference_ms / candidate_ms,
+        reference_rounds,
+        candidate_rounds,
+        max(errors, default=0.0),
+        match,
+        inputs_unchanged,
+    )
 
 
 def _copy_matching_state(source: Any, target: Any) -> None:

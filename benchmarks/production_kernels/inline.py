@@ -37,7 +37,9 @@ class Statement:
     uses: frozenset[str]
     package_imports: tuple[tuple[str, str, str], ...]  # (local name, source module, source name)
     problem: str | None = None  # why this statement cannot be inlined, should anything need it
-    import_targets: dict[str, frozenset[str]] = field(default_factory=dict)  # names bound only by imports -> what
+    import_targets: dict[str, frozenset[str]] = field(
+        default_factory=dict
+    )  # names bound only by imports -> what
 
 
 def package_dir(package: str) -> Path:
@@ -114,7 +116,9 @@ def _import_targets(node: ast.stmt) -> dict[str, frozenset[str]]:
                 targets.setdefault(a.asname or top, set()).add(a.name if a.asname else top)
         elif isinstance(sub, ast.ImportFrom):
             for a in sub.names:
-                targets.setdefault(a.asname or a.name, set()).add(f"{'.' * sub.level}{sub.module or ''}.{a.name}")
+                targets.setdefault(a.asname or a.name, set()).add(
+                    f"{'.' * sub.level}{sub.module or ''}.{a.name}"
+                )
         elif not isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             stack.extend(ast.iter_child_nodes(sub))
     others = _top_level_binds(node, imports=False)
@@ -137,18 +141,37 @@ class _Module:
             package_imports = self._package_imports(node, package, path)
             problem = None
             if package_imports is None:  # a plain import of the package itself
-                package_imports, problem = (), f"{path}:{node.lineno}: `{ast.unparse(node)}` cannot be inlined"
+                package_imports, problem = (
+                    (),
+                    f"{path}:{node.lineno}: `{ast.unparse(node)}` cannot be inlined",
+                )
             for sub in ast.walk(node):
-                if sub is not node and isinstance(sub, ast.Import | ast.ImportFrom) and _names_package(sub, package):
+                if (
+                    sub is not node
+                    and isinstance(sub, ast.Import | ast.ImportFrom)
+                    and _names_package(sub, package)
+                ):
                     problem = f"{path}:{sub.lineno}: nested import of {package} cannot be inlined"
-            uses = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
-            statement = Statement(name, index, text, frozenset(_top_level_binds(node)), uses, package_imports, problem,
-                                  _import_targets(node))
+            uses = frozenset(
+                n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            )
+            statement = Statement(
+                name,
+                index,
+                text,
+                frozenset(_top_level_binds(node)),
+                uses,
+                package_imports,
+                problem,
+                _import_targets(node),
+            )
             self.statements.append(statement)
             for bound in statement.binds:
                 self.binders.setdefault(bound, []).append(index)
 
-    def _package_imports(self, node: ast.stmt, package: str, path: Path) -> tuple[tuple[str, str, str], ...] | None:
+    def _package_imports(
+        self, node: ast.stmt, package: str, path: Path
+    ) -> tuple[tuple[str, str, str], ...] | None:
         if isinstance(node, ast.Import):
             return None if _names_package(node, package) else ()
         if not isinstance(node, ast.ImportFrom):
@@ -156,7 +179,11 @@ class _Module:
         module = node.module or ""
         if node.level:  # relative import: resolve against this module's package
             parent = self.name.split(".")
-            parent = parent[: len(parent) - node.level] if path.name != "__init__.py" else parent[: len(parent) - node.level + 1]
+            parent = (
+                parent[: len(parent) - node.level]
+                if path.name != "__init__.py"
+                else parent[: len(parent) - node.level + 1]
+            )
             module = ".".join([*parent, module] if module else parent)
         if module.split(".")[0] != package:
             return ()
@@ -214,8 +241,13 @@ def inline_module(module: str, roots: list[str]) -> str:
     return _emit(modules, included, depends, module, aliases)
 
 
-def _emit(modules: dict[str, _Module], included: dict[str, set[int]], depends: dict[str, set[str]], main: str,
-          aliases: dict[tuple[str, int], set[str]]) -> str:
+def _emit(
+    modules: dict[str, _Module],
+    included: dict[str, set[int]],
+    depends: dict[str, set[str]],
+    main: str,
+    aliases: dict[tuple[str, int], set[str]],
+) -> str:
     order: list[str] = []
     visiting: set[str] = set()
 
@@ -245,10 +277,14 @@ def _emit(modules: dict[str, _Module], included: dict[str, set[int]], depends: d
                 continue
             for bound in statement.binds:
                 previous = owner.setdefault(bound, statement)
-                same_import = previous.import_targets.get(bound) == statement.import_targets.get(bound) is not None
+                same_import = (
+                    previous.import_targets.get(bound) == statement.import_targets.get(bound) is not None
+                )
                 if previous.module != statement.module and not same_import:
-                    raise InlineError(f"{bound!r} is bound differently in {previous.module} and {statement.module}: "
-                                      f"inlining both into one file would change what one of them sees")
+                    raise InlineError(
+                        f"{bound!r} is bound differently in {previous.module} and {statement.module}: "
+                        f"inlining both into one file would change what one of them sees"
+                    )
             emitted_text.add(statement.text)
             chunk.append(statement.text)
         if chunk:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 """
 
-_ROWS = '''
+_ROWS = """
 BATCH = 4
 SEQ = 2048
 HIDDEN = 4096
@@ -27,10 +27,11 @@ def get_inputs():
 
 def get_init_inputs():
     return [HIDDEN]
-'''
+"""
 ROWS_SMALL = {"BATCH": 2, "SEQ": 3, "HIDDEN": 100}
 
-RMS_NORM = '''"""RMSNorm as Llama computes it (HF LlamaRMSNorm, float32): x / sqrt(mean(x^2) + eps) * weight."""
+RMS_NORM = (
+    '''"""RMSNorm as Llama computes it (HF LlamaRMSNorm, float32): x / sqrt(mean(x^2) + eps) * weight."""
 
 class Model(nn.Module):
     def __init__(self, hidden):
@@ -40,9 +41,12 @@ class Model(nn.Module):
     def forward(self, x):
         variance = x.pow(2).mean(-1, keepdim=True)
         return x * torch.rsqrt(variance + 1e-6) * self.weight
-''' + _ROWS
+'''
+    + _ROWS
+)
 
-LAYER_NORM = '''"""LayerNorm over the hidden dimension with an affine weight and bias."""
+LAYER_NORM = (
+    '''"""LayerNorm over the hidden dimension with an affine weight and bias."""
 
 class Model(nn.Module):
     def __init__(self, hidden):
@@ -52,9 +56,12 @@ class Model(nn.Module):
 
     def forward(self, x):
         return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, 1e-5)
-''' + _ROWS
+'''
+    + _ROWS
+)
 
-DYT = '''"""Dynamic Tanh (DyT, a normalisation-free LayerNorm replacement): gamma * tanh(alpha * x) + beta."""
+DYT = (
+    '''"""Dynamic Tanh (DyT, a normalisation-free LayerNorm replacement): gamma * tanh(alpha * x) + beta."""
 
 class Model(nn.Module):
     def __init__(self, hidden):
@@ -65,9 +72,11 @@ class Model(nn.Module):
 
     def forward(self, x):
         return self.gamma * torch.tanh(self.alpha * x) + self.beta
-''' + _ROWS
+'''
+    + _ROWS
+)
 
-_GATED = '''
+_GATED = """
 TOKENS = 4096
 INTERMEDIATE = 14336
 
@@ -78,22 +87,28 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 GATED_SMALL = {"TOKENS": 6, "INTERMEDIATE": 200}
 
-SWIGLU = '''"""SwiGLU activation of a gated MLP (Llama): silu(gate) * up."""
+SWIGLU = (
+    '''"""SwiGLU activation of a gated MLP (Llama): silu(gate) * up."""
 
 class Model(nn.Module):
     def forward(self, gate, up):
         return F.silu(gate) * up
-''' + _GATED
+'''
+    + _GATED
+)
 
-GEGLU = '''"""GeGLU activation of a gated MLP (Gemma): gelu_tanh(gate) * up."""
+GEGLU = (
+    '''"""GeGLU activation of a gated MLP (Gemma): gelu_tanh(gate) * up."""
 
 class Model(nn.Module):
     def forward(self, gate, up):
         return F.gelu(gate, approximate="tanh") * up
-''' + _GATED
+'''
+    + _GATED
+)
 
 SOFTMAX = '''"""Softmax over the last dimension."""
 
@@ -115,14 +130,17 @@ def get_init_inputs():
 '''
 SOFTMAX_SMALL = {"ROWS": 6, "COLS": 300}
 
-_VOCAB = '''
+_VOCAB = """
 TOKENS = 4096
 VOCAB = 32000
-'''
+"""
 VOCAB_SMALL = {"TOKENS": 5, "VOCAB": 700}
 
-CROSS_ENTROPY = '''"""Mean token cross entropy of LM logits against next-token targets."""
-''' + _VOCAB + '''
+CROSS_ENTROPY = (
+    '''"""Mean token cross entropy of LM logits against next-token targets."""
+'''
+    + _VOCAB
+    + """
 
 class Model(nn.Module):
     def forward(self, logits, target):
@@ -135,10 +153,14 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
+)
 
-KL_DIV = '''"""KL divergence of a student's log-probabilities from a teacher's probabilities (reduction batchmean)."""
-''' + _VOCAB + '''
+KL_DIV = (
+    '''"""KL divergence of a student's log-probabilities from a teacher's probabilities (reduction batchmean)."""
+'''
+    + _VOCAB
+    + """
 
 class Model(nn.Module):
     def forward(self, log_probs, target_probs):
@@ -151,7 +173,8 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
+)
 
 GROUP_NORM = '''"""GroupNorm of a (batch, channels, height, width) feature map with an affine weight and bias."""
 

@@ -45,10 +45,17 @@ def row_from_result(kernel: str, result: Any, static_findings: list[str]) -> Row
     status = result.status.value
     gap = interpreter_gap(result.error) if status == "interpreter_unsupported" else None
     return Row(
-        kernel=kernel, verdict=status, status=status, interpreter_gap=gap,
-        speedup=result.speedup, speedup_ci=list(result.speedup_ci) if result.speedup_ci else None,
-        coverage=result.coverage, hack_reasons=list(result.hack_reasons), flags=list(result.flags),
-        error=(result.error or None) and result.error[-4000:], static_findings=static_findings,
+        kernel=kernel,
+        verdict=status,
+        status=status,
+        interpreter_gap=gap,
+        speedup=result.speedup,
+        speedup_ci=list(result.speedup_ci) if result.speedup_ci else None,
+        coverage=result.coverage,
+        hack_reasons=list(result.hack_reasons),
+        flags=list(result.flags),
+        error=(result.error or None) and result.error[-4000:],
+        static_findings=static_findings,
         result=result.to_dict(),
     )
 
@@ -72,10 +79,14 @@ def format_table(rows: list[Row]) -> str:
             notes.insert(0, row.interpreter_gap)
         elif row.error and row.verdict != "correct":
             notes.insert(0, row.error.strip().splitlines()[-1][:160])
-        lines.append((row.kernel, row.verdict, speedup, bench, _number(row.coverage), "; ".join(notes) or "-"))
+        lines.append(
+            (row.kernel, row.verdict, speedup, bench, _number(row.coverage), "; ".join(notes) or "-")
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1]
-                     for line in lines)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1]
+        for line in lines
+    )
 
 
 def _number(value: float | None) -> str:

@@ -17,7 +17,9 @@ REFERENCE_WORKER = "kernel_reward.judge.reference_run"
 
 def check_reference(source: str, *, timeout_s: float = 60.0, entry_point: str = "Model") -> ReferenceCheck:
     """Run one reference program on CPU and report its problems (see ``check_references``)."""
-    return check_references([source], num_workers=1, timeout_s=timeout_s, entry_point=entry_point, progress=False)[0]
+    return check_references(
+        [source], num_workers=1, timeout_s=timeout_s, entry_point=entry_point, progress=False
+    )[0]
 
 
 def check_references(

@@ -23,23 +23,49 @@ class _Pointwise:
     params: tuple[tuple[float, ...], ...] = ()  # candidate values per parameter {p0}, {p1}
     binary: bool = False
     nonneg_out: bool = False  # never negative output
-    identity_on_nonneg: bool = False  # leaves non-negative input unchanged (forgetting it after one is no bug)
+    identity_on_nonneg: bool = (
+        False  # leaves non-negative input unchanged (forgetting it after one is no bug)
+    )
 
 
 _POINTWISE = (
-    _Pointwise("relu", "torch.relu({v})", "tl.maximum({v}, 0.0)", "torch.relu", nonneg_out=True,
-               identity_on_nonneg=True),
-    _Pointwise("leaky_relu", "F.leaky_relu({v}, {p0})", "tl.where({v} > 0, {v}, {v} * {p0})",
-               "torch.nn.functional.leaky_relu", ((0.01, 0.05, 0.1, 0.2),), identity_on_nonneg=True),
-    _Pointwise("sigmoid", "torch.sigmoid({v})", "1.0 / (1.0 + tl.exp(-{v}))", "torch.sigmoid", nonneg_out=True),
+    _Pointwise(
+        "relu",
+        "torch.relu({v})",
+        "tl.maximum({v}, 0.0)",
+        "torch.relu",
+        nonneg_out=True,
+        identity_on_nonneg=True,
+    ),
+    _Pointwise(
+        "leaky_relu",
+        "F.leaky_relu({v}, {p0})",
+        "tl.where({v} > 0, {v}, {v} * {p0})",
+        "torch.nn.functional.leaky_relu",
+        ((0.01, 0.05, 0.1, 0.2),),
+        identity_on_nonneg=True,
+    ),
+    _Pointwise(
+        "sigmoid", "torch.sigmoid({v})", "1.0 / (1.0 + tl.exp(-{v}))", "torch.sigmoid", nonneg_out=True
+    ),
     _Pointwise("tanh", "torch.tanh({v})", "2.0 / (1.0 + tl.exp(-2.0 * {v})) - 1.0", "torch.tanh"),
     _Pointwise("silu", "F.silu({v})", "{v} / (1.0 + tl.exp(-{v}))", "torch.nn.functional.silu"),
-    _Pointwise("softplus", "F.softplus({v})", "tl.where({v} > 20.0, {v}, tl.log(1.0 + tl.exp({v})))",
-               "torch.nn.functional.softplus", nonneg_out=True),
+    _Pointwise(
+        "softplus",
+        "F.softplus({v})",
+        "tl.where({v} > 20.0, {v}, tl.log(1.0 + tl.exp({v})))",
+        "torch.nn.functional.softplus",
+        nonneg_out=True,
+    ),
     _Pointwise("scale", "{v} * {p0}", "{v} * {p0}", "torch.mul", ((0.5, 1.5, 2.0, -1.25, 3.0),)),
     _Pointwise("shift", "{v} + {p0}", "{v} + {p0}", "torch.add", ((0.25, -0.5, 1.0, -0.125),)),
-    _Pointwise("clamp", "torch.clamp({v}, {p0}, {p1})", "tl.minimum(tl.maximum({v}, {p0}), {p1})", "torch.clamp",
-               ((-1.0, -0.5, -2.0), (0.5, 1.0, 1.5))),
+    _Pointwise(
+        "clamp",
+        "torch.clamp({v}, {p0}, {p1})",
+        "tl.minimum(tl.maximum({v}, {p0}), {p1})",
+        "torch.clamp",
+        ((-1.0, -0.5, -2.0), (0.5, 1.0, 1.5)),
+    ),
     _Pointwise("abs", "torch.abs({v})", "tl.abs({v})", "torch.abs", nonneg_out=True, identity_on_nonneg=True),
     _Pointwise("square", "{v} * {v}", "{v} * {v}", "torch.mul", nonneg_out=True),
     _Pointwise("add_y", "{v} + y", "{v} + yv", "torch.add", binary=True),
@@ -69,7 +95,11 @@ def elementwise_task(rng: random.Random, seed: int) -> SyntheticTask:
     binary = variant == "binary"
     program = Program(
         doc="Fused pointwise chain: y = " + " -> ".join(op.name for op in chain) + ".",
-        sizes=sizes, init_params="", init_inputs="", ref_init=(), new_init=(),
+        sizes=sizes,
+        init_params="",
+        init_inputs="",
+        ref_init=(),
+        new_init=(),
         args="x, y" if binary else "x",
         inputs=", ".join([f"torch.randn({size_args(sizes)})"] * (2 if binary else 1)),
     )
@@ -77,24 +107,28 @@ def elementwise_task(rng: random.Random, seed: int) -> SyntheticTask:
 
     def kernel(ops: Sequence[tuple[_Pointwise, tuple[str, ...]]]) -> str:
         body = [f"v = {step(op.triton, ps, 'v')}" for op, ps in ops]
-        return "\n".join([
-            f"def chain_kernel(x_ptr, {'y_ptr, ' if binary else ''}out_ptr, n, BLOCK: tl.constexpr):",
-            "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
-            "    mask = offs < n",
-            "    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)",
-            *(["    yv = tl.load(y_ptr + offs, mask=mask).to(tl.float32)"] if binary else []),
-            *("    " + line for line in body),
-            "    tl.store(out_ptr + offs, v.to(out_ptr.dtype.element_ty), mask=mask)",
-        ])
+        return "\n".join(
+            [
+                f"def chain_kernel(x_ptr, {'y_ptr, ' if binary else ''}out_ptr, n, BLOCK: tl.constexpr):",
+                "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)",
+                "    mask = offs < n",
+                "    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)",
+                *(["    yv = tl.load(y_ptr + offs, mask=mask).to(tl.float32)"] if binary else []),
+                *("    " + line for line in body),
+                "    tl.store(out_ptr + offs, v.to(out_ptr.dtype.element_ty), mask=mask)",
+            ]
+        )
 
-    host = "\n".join([
-        "        x = x.contiguous()",
-        *(["        y = y.contiguous()"] if binary else []),
-        "        out = torch.empty_like(x)",
-        "        n = x.numel()",
-        f"        chain_kernel[(triton.cdiv(n, {block}),)](x, {'y, ' if binary else ''}out, n, BLOCK={block})",
-        "        return out",
-    ])
+    host = "\n".join(
+        [
+            "        x = x.contiguous()",
+            *(["        y = y.contiguous()"] if binary else []),
+            "        out = torch.empty_like(x)",
+            "        n = x.numel()",
+            f"        chain_kernel[(triton.cdiv(n, {block}),)](x, {'y, ' if binary else ''}out, n, BLOCK={block})",
+            "        return out",
+        ]
+    )
     ops = list(zip(chain, params, strict=True))
     # Forgetting (or mis-copying) an op that is the identity on non-negative input, where its input is known to
     # be non-negative, is no bug: such an op is never picked for a flaw.
@@ -107,18 +141,25 @@ def elementwise_task(rng: random.Random, seed: int) -> SyntheticTask:
         i = rng.choice(tunable)
         op, ps = ops[i]
         bad = ps[:-1] + (fmt(float(ps[-1]) + 0.5),)
-        flawed_ops = ops[:i] + [(op, bad)] + ops[i + 1:]
-        flaw = (f"The {op.name} step used {bad[-1]} instead of {ps[-1]}; the kernel now uses the reference's "
-                "constant.")
+        flawed_ops = ops[:i] + [(op, bad)] + ops[i + 1 :]
+        flaw = (
+            f"The {op.name} step used {bad[-1]} instead of {ps[-1]}; the kernel now uses the reference's "
+            "constant."
+        )
     else:  # a forgotten op in the chain
         i = rng.choice([j for j in range(len(ops)) if not harmless[j]])
-        flawed_ops = ops[:i] + ops[i + 1:]
+        flawed_ops = ops[:i] + ops[i + 1 :]
         flaw = f"The kernel skipped the {ops[i][0].name} step of the chain; it is applied in order now."
     return make_task(
-        "elementwise", variant, seed, "2", tuple(dict.fromkeys(op.torch_op for op in chain)),
+        "elementwise",
+        variant,
+        seed,
+        "2",
+        tuple(dict.fromkeys(op.torch_op for op in chain)),
         reference_program(program, forward),
-        candidate_program(program, kernel(ops), host), candidate_program(program, kernel(flawed_ops), host),
+        candidate_program(program, kernel(ops), host),
+        candidate_program(program, kernel(flawed_ops), host),
         plan="One fused Triton kernel applies the whole pointwise chain in registers: one read of each input, "
-             "one write, each program handling a masked block of 1024 elements.",
+        "one write, each program handling a masked block of 1024 elements.",
         flaw=flaw,
     )

@@ -12,7 +12,10 @@ from .softmax import softmax_task
 from .task import FAMILIES, SyntheticTask
 
 _GENERATORS = {
-    "elementwise": elementwise_task, "reduction": reduction_task, "norm": norm_task, "softmax": softmax_task,
+    "elementwise": elementwise_task,
+    "reduction": reduction_task,
+    "norm": norm_task,
+    "softmax": softmax_task,
 }
 
 
@@ -24,8 +27,9 @@ def generate_task(family: str, seed: int) -> SyntheticTask:
     return _GENERATORS[family](rng, seed)
 
 
-def generate_tasks(count: int, seed: int = 0, families: Sequence[str] = FAMILIES,
-                   max_tries_per_task: int = 50) -> list[SyntheticTask]:
+def generate_tasks(
+    count: int, seed: int = 0, families: Sequence[str] = FAMILIES, max_tries_per_task: int = 50
+) -> list[SyntheticTask]:
     """``count`` distinct tasks (distinct references), families taken in turn, deterministic from ``seed``.
 
     Raises:
@@ -49,8 +53,10 @@ def generate_tasks(count: int, seed: int = 0, families: Sequence[str] = FAMILIES
             if task.uuid not in seen:
                 break
         else:
-            raise ValueError(f"family {family!r} gave no new distinct task in {max_tries_per_task} draws "
-                             f"({sum(t.family == family for t in tasks)} so far); ask for fewer tasks")
+            raise ValueError(
+                f"family {family!r} gave no new distinct task in {max_tries_per_task} draws "
+                f"({sum(t.family == family for t in tasks)} so far); ask for fewer tasks"
+            )
         seen.add(task.uuid)
         tasks.append(task)
     return tasks

@@ -26,29 +26,44 @@ def norm_task(rng: random.Random, seed: int) -> SyntheticTask:
             ref_init.append("self.bias = nn.Parameter(0.1 * torch.randn(dim))")
             new_init.append("self.bias = nn.Parameter(torch.zeros(dim))")
     if variant == "layer_norm":
-        forward = [f"return F.layer_norm(x, (self.dim,), {'self.weight, self.bias' if affine else 'None, None'}, "
-                   "self.eps)"]
+        forward = [
+            f"return F.layer_norm(x, (self.dim,), {'self.weight, self.bias' if affine else 'None, None'}, "
+            "self.eps)"
+        ]
         ops: tuple[str, ...] = ("torch.nn.functional.layer_norm",)
-        doc = "Layer normalization over the last dimension" + (" with learned scale and shift." if affine else ".")
+        doc = "Layer normalization over the last dimension" + (
+            " with learned scale and shift." if affine else "."
+        )
     else:
-        forward = ["rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)",
-                   f"return x * rms{' * self.weight' if affine else ''}"]
+        forward = [
+            "rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)",
+            f"return x * rms{' * self.weight' if affine else ''}",
+        ]
         ops = ("torch.pow", "torch.mean", "torch.rsqrt", "torch.mul")
         doc = "RMS normalization over the last dimension" + (" with a learned scale." if affine else ".")
     program = Program(
-        doc=doc, sizes=sizes, init_params=", dim: int, eps: float", init_inputs=f"DIM, {eps!r}",
-        ref_init=tuple(ref_init), new_init=tuple(new_init), args="x",
-        inputs=f"torch.randn({size_args(sizes)}) * {fmt(mult)}" + (f" {'-' if shift < 0 else '+'} {fmt(abs(shift))}" if shift else ""),
+        doc=doc,
+        sizes=sizes,
+        init_params=", dim: int, eps: float",
+        init_inputs=f"DIM, {eps!r}",
+        ref_init=tuple(ref_init),
+        new_init=tuple(new_init),
+        args="x",
+        inputs=f"torch.randn({size_args(sizes)}) * {fmt(mult)}"
+        + (f" {'-' if shift < 0 else '+'} {fmt(abs(shift))}" if shift else ""),
     )
 
-    def kernel(*, mask_diff: bool = True, divisor: str = "n_cols", use_bias: bool = True,
-               use_weight: bool = True) -> str:
+    def kernel(
+        *, mask_diff: bool = True, divisor: str = "n_cols", use_bias: bool = True, use_weight: bool = True
+    ) -> str:
         body = [LOAD_ROW.format(other="0.0")]
         if variant == "layer_norm":
-            body += [f"mean = tl.sum(x, axis=0) / {divisor}",
-                     "d = tl.where(mask, x - mean, 0.0)" if mask_diff else "d = x - mean",
-                     f"var = tl.sum(d * d, axis=0) / {divisor}",
-                     "y = d / tl.sqrt(var + eps)"]
+            body += [
+                f"mean = tl.sum(x, axis=0) / {divisor}",
+                "d = tl.where(mask, x - mean, 0.0)" if mask_diff else "d = x - mean",
+                f"var = tl.sum(d * d, axis=0) / {divisor}",
+                "y = d / tl.sqrt(var + eps)",
+            ]
         else:
             body += [f"ms = tl.sum(x * x, axis=0) / {divisor}", "y = x / tl.sqrt(ms + eps)"]
         if affine and use_weight:
@@ -61,23 +76,40 @@ def norm_task(rng: random.Random, seed: int) -> SyntheticTask:
 
     args = ("self.weight, self.bias, " if variant == "layer_norm" else "self.weight, ") if affine else ""
     host = row_launch(args + "self.eps, ", "x.shape", "torch.empty_like(x2)")
-    flaws = [(kernel(divisor="BLOCK"),
-              "The statistics were divided by the padded block size BLOCK instead of the row length n_cols; they "
-              "divide by n_cols now.")]
+    flaws = [
+        (
+            kernel(divisor="BLOCK"),
+            "The statistics were divided by the padded block size BLOCK instead of the row length n_cols; they "
+            "divide by n_cols now.",
+        )
+    ]
     if variant == "layer_norm":
-        flaws.append((kernel(mask_diff=False),
-                      "Padded lanes held x - mean = -mean and added mean^2 terms to the variance; the centred values "
-                      "are masked to 0 before the variance now."))
+        flaws.append(
+            (
+                kernel(mask_diff=False),
+                "Padded lanes held x - mean = -mean and added mean^2 terms to the variance; the centred values "
+                "are masked to 0 before the variance now.",
+            )
+        )
         if affine:
-            flaws.append((kernel(use_bias=False), "The kernel forgot to add the bias; it is added after the scale."))
+            flaws.append(
+                (kernel(use_bias=False), "The kernel forgot to add the bias; it is added after the scale.")
+            )
     elif affine:
-        flaws.append((kernel(use_weight=False), "The kernel forgot to multiply by the learned weight; it does now."))
+        flaws.append(
+            (kernel(use_weight=False), "The kernel forgot to multiply by the learned weight; it does now.")
+        )
     flawed, flaw = rng.choice(flaws)
     return make_task(
-        "norm", variant, seed, "1", ops, reference_program(program, forward),
+        "norm",
+        variant,
+        seed,
+        "1",
+        ops,
+        reference_program(program, forward),
         candidate_program(program, kernel(), host),
         candidate_program(program, flawed, host),
         plan="One Triton program per row: the row is loaded once as a masked block, the statistics are reduced "
-             "in fp32 registers, and the normalized row is written back in the same pass.",
+        "in fp32 registers, and the normalized row is written back in the same pass.",
         flaw=flaw,
     )

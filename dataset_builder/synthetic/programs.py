@@ -34,7 +34,7 @@ def get_init_inputs():
     return [{init_inputs}]
 '''
 
-_CANDIDATE = '''import torch
+_CANDIDATE = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -50,7 +50,7 @@ class ModelNew(nn.Module):
 
     def forward(self, {args}):
 {forward}
-'''
+"""
 
 
 def _indent(lines: Iterable[str], spaces: int) -> str:
@@ -85,15 +85,26 @@ class Program:
 
 
 def reference_program(p: Program, forward: Sequence[str]) -> str:
-    return _REFERENCE.format(doc=p.doc, constants=_constants(p.sizes), init_params=p.init_params,
-                             init_body=_init_body(p.ref_init), args=p.args,
-                             forward=_indent(forward, 8), inputs=p.inputs, init_inputs=p.init_inputs)
+    return _REFERENCE.format(
+        doc=p.doc,
+        constants=_constants(p.sizes),
+        init_params=p.init_params,
+        init_body=_init_body(p.ref_init),
+        args=p.args,
+        forward=_indent(forward, 8),
+        inputs=p.inputs,
+        init_inputs=p.init_inputs,
+    )
 
 
 def candidate_program(p: Program, kernel: str, forward: str) -> str:
-    return _CANDIDATE.format(kernel=kernel.strip("\n"), init_params=p.init_params,
-                             init_body=_init_body(p.new_init), args=p.args,
-                             forward=forward.rstrip("\n"))
+    return _CANDIDATE.format(
+        kernel=kernel.strip("\n"),
+        init_params=p.init_params,
+        init_body=_init_body(p.new_init),
+        args=p.args,
+        forward=forward.rstrip("\n"),
+    )
 
 
 def fmt(value: float) -> str:

@@ -28,15 +28,26 @@ def reduction_task(rng: random.Random, seed: int) -> SyntheticTask:
     what = {None: "x", "abs": "|x|", "square": "x^2"}[pre]
     program = Program(
         doc=f"{words} of {what} over the last dimension{' (kept)' if keepdim else ''}"
-            + (f", scaled by {fmt(scale)}." if scale is not None else "."),
-        sizes=sizes, init_params="", init_inputs="", ref_init=(), new_init=(), args="x",
+        + (f", scaled by {fmt(scale)}." if scale is not None else "."),
+        sizes=sizes,
+        init_params="",
+        init_inputs="",
+        ref_init=(),
+        new_init=(),
+        args="x",
         inputs=f"torch.randn({size_args(sizes)})",
     )
     fill = "float('-inf')" if variant == "amax" else "0.0"
     reduce = "tl.max" if variant == "amax" else "tl.sum"
 
-    def kernel(*, pre_op: str = tl_pre, other: str = "0.0", mask_fill: bool = True, divisor: str = "n_cols",
-               scaled: bool = True) -> str:
+    def kernel(
+        *,
+        pre_op: str = tl_pre,
+        other: str = "0.0",
+        mask_fill: bool = True,
+        divisor: str = "n_cols",
+        scaled: bool = True,
+    ) -> str:
         body = [LOAD_ROW.format(other=other), f"v = {pre_op}"]
         if mask_fill:
             body.append(f"v = tl.where(mask, v, {fill})")
@@ -52,27 +63,54 @@ def reduction_task(rng: random.Random, seed: int) -> SyntheticTask:
     host = row_launch("", out_shape, "torch.empty(rows, device=x.device, dtype=x.dtype)")
     flaws = []
     if variant == "mean":
-        flaws.append((kernel(divisor="BLOCK"),
-                      "The mean divided by the padded block size BLOCK instead of the row length n_cols; it divides "
-                      "by n_cols now."))
+        flaws.append(
+            (
+                kernel(divisor="BLOCK"),
+                "The mean divided by the padded block size BLOCK instead of the row length n_cols; it divides "
+                "by n_cols now.",
+            )
+        )
     if variant == "sum":
-        flaws.append((kernel(other="1.0", mask_fill=False),
-                      "Padded lanes past the row end were loaded as 1.0 and summed; they are loaded as 0.0 and "
-                      "masked out of the sum now."))
+        flaws.append(
+            (
+                kernel(other="1.0", mask_fill=False),
+                "Padded lanes past the row end were loaded as 1.0 and summed; they are loaded as 0.0 and "
+                "masked out of the sum now.",
+            )
+        )
     if pre is not None:
-        flaws.append((kernel(pre_op="x"),
-                      f"The kernel reduced x itself and forgot to take {what} first; the {pre} step is back."))
+        flaws.append(
+            (
+                kernel(pre_op="x"),
+                f"The kernel reduced x itself and forgot to take {what} first; the {pre} step is back.",
+            )
+        )
     if scale is not None:
-        flaws.append((kernel(scaled=False),
-                      f"The kernel forgot the final scale by {fmt(scale)}; it multiplies the result now."))
+        flaws.append(
+            (
+                kernel(scaled=False),
+                f"The kernel forgot the final scale by {fmt(scale)}; it multiplies the result now.",
+            )
+        )
     flawed, flaw = rng.choice(flaws)
     return make_task(
-        "reduction", variant, seed, "2" if pre or scale is not None else "1",
-        tuple(o for o in (call, "torch.abs" if pre == "abs" else None, "torch.mul" if pre == "square" or scale
-                          is not None else None) if o),
-        reference_program(program, forward), candidate_program(program, kernel(), host),
+        "reduction",
+        variant,
+        seed,
+        "2" if pre or scale is not None else "1",
+        tuple(
+            o
+            for o in (
+                call,
+                "torch.abs" if pre == "abs" else None,
+                "torch.mul" if pre == "square" or scale is not None else None,
+            )
+            if o
+        ),
+        reference_program(program, forward),
+        candidate_program(program, kernel(), host),
         candidate_program(program, flawed, host),
         plan="One Triton program per row: it loads the whole row as one masked block (padded to a power of two, "
-             "padding neutralised), reduces it in registers and writes one value.",
+        "padding neutralised), reduces it in registers and writes one value.",
         flaw=flaw,
     )

@@ -23,21 +23,25 @@ def row_sizes(rng: random.Random) -> dict[str, int]:
 
 def row_kernel(signature: str, body: Sequence[str]) -> str:
     """A one-program-per-row kernel over a contiguous (rows, n_cols) view, block padded to a power of two."""
-    return "\n".join([
-        f"def row_kernel(x_ptr, out_ptr, {signature}n_cols, BLOCK: tl.constexpr):",
-        "    row = tl.program_id(0)",
-        "    cols = tl.arange(0, BLOCK)",
-        "    mask = cols < n_cols",
-        *("    " + line for line in body),
-    ])
+    return "\n".join(
+        [
+            f"def row_kernel(x_ptr, out_ptr, {signature}n_cols, BLOCK: tl.constexpr):",
+            "    row = tl.program_id(0)",
+            "    cols = tl.arange(0, BLOCK)",
+            "    mask = cols < n_cols",
+            *("    " + line for line in body),
+        ]
+    )
 
 
 def row_launch(extra_args: str, out_shape: str, out_alloc: str) -> str:
-    return _ROW_HOST + "\n".join([
-        f"        out = {out_alloc}",
-        f"        row_kernel[(rows,)](x2, out, {extra_args}n_cols, BLOCK=triton.next_power_of_2(n_cols))",
-        f"        return out.reshape({out_shape})",
-    ])
+    return _ROW_HOST + "\n".join(
+        [
+            f"        out = {out_alloc}",
+            f"        row_kernel[(rows,)](x2, out, {extra_args}n_cols, BLOCK=triton.next_power_of_2(n_cols))",
+            f"        return out.reshape({out_shape})",
+        ]
+    )
 
 
 LOAD_ROW = "x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other={other}).to(tl.float32)"

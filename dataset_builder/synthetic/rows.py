@@ -21,8 +21,16 @@ def task_row(task: SyntheticTask) -> dict[str, Any]:
         "prompt": first_turn_messages(task.reference),
         "ability": "kernel_optimization",
         "reward_model": {"style": "rule", "ground_truth": task.reference},
-        "extra_info": {"entry_point": "Model", "level": task.level, "module_name": task.uuid, "ops": list(task.ops),
-                       "original_prompt": [], "repo_name": "drkernel-rl", "type": task.family, "uuid": task.uuid},
+        "extra_info": {
+            "entry_point": "Model",
+            "level": task.level,
+            "module_name": task.uuid,
+            "ops": list(task.ops),
+            "original_prompt": [],
+            "repo_name": "drkernel-rl",
+            "type": task.family,
+            "uuid": task.uuid,
+        },
     }
 
 

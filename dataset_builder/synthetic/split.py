@@ -28,7 +28,9 @@ def split_keys(held_out: Collection[str]) -> frozenset[str]:
         family, _, variant = name.partition("/")
         if family not in VARIANTS or (variant and variant not in VARIANTS[family]):
             known = [f"{f}/{v}" for f, vs in VARIANTS.items() for v in vs]
-            raise ValueError(f"unknown held-out name {name!r}; use a family {list(FAMILIES)} or one of {known}")
+            raise ValueError(
+                f"unknown held-out name {name!r}; use a family {list(FAMILIES)} or one of {known}"
+            )
         keys.update(f"{family}/{v}" for v in ((variant,) if variant else VARIANTS[family]))
     return frozenset(keys)
 

@@ -53,13 +53,40 @@ class SyntheticTask:
         """The reference as a ``dataset_builder.tasks.Task`` (so the dataset builder can use it as a row)."""
         from dataset_builder.tasks import Task
 
-        return Task(name=self.uuid, category=self.family, level=self.level, ops=self.ops,
-                    source=self.reference, preset="small")
+        return Task(
+            name=self.uuid,
+            category=self.family,
+            level=self.level,
+            ops=self.ops,
+            source=self.reference,
+            preset="small",
+        )
 
 
-def make_task(family: str, variant: str, seed: int, level: str, ops: tuple[str, ...], reference: str,
-              solution: str, flawed: str, *, plan: str, flaw: str) -> SyntheticTask:
+def make_task(
+    family: str,
+    variant: str,
+    seed: int,
+    level: str,
+    ops: tuple[str, ...],
+    reference: str,
+    solution: str,
+    flawed: str,
+    *,
+    plan: str,
+    flaw: str,
+) -> SyntheticTask:
     digest = hashlib.sha256(reference.encode("utf-8")).hexdigest()[:12]
-    return SyntheticTask(uuid=f"synthetic_{family}_{digest}", family=family, variant=variant, level=level,
-                         ops=ops, reference=reference, solution=solution, flawed=flawed, plan=plan, flaw=flaw,
-                         seed=seed)
+    return SyntheticTask(
+        uuid=f"synthetic_{family}_{digest}",
+        family=family,
+        variant=variant,
+        level=level,
+        ops=ops,
+        reference=reference,
+        solution=solution,
+        flawed=flawed,
+        plan=plan,
+        flaw=flaw,
+        seed=seed,
+    )

@@ -10,13 +10,16 @@ def format_exception(prefix: str, exc: BaseException, limit_chars: int = 3000) -
     """``prefix: Type: message`` and the traceback, its middle cut to keep about ``limit_chars`` (judge and runner)."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     if len(text) > limit_chars:
-        text = text[:800] + "\n...\n" + text[-(limit_chars - 805):]
+        text = text[:800] + "\n...\n" + text[-(limit_chars - 805) :]
     return f"{prefix}: {type(exc).__name__}: {exc}\n{text}"
 
 
 # (text in an error, what the interpreter lacks): failures that are the interpreter's, not the candidate's
 INTERPRETER_GAP_MARKERS = (
-    ("has no implementation under the Triton interpreter", "a libdevice function without an interpreter version"),
+    (
+        "has no implementation under the Triton interpreter",
+        "a libdevice function without an interpreter version",
+    ),
     ("not supported in interpreter mode", "an extern / inline-asm call (no interpreter version)"),
     ("0 active drivers", "a GPU driver API (no driver under the interpreter)"),
 )

@@ -66,12 +66,16 @@ def flatten_outputs(output: Any) -> list[torch.Tensor]:
         return [output]
     if isinstance(output, tuple | list) and output and all(isinstance(o, torch.Tensor) for o in output):
         return list(output)
-    raise OutputFormatError(f"forward returned {type(output).__name__}, expected a tensor or a tuple of tensors")
+    raise OutputFormatError(
+        f"forward returned {type(output).__name__}, expected a tensor or a tuple of tensors"
+    )
 
 
 def non_plain_tensors(outputs: list[torch.Tensor]) -> list[str]:
     """Type names of outputs that are tensor subclasses (lazy tensors, wrappers) rather than torch.Tensor."""
-    return [type(o).__name__ for o in outputs if type(o) is not torch.Tensor and type(o) is not torch.nn.Parameter]
+    return [
+        type(o).__name__ for o in outputs if type(o) is not torch.Tensor and type(o) is not torch.nn.Parameter
+    ]
 
 
 def only_tensors(args: list[Any]) -> list[torch.Tensor]:

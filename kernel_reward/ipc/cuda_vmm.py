@@ -16,8 +16,13 @@ class CudaArrayInterface:
     """Just enough of ``__cuda_array_interface__`` for ``torch.as_tensor`` to view raw device memory."""
 
     def __init__(self, pointer: int, nbytes: int) -> None:
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (pointer, False),
-                                         "version": 2, "strides": None}
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "data": (pointer, False),
+            "version": 2,
+            "strides": None,
+        }
 
 
 def wrap_device_pointer(pointer: int, nbytes: int, device: torch.device) -> torch.Tensor:
@@ -34,13 +39,22 @@ class _Location(ctypes.Structure):  # CUmemLocation
 
 
 class _AllocFlags(ctypes.Structure):  # the allocFlags member of CUmemAllocationProp
-    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
-                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+    _fields_ = [
+        ("compressionType", ctypes.c_ubyte),
+        ("gpuDirectRDMACapable", ctypes.c_ubyte),
+        ("usage", ctypes.c_ushort),
+        ("reserved", ctypes.c_ubyte * 4),
+    ]
 
 
 class _AllocationProp(ctypes.Structure):  # CUmemAllocationProp
-    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("location", _Location),
-                ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", _AllocFlags)]
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("requestedHandleTypes", ctypes.c_int),
+        ("location", _Location),
+        ("win32HandleMetaData", ctypes.c_void_p),
+        ("allocFlags", _AllocFlags),
+    ]
 
 
 class _AccessDesc(ctypes.Structure):  # CUmemAccessDesc
@@ -70,7 +84,11 @@ class Driver:
     def __init__(self) -> None:
         lib = self.lib = ctypes.CDLL("libcuda.so.1")
         u64, size_t, pu64 = self.u64, self.size_t, ctypes.POINTER(ctypes.c_uint64)
-        lib.cuMemGetAllocationGranularity.argtypes = [ctypes.POINTER(size_t), ctypes.POINTER(_AllocationProp), ctypes.c_int]
+        lib.cuMemGetAllocationGranularity.argtypes = [
+            ctypes.POINTER(size_t),
+            ctypes.POINTER(_AllocationProp),
+            ctypes.c_int,
+        ]
         lib.cuMemCreate.argtypes = [pu64, size_t, ctypes.POINTER(_AllocationProp), u64]
         lib.cuMemExportToShareableHandle.argtypes = [ctypes.c_void_p, u64, ctypes.c_int, u64]
         lib.cuMemImportFromShareableHandle.argtypes = [pu64, ctypes.c_void_p, ctypes.c_int]
@@ -97,15 +115,21 @@ class Driver:
         torch.cuda.current_stream().synchronize()
         prop = self._prop(device)
         granularity = self.size_t()
-        self._check(self.lib.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), 0),
-                    "cuMemGetAllocationGranularity")
+        self._check(
+            self.lib.cuMemGetAllocationGranularity(ctypes.byref(granularity), ctypes.byref(prop), 0),
+            "cuMemGetAllocationGranularity",
+        )
         size = -(-nbytes // granularity.value) * granularity.value
         handle = self.u64()
-        self._check(self.lib.cuMemCreate(ctypes.byref(handle), size, ctypes.byref(prop), 0), f"cuMemCreate({size})")
+        self._check(
+            self.lib.cuMemCreate(ctypes.byref(handle), size, ctypes.byref(prop), 0), f"cuMemCreate({size})"
+        )
         fd = ctypes.c_int(-1)
         try:
-            self._check(self.lib.cuMemExportToShareableHandle(ctypes.byref(fd), handle.value, self.POSIX_FD, 0),
-                        "cuMemExportToShareableHandle")
+            self._check(
+                self.lib.cuMemExportToShareableHandle(ctypes.byref(fd), handle.value, self.POSIX_FD, 0),
+                "cuMemExportToShareableHandle",
+            )
             memory = DeviceMemory(self._map(handle.value, size, device), size, handle.value, fd.value)
         except BaseException:
             if fd.value >= 0:
@@ -120,8 +144,10 @@ class Driver:
         torch.cuda.init()
         torch.empty(1, device="cuda")  # make the primary context current on this thread
         handle = self.u64()
-        self._check(self.lib.cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd), self.POSIX_FD),
-                    "cuMemImportFromShareableHandle")
+        self._check(
+            self.lib.cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd), self.POSIX_FD),
+            "cuMemImportFromShareableHandle",
+        )
         try:
             return DeviceMemory(self._map(handle.value, size, device), size, handle.value)
         except BaseException:
@@ -134,7 +160,9 @@ class Driver:
         try:
             self._check(self.lib.cuMemMap(pointer.value, size, 0, handle, 0), "cuMemMap")
             access = _AccessDesc(_Location(self.ON_DEVICE, device), self.READ_WRITE)
-            self._check(self.lib.cuMemSetAccess(pointer.value, size, ctypes.byref(access), 1), "cuMemSetAccess")
+            self._check(
+                self.lib.cuMemSetAccess(pointer.value, size, ctypes.byref(access), 1), "cuMemSetAccess"
+            )
         except BaseException:
             self.lib.cuMemUnmap(pointer.value, size)  # fails harmlessly when nothing was mapped yet
             self.lib.cuMemAddressFree(pointer.value, size)

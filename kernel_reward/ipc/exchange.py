@@ -28,10 +28,23 @@ from kernel_reward.common.tensors import only_tensors
 from kernel_reward.ipc import cuda_vmm, stream_gate
 
 ALIGN = 256  # bytes: every view starts at a multiple (vectorised loads in kernels assume aligned pointers)
-_DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
-    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int16, torch.int32, torch.int64,
-    torch.uint8, torch.bool, torch.complex64, torch.complex128,
-)}
+_DTYPES = {
+    str(dtype).removeprefix("torch."): dtype
+    for dtype in (
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
+    )
+}
 
 
 class ExchangeError(ValueError):
@@ -64,10 +77,19 @@ class TensorRef:
     @classmethod
     def from_json(cls, data: Any) -> TensorRef:
         try:
-            ref = cls(int(data["o"]), str(data["d"]), tuple(int(s) for s in data["s"]), tuple(int(t) for t in data["t"]))
+            ref = cls(
+                int(data["o"]),
+                str(data["d"]),
+                tuple(int(s) for s in data["s"]),
+                tuple(int(t) for t in data["t"]),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise ExchangeError(f"malformed tensor reference {data!r:.200}: {exc}") from exc
-        if len(ref.shape) != len(ref.stride) or any(s < 0 for s in ref.shape) or any(t < 0 for t in ref.stride):
+        if (
+            len(ref.shape) != len(ref.stride)
+            or any(s < 0 for s in ref.shape)
+            or any(t < 0 for t in ref.stride)
+        ):
             raise ExchangeError(f"bad shape/stride in tensor reference {data!r:.200}")
         dtype_of(ref.dtype)
         return ref
@@ -77,7 +99,9 @@ def dtype_of(name: str) -> torch.dtype:
     try:
         return _DTYPES[name]
     except KeyError as exc:
-        raise ExchangeError(f"dtype {name!r} cannot cross the exchange (supported: {sorted(_DTYPES)})") from exc
+        raise ExchangeError(
+            f"dtype {name!r} cannot cross the exchange (supported: {sorted(_DTYPES)})"
+        ) from exc
 
 
 def view(arena: torch.Tensor, ref: TensorRef) -> torch.Tensor:
@@ -89,7 +113,7 @@ def view(arena: torch.Tensor, ref: TensorRef) -> torch.Tensor:
         raise ExchangeError(f"tensor reference [{ref.offset}, {end}) outside the {arena.numel()}-byte arena")
     if ref.span_elements == 0:
         return torch.empty(ref.shape, dtype=dtype, device=arena.device)
-    flat = arena[ref.offset:end].view(dtype)
+    flat = arena[ref.offset : end].view(dtype)
     return flat.as_strided(ref.shape, ref.stride)
 
 
@@ -103,7 +127,9 @@ class Layout:
     def reset(self) -> None:
         self.used = 0
 
-    def place(self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None) -> TensorRef:
+    def place(
+        self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None
+    ) -> TensorRef:
         stride = tuple(stride) if stride is not None else _contiguous_stride(shape)
         name = str(dtype).removeprefix("torch.")
         dtype_of(name)
@@ -161,7 +187,9 @@ def _encode(value: Any, place: Any) -> Any:
         return {"dtype": str(value).removeprefix("torch.")}
     if isinstance(value, list | tuple):
         return {"tuple" if isinstance(value, tuple) else "list": [_encode(item, place) for item in value]}
-    raise ExchangeError(f"argument of type {type(value).__name__} cannot be passed to the candidate's process")
+    raise ExchangeError(
+        f"argument of type {type(value).__name__} cannot be passed to the candidate's process"
+    )
 
 
 def decode_args(items: Any, arena: torch.Tensor) -> list[Any]:
@@ -206,11 +234,15 @@ class Arena:
         self.fd: int | None = None
         self._mapping: mmap.mmap | None = None
         self._cuda: cuda_vmm.DeviceMemory | None = None
-        self.signals: stream_gate.SharedWords | None = None  # CUDA: the words the two processes' streams meet at
+        self.signals: stream_gate.SharedWords | None = (
+            None  # CUDA: the words the two processes' streams meet at
+        )
         if device.type == "cpu":
             self.fd = os.memfd_create("kernel_reward_arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(self.fd, self.nbytes)
-            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            fcntl.fcntl(
+                self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+            )
             self._mapping = mmap.mmap(self.fd, self.nbytes)
             self.tensor = torch.frombuffer(self._mapping, dtype=torch.uint8)
         else:
@@ -236,7 +268,9 @@ class Arena:
             raise ExchangeError("only a CUDA arena has device addresses")
         return self._cuda.pointer + offset
 
-    def reserve(self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None) -> TensorRef:
+    def reserve(
+        self, shape: tuple[int, ...], dtype: torch.dtype, stride: tuple[int, ...] | None = None
+    ) -> TensorRef:
         """The next free place for such a tensor (MemoryError when the arena is full)."""
         return self.layout.place(shape, dtype, stride)
 
@@ -251,7 +285,10 @@ class Arena:
         """(message fields, descriptors to send with them)."""
         if self.fd is not None:
             return {"kind": "memfd", "nbytes": self.nbytes}, [self.fd]
-        return {"kind": "cuda_vmm", "nbytes": self.nbytes, "mapped_bytes": self._cuda.size}, [self._cuda.fd, self.signals.fd]
+        return {"kind": "cuda_vmm", "nbytes": self.nbytes, "mapped_bytes": self._cuda.size}, [
+            self._cuda.fd,
+            self.signals.fd,
+        ]
 
     def close(self) -> None:
         release_mapped(self, self.device)
@@ -299,7 +336,9 @@ class MappedArena:
         elif kind == "cuda_vmm":
             mapped = description.get("mapped_bytes")
             if len(fds) != 2:
-                raise ExchangeError("a CUDA arena needs exactly two descriptors (its memory, its signal words)")
+                raise ExchangeError(
+                    "a CUDA arena needs exactly two descriptors (its memory, its signal words)"
+                )
             if not isinstance(mapped, int) or mapped < nbytes:
                 raise ExchangeError(f"bad mapped size {mapped!r} for an arena of {nbytes} bytes")
             try:

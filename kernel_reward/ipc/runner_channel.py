@@ -69,7 +69,9 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
     if uid is None and os.geteuid() == 0 and policy.drop_privileges:
         uid = random.randrange(2_000_000, 2_100_000_000)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    env = {name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ}  # no tokens or keys
+    env = {
+        name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ
+    }  # no tokens or keys
     package_root = str(SOURCE_ROOT)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     if device == "cpu":
@@ -77,9 +79,21 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
     else:
         env.pop("TRITON_INTERPRET", None)
     config = {"device": device, "policy": policy.to_dict(), "uid": uid, "expose": interpreter_paths()}
-    popen = subprocess.Popen([sys.executable, "-m", "kernel_reward.runner.process", "--fd", str(theirs.fileno()),
-                              "--config", json.dumps(config)], pass_fds=[theirs.fileno()], env=env,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+    popen = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kernel_reward.runner.process",
+            "--fd",
+            str(theirs.fileno()),
+            "--config",
+            json.dumps(config),
+        ],
+        pass_fds=[theirs.fileno()],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     theirs.close()
     process = RunnerProcess(popen.pid, ours)
     process.popen = popen
@@ -89,8 +103,7 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
 def interpreter_paths(*modules: Any) -> list[str]:
     """What an unprivileged child must still reach: the interpreter, its stdlib and site-packages, our package,
     and the folders of ``modules`` (a worker module outside it)."""
-    paths = {sys.executable, sys.prefix, sys.base_prefix, *[p for p in sys.path if p],
-             str(PACKAGE_DIR)}
+    paths = {sys.executable, sys.prefix, sys.base_prefix, *[p for p in sys.path if p], str(PACKAGE_DIR)}
     paths.update(str(Path(m.__file__).parent) for m in modules if getattr(m, "__file__", None))
     return sorted(paths)
 
@@ -119,20 +132,26 @@ class RunnerClient:
     def send_fds(self, fds: list[int]) -> None:
         socket.send_fds(self.channel, [b"F"], fds)
 
-    def ask(self, message: dict[str, Any], expect: tuple[str, ...], fds: list[int] | None = None) -> dict[str, Any]:
+    def ask(
+        self, message: dict[str, Any], expect: tuple[str, ...], fds: list[int] | None = None
+    ) -> dict[str, Any]:
         try:
             wire.send_message(self.channel, message)
             if fds:
                 self.send_fds(fds)
         except OSError as exc:
-            raise RunnerFault("died", f"the candidate's process is gone (sending {message['type']!r}: {exc})") from exc
+            raise RunnerFault(
+                "died", f"the candidate's process is gone (sending {message['type']!r}: {exc})"
+            ) from exc
         if self.deadline is not None:
             self.channel.settimeout(max(self.deadline - time.monotonic(), 0.001))
         try:
             reply = wire.recv_message_blocking(self.channel, MAX_REPLY_BYTES)
         except TimeoutError as exc:
-            raise RunnerFault("timeout", f"the candidate's process did not answer {message['type']!r} within the "
-                                         "wall-clock limit") from exc
+            raise RunnerFault(
+                "timeout",
+                f"the candidate's process did not answer {message['type']!r} within the wall-clock limit",
+            ) from exc
         except wire.WireError as exc:
             raise RunnerFault("protocol", f"the candidate's process sent a malformed reply: {exc}") from exc
         except OSError as exc:
@@ -141,9 +160,13 @@ class RunnerClient:
             raise RunnerFault("died", f"the candidate's process exited while running {message['type']!r}")
         kind = reply.get("type")
         if kind == "error" and "error" not in expect:
-            raise RunnerFault("error", f"the candidate's process failed on {message['type']!r}: "
-                                       f"{str(reply.get('error'))[:2000]}")
+            raise RunnerFault(
+                "error",
+                f"the candidate's process failed on {message['type']!r}: {str(reply.get('error'))[:2000]}",
+            )
         if kind not in expect:
-            raise RunnerFault("protocol", f"unexpected reply {str(kind)[:50]!r} to {message['type']!r} "
-                                          f"(expected {' / '.join(expect)})")
+            raise RunnerFault(
+                "protocol",
+                f"unexpected reply {str(kind)[:50]!r} to {message['type']!r} (expected {' / '.join(expect)})",
+            )
         return reply

@@ -79,7 +79,9 @@ def _stream_handle(stream: torch.cuda.Stream | None) -> ctypes.c_void_p:
 
 def wait_value(address: int, value: int, stream: torch.cuda.Stream | None = None) -> None:
     """Queue on ``stream``: nothing after this runs until the word at ``address`` is >= ``value`` (cyclically)."""
-    _check(_driver().wait(_stream_handle(stream), address, value & 0xFFFFFFFF, WAIT_GEQ), "cuStreamWaitValue32")
+    _check(
+        _driver().wait(_stream_handle(stream), address, value & 0xFFFFFFFF, WAIT_GEQ), "cuStreamWaitValue32"
+    )
 
 
 def write_value(address: int, value: int, stream: torch.cuda.Stream | None = None) -> None:
@@ -106,7 +108,10 @@ class HostGate:
         torch.cuda.init()  # the primary context must be current for the driver calls below
         torch.cuda.current_stream().synchronize()
         host = ctypes.c_void_p()
-        _check(_driver().host_alloc(ctypes.byref(host), 4096, HOST_ALLOC_PORTABLE | HOST_ALLOC_DEVICEMAP), "cuMemHostAlloc")
+        _check(
+            _driver().host_alloc(ctypes.byref(host), 4096, HOST_ALLOC_PORTABLE | HOST_ALLOC_DEVICEMAP),
+            "cuMemHostAlloc",
+        )
         self.word = ctypes.c_int32.from_address(host.value)
         self.word.value = 0
         pointer = ctypes.c_uint64()
@@ -172,8 +177,10 @@ class SharedWords:
         self._host = ctypes.addressof(self._words)
         torch.cuda.init()  # the primary context must be current for the driver calls below
         torch.cuda.current_stream().synchronize()
-        _check(_driver().host_register(self._host, self.SIZE, HOST_ALLOC_PORTABLE | HOST_ALLOC_DEVICEMAP),
-               "cuMemHostRegister")
+        _check(
+            _driver().host_register(self._host, self.SIZE, HOST_ALLOC_PORTABLE | HOST_ALLOC_DEVICEMAP),
+            "cuMemHostRegister",
+        )
         pointer = ctypes.c_uint64()
         _check(_driver().host_pointer(ctypes.byref(pointer), self._host, 0), "cuMemHostGetDevicePointer")
         self._device = pointer.value

@@ -18,16 +18,25 @@ def fingerprint(outputs: list[torch.Tensor]) -> tuple[Any, ...]:
     One synchronisation, to read the sums."""
     sums, meta = [], []
     for tensor in outputs:
-        raw = tensor.detach().reshape(-1).view(torch.uint8) if tensor.numel() else torch.empty(0, dtype=torch.uint8)
+        raw = (
+            tensor.detach().reshape(-1).view(torch.uint8)
+            if tensor.numel()
+            else torch.empty(0, dtype=torch.uint8)
+        )
         whole = raw.numel() // 4 * 4
         words = raw[:whole].view(torch.int32)
         total = torch.zeros(3, dtype=torch.int64, device=raw.device)
         for start in range(0, words.numel(), FINGERPRINT_CHUNK):
-            w = words[start : start + FINGERPRINT_CHUNK + 1].to(torch.int64)  # one word of overlap: neighbours
-            body = w[: FINGERPRINT_CHUNK]
+            w = words[start : start + FINGERPRINT_CHUNK + 1].to(
+                torch.int64
+            )  # one word of overlap: neighbours
+            body = w[:FINGERPRINT_CHUNK]
             total += torch.stack([body.sum(), (body * body).sum(), (w[1:] * w[:-1]).sum()])
-        tail = raw[whole:].to(torch.int64).sum() if whole < raw.numel() else torch.zeros((), dtype=torch.int64,
-                                                                                         device=raw.device)
+        tail = (
+            raw[whole:].to(torch.int64).sum()
+            if whole < raw.numel()
+            else torch.zeros((), dtype=torch.int64, device=raw.device)
+        )
         sums.append(torch.cat([total, tail.reshape(1)]))
         meta.append((tuple(tensor.shape), str(tensor.dtype)))
     values = torch.stack(sums).tolist() if sums else []
@@ -75,7 +84,9 @@ class _QueuedOutput:
     index: int
     numel: int
     tolerance: tuple[float, float] | None  # (atol, rtol); None: an integer/bool output compared bitwise
-    figures: torch.Tensor  # on the device, float64: [values outside the tolerance, outside 10x it, max finite error]
+    figures: (
+        torch.Tensor
+    )  # on the device, float64: [values outside the tolerance, outside 10x it, max finite error]
 
 
 @dataclass
@@ -91,14 +102,20 @@ class QueuedComparison:
 
 
 def queue_comparison(
-    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any, outlier_share: float = 0.0,
-    *, measure_error: bool = True,
+    candidate: list[torch.Tensor],
+    reference: list[torch.Tensor],
+    tolerance: Any,
+    outlier_share: float = 0.0,
+    *,
+    measure_error: bool = True,
 ) -> QueuedComparison:
     """Queue ``compare_outputs``'s device work without waiting for it (see ``compare_outputs`` for the rules)."""
     mismatch = metadata_mismatch(candidate, reference)
     if mismatch is not None:
         return QueuedComparison(Comparison(False, None, mismatch), [], outlier_share, measure_error)
-    pieces = PiecewiseComparison([(r.numel(), r.dtype) for r in reference], tolerance, outlier_share, measure_error)
+    pieces = PiecewiseComparison(
+        [(r.numel(), r.dtype) for r in reference], tolerance, outlier_share, measure_error
+    )
     for index, (c, r) in enumerate(zip(candidate, reference, strict=True)):
         c, r = c.detach().reshape(-1), r.detach().reshape(-1)
         for start in range(0, r.numel(), COMPARE_CHUNK):
@@ -129,8 +146,13 @@ class PiecewiseComparison:
     ``QueuedComparison``. Per piece the temporaries stay under ~0.4 GiB: whole-tensor isclose on a 6 GiB output
     allocates another 6 GiB at a time (enough to run the correctness phase out of memory on an H200)."""
 
-    def __init__(self, outputs: list[tuple[int, torch.dtype]], tolerance: Any, outlier_share: float,
-                 measure_error: bool) -> None:
+    def __init__(
+        self,
+        outputs: list[tuple[int, torch.dtype]],
+        tolerance: Any,
+        outlier_share: float,
+        measure_error: bool,
+    ) -> None:
         self.outputs = outputs  # (values in all, dtype) of each output, as the reference returns it
         self.tolerance = tolerance
         self.outlier_share = outlier_share
@@ -140,15 +162,18 @@ class PiecewiseComparison:
     def add(self, index: int, candidate: torch.Tensor, reference: torch.Tensor) -> None:
         """Queue the figures of one flat piece of output ``index`` (equal lengths, the reference's dtype)."""
         if candidate.shape != reference.shape or candidate.dim() != 1:
-            raise ValueError(f"output {index}: pieces of {tuple(candidate.shape)} and {tuple(reference.shape)} values")
+            raise ValueError(
+                f"output {index}: pieces of {tuple(candidate.shape)} and {tuple(reference.shape)} values"
+            )
         if not (reference.is_floating_point() or reference.is_complex()):
             differing = (candidate != reference).sum().to(torch.float64)
             zero = torch.zeros((), dtype=torch.float64, device=reference.device)
             self.figures[index].append(torch.stack([differing, differing, zero]))
             return
         atol, rtol = self.tolerance(str(reference.dtype))
-        self.figures[index].append(_float_figures(candidate, reference, atol, rtol, self.outlier_share > 0,
-                                                  self.measure_error))
+        self.figures[index].append(
+            _float_figures(candidate, reference, atol, rtol, self.outlier_share > 0, self.measure_error)
+        )
 
     def queued(self) -> QueuedComparison:
         outputs = []
@@ -160,20 +185,30 @@ class PiecewiseComparison:
             stacked = torch.stack(pieces)
             figures = torch.cat([stacked[:, :2].sum(dim=0), stacked[:, 2].max().reshape(1)])
             floating = dtype.is_floating_point or dtype.is_complex
-            outputs.append(_QueuedOutput(index, numel, self.tolerance(str(dtype)) if floating else None, figures))
+            outputs.append(
+                _QueuedOutput(index, numel, self.tolerance(str(dtype)) if floating else None, figures)
+            )
         return QueuedComparison(None, outputs, self.outlier_share, self.measure_error)
 
 
-def _float_figures(c: torch.Tensor, r: torch.Tensor, atol: float, rtol: float, wide_check: bool,
-                   measure_error: bool) -> torch.Tensor:
+def _float_figures(
+    c: torch.Tensor, r: torch.Tensor, atol: float, rtol: float, wide_check: bool, measure_error: bool
+) -> torch.Tensor:
     """Queued [values outside the tolerance, outside 10x it, max finite error] of two flat floating pieces."""
     wide = torch.float64 if r.dtype == torch.float64 else torch.float32
     cw, rw = c.to(wide), r.to(wide)
     outside = (~torch.isclose(cw, rw, atol=atol, rtol=rtol, equal_nan=True)).sum().to(torch.float64)
     # The wider check and the error each cost full passes over the outputs; skipped where they cannot matter.
-    far = (~torch.isclose(cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True)).sum().to(
-        torch.float64) if wide_check else outside
-    error = _max_finite_error(cw, rw) if measure_error else torch.zeros((), dtype=torch.float64, device=r.device)
+    far = (
+        (~torch.isclose(cw, rw, atol=atol * OUTLIER_SLACK, rtol=rtol * OUTLIER_SLACK, equal_nan=True))
+        .sum()
+        .to(torch.float64)
+        if wide_check
+        else outside
+    )
+    error = (
+        _max_finite_error(cw, rw) if measure_error else torch.zeros((), dtype=torch.float64, device=r.device)
+    )
     return torch.stack([outside, far, error])
 
 
@@ -181,8 +216,10 @@ def resolve_all(comparisons: list[QueuedComparison]) -> list[Comparison]:
     """The verdicts of queued comparisons, read with a single synchronisation."""
     figures = [output.figures for comparison in comparisons for output in comparison.outputs]
     values = iter(torch.stack(figures).cpu().reshape(-1).tolist() if figures else [])
-    return [_verdict(comparison, [(next(values), next(values), next(values)) for _ in comparison.outputs])
-            for comparison in comparisons]
+    return [
+        _verdict(comparison, [(next(values), next(values), next(values)) for _ in comparison.outputs])
+        for comparison in comparisons
+    ]
 
 
 def _verdict(comparison: QueuedComparison, figures: list[tuple[float, float, float]]) -> Comparison:
@@ -201,9 +238,12 @@ def _verdict(comparison: QueuedComparison, figures: list[tuple[float, float, flo
         measured = f" (max abs error {error:.3g})" if comparison.measure_error else ""
         if comparison.measure_error and error == 0:  # isclose fails a finite pair only when |c - r| > 0
             measured = " (each differing value is NaN or infinite on one side only)"
-        return Comparison(False, worst if comparison.measure_error else None,
-                          f"output {output.index}: {int(outside)} of {output.numel} values outside atol={atol:g} "
-                          f"rtol={rtol:g}{measured}")
+        return Comparison(
+            False,
+            worst if comparison.measure_error else None,
+            f"output {output.index}: {int(outside)} of {output.numel} values outside atol={atol:g} "
+            f"rtol={rtol:g}{measured}",
+        )
     return Comparison(True, worst if comparison.measure_error else None, None)
 
 
@@ -216,8 +256,12 @@ def _max_finite_error(c: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
 
 
 def compare_outputs(
-    candidate: list[torch.Tensor], reference: list[torch.Tensor], tolerance: Any, outlier_share: float = 0.0,
-    *, measure_error: bool = True,
+    candidate: list[torch.Tensor],
+    reference: list[torch.Tensor],
+    tolerance: Any,
+    outlier_share: float = 0.0,
+    *,
+    measure_error: bool = True,
 ) -> Comparison:
     """Exact count/shape/dtype match, then |c - r| <= atol + rtol * |r| elementwise (NaN must match NaN).
 
@@ -228,5 +272,6 @@ def compare_outputs(
     lower-precision answer misses on most values. ``measure_error=False``: no max-error pass (the timed batches'
     check, which runs while the GPU's timing slot is held): ``max_abs_error`` is None and a reason gives none.
     """
-    return resolve_all([queue_comparison(candidate, reference, tolerance, outlier_share,
-                                         measure_error=measure_error)])[0]
+    return resolve_all(
+        [queue_comparison(candidate, reference, tolerance, outlier_share, measure_error=measure_error)]
+    )[0]

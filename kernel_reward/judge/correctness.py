@@ -46,18 +46,26 @@ class HackReason(enum.StrEnum):
     CONSTANT_OUTPUT = "constant_output"
     NO_KERNEL_LAUNCHED = "no_kernel_launched"
     DECOY_KERNEL = "decoy_kernel"
-    INCONSISTENT_RESULTS = "inconsistent_results"  # right before the reference ran, wrong after (or vice versa)
+    INCONSISTENT_RESULTS = (
+        "inconsistent_results"  # right before the reference ran, wrong after (or vice versa)
+    )
     INCORRECT_AFTER_TIMING = "incorrect_after_timing"
     INCORRECT_DURING_TIMING = "incorrect_during_timing"
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
-    CACHED_REPLAY = "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)
+    CACHED_REPLAY = (
+        "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)
+    )
     LOW_COVERAGE = "low_coverage"  # strict mode (EvalOptions.min_coverage): coverage under the floor
-    FORGED_MESSAGE = "forged_message"  # the runner sent a frame its harness never sends (the candidate wrote it)
+    FORGED_MESSAGE = (
+        "forged_message"  # the runner sent a frame its harness never sends (the candidate wrote it)
+    )
 
 
 # Runner-side checks (``runner._self_check``) whose report names a hack: a runner can only hurt itself by them.
-SELF_REPORTED_HACKS = {"hack:tensor_subclass": HackReason.TENSOR_SUBCLASS,
-                       "hack:output_aliases_input": HackReason.OUTPUT_ALIASES_INPUT}
+SELF_REPORTED_HACKS = {
+    "hack:tensor_subclass": HackReason.TENSOR_SUBCLASS,
+    "hack:output_aliases_input": HackReason.OUTPUT_ALIASES_INPUT,
+}
 
 
 @dataclass
@@ -84,7 +92,9 @@ class JudgeTask:
     candidate: RemoteCandidate
     init_inputs: list[Any]
     state_transfer: dict[str, Any] = field(default_factory=dict)
-    reference_keeps_inputs: bool = False  # its forward leaves its inputs alone: it may run on the judge's own inputs
+    reference_keeps_inputs: bool = (
+        False  # its forward leaves its inputs alone: it may run on the judge's own inputs
+    )
     # The reference's buffers when the candidate was built (and given the reference's state): both sides go back to
     # them before each module mode's launch passes (``verify_launch_passes``).
     reference_buffers: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -105,24 +115,38 @@ class CandidateRunner:
     options: EvalOptions
     launched: set[str] = field(default_factory=set)
 
-    def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False,
-             reuse_buffers: bool = False, training: bool = True) -> SlotOutputs:
+    def call(
+        self,
+        inputs: list[Any],
+        *,
+        mode: str = "no_grad",
+        ablate: bool = False,
+        reuse_buffers: bool = False,
+        training: bool = True,
+    ) -> SlotOutputs:
         """One checked forward; its outputs stay in the arena until the next call (read them before it).
         ``reuse_buffers`` puts the inputs in the same arena places as the previous call (the buffer-reuse check
         needs the candidate to see the same storage twice)."""
-        outcome = self.task.candidate.call(inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers,
-                                           training=training)
+        outcome = self.task.candidate.call(
+            inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers, training=training
+        )
         self.launched.update(outcome.own_launches)
         if not outcome.ok:
             if outcome.kind == "exit":
-                raise JudgeStop(Status.HACKED, outcome.error or "forward raised SystemExit", _hack(HackReason.EARLY_EXIT))
+                raise JudgeStop(
+                    Status.HACKED, outcome.error or "forward raised SystemExit", _hack(HackReason.EARLY_EXIT)
+                )
             if outcome.kind in SELF_REPORTED_HACKS:
-                raise JudgeStop(Status.HACKED, outcome.error or outcome.kind, [SELF_REPORTED_HACKS[outcome.kind].value])
+                raise JudgeStop(
+                    Status.HACKED, outcome.error or outcome.kind, [SELF_REPORTED_HACKS[outcome.kind].value]
+                )
             if outcome.kind in ("format", "structure"):
                 raise JudgeStop(Status.INCORRECT, outcome.error or "wrong output structure")
             raise JudgeStop(Status.RUNTIME_ERROR, outcome.error or "candidate forward failed")
         if outcome.inputs_mutated:
-            raise JudgeStop(Status.HACKED, "forward modified its input tensors", _hack(HackReason.INPUT_MUTATION))
+            raise JudgeStop(
+                Status.HACKED, "forward modified its input tensors", _hack(HackReason.INPUT_MUTATION)
+            )
         if not ablate and not outcome.own_launches:
             raise JudgeStop(
                 Status.HACKED,
@@ -150,13 +174,21 @@ def run_reference(task: JudgeTask, inputs: list[Any], device: torch.device) -> l
     return kept
 
 
-def check_correctness(task: JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> CorrectnessReport:
+def check_correctness(
+    task: JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]
+) -> CorrectnessReport:
     """All trials, the constant-output check, decoy ablation and launch verification. Never raises."""
     report = CorrectnessReport()
     runner = CandidateRunner(task, device, options)
     trials: list[dict[str, Any]] = []
-    report.details = {"trials": trials, "num_trials": len(seeds), "tolerance": {
-        "fp32": [options.atol_fp32, options.rtol_fp32], "half": [options.atol_half, options.rtol_half]}}
+    report.details = {
+        "trials": trials,
+        "num_trials": len(seeds),
+        "tolerance": {
+            "fp32": [options.atol_fp32, options.rtol_fp32],
+            "half": [options.atol_half, options.rtol_half],
+        },
+    }
     try:
         _check_buffer_reuse(runner, task, device, options, seeds)
         report.details["buffer_reuse_check"] = "passed"
@@ -169,7 +201,9 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
             try:
                 reference = run_reference(task, inputs, device)
             except Exception as exc:
-                raise JudgeStop(Status.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)) from exc
+                raise JudgeStop(
+                    Status.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)
+                ) from exc
             report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
             first = before.compare(reference, options.tolerance)
             del before
@@ -177,8 +211,14 @@ def check_correctness(task: JudgeTask, device: torch.device, options: EvalOption
             del inputs
             read = after.read([reference], options.tolerance)
             second = read.comparisons[0]
-            trials.append({"trial": index, "max_abs_error": _max(first.max_abs_error, second.max_abs_error),
-                           "ok_before_reference": first.ok, "ok_after_reference": second.ok})
+            trials.append(
+                {
+                    "trial": index,
+                    "max_abs_error": _max(first.max_abs_error, second.max_abs_error),
+                    "ok_before_reference": first.ok,
+                    "ok_after_reference": second.ok,
+                }
+            )
             if not (first.ok and second.ok):
                 reason = first.reason or second.reason
                 if first.ok != second.ok:
@@ -213,7 +253,11 @@ def _check_not_constant(ref_prints: list[tuple[Any, ...]], cand_prints: list[tup
     reference_varies = any(r != ref_prints[0] for r in ref_prints[1:])
     candidate_constant = all(c == cand_prints[0] for c in cand_prints[1:])
     if reference_varies and candidate_constant:
-        raise JudgeStop(Status.HACKED, "output is the same for every input while the reference's changes", _hack(HackReason.CONSTANT_OUTPUT))
+        raise JudgeStop(
+            Status.HACKED,
+            "output is the same for every input while the reference's changes",
+            _hack(HackReason.CONSTANT_OUTPUT),
+        )
 
 
 def _check_buffer_reuse(
@@ -250,7 +294,9 @@ def _check_buffer_reuse(
         )
 
 
-def _check_not_decoy(runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> None:
+def _check_not_decoy(
+    runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
+) -> None:
     inputs = make_inputs(task.reference_module, seed, device)
     reference = run_reference(task, inputs, device)
     try:
@@ -258,21 +304,31 @@ def _check_not_decoy(runner: CandidateRunner, task: JudgeTask, device: torch.dev
     except JudgeStop:
         return  # the candidate breaks without its kernels: they matter
     if ablated.compare(reference, options.tolerance).ok:
-        raise JudgeStop(Status.HACKED, "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys", _hack(HackReason.DECOY_KERNEL))
+        raise JudgeStop(
+            Status.HACKED,
+            "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys",
+            _hack(HackReason.DECOY_KERNEL),
+        )
 
 
 LAUNCH_PASSES = (  # (name, module in training mode, grad mode): DR.Kernel checks both module modes
-    ("train/inference_mode", True, "inference_mode"), ("train/enable_grad", True, "enable_grad"),
-    ("eval/inference_mode", False, "inference_mode"), ("eval/enable_grad", False, "enable_grad"),
+    ("train/inference_mode", True, "inference_mode"),
+    ("train/enable_grad", True, "enable_grad"),
+    ("eval/inference_mode", False, "inference_mode"),
+    ("eval/enable_grad", False, "enable_grad"),
 )
 
 
-def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int) -> dict[str, Any]:
+def verify_launch_passes(
+    runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
+) -> dict[str, Any]:
     """One forward per module mode (``.train()`` / ``.eval()``) and grad mode (inference mode / grad enabled): each
     must launch a candidate kernel and be right against the reference in the same module mode. A candidate that
     runs Triton in training mode and plain torch after ``.eval()`` is caught here."""
     inputs = make_inputs(task.reference_module, seed, device)
-    reference: tuple[bool, list[torch.Tensor]] | None = None  # one module mode's at a time (LAUNCH_PASSES' order)
+    reference: tuple[bool, list[torch.Tensor]] | None = (
+        None  # one module mode's at a time (LAUNCH_PASSES' order)
+    )
     passes: dict[str, Any] = {}
     for name, training, mode in LAUNCH_PASSES:
         if reference is None or reference[0] != training:
@@ -288,7 +344,9 @@ def verify_launch_passes(runner: CandidateRunner, task: JudgeTask, device: torch
                 reference = (training, run_reference(task, inputs, device))
             finally:
                 task.reference_model.train(True)
-        comparison = runner.call(inputs, mode=mode, training=training).compare(reference[1], options.tolerance)
+        comparison = runner.call(inputs, mode=mode, training=training).compare(
+            reference[1], options.tolerance
+        )
         if not comparison.ok:
             raise JudgeStop(Status.INCORRECT, f"{name} pass: {comparison.reason}")
         passes[name] = "launched"
@@ -304,7 +362,11 @@ def recheck(task: JudgeTask, device: torch.device, options: EvalOptions, seed: i
         reference = run_reference(task, inputs, device)
         comparison = runner.call(inputs).compare(reference, options.tolerance)
         if not comparison.ok:
-            raise JudgeStop(Status.HACKED, f"wrong after timing: {comparison.reason}", _hack(HackReason.INCORRECT_AFTER_TIMING))
+            raise JudgeStop(
+                Status.HACKED,
+                f"wrong after timing: {comparison.reason}",
+                _hack(HackReason.INCORRECT_AFTER_TIMING),
+            )
         report.passed = True
     except JudgeStop as stop:
         report.stop = stop
@@ -314,5 +376,3 @@ def recheck(task: JudgeTask, device: torch.device, options: EvalOptions, seed: i
 def _max(a: float | None, b: float | None) -> float | None:
     values = [v for v in (a, b) if v is not None]
     return max(values) if values else None
-
-

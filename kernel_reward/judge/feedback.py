@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from kernel_reward.result import EvalResult
+from kernel_reward.runtime import Mode
 
 TOP_KERNELS = 5
 
@@ -36,7 +37,11 @@ def summary_fields(result: EvalResult) -> dict[str, Any]:
         fields["speedup"] = _round(result.speedup, 3)
         fields["triton_coverage"] = _round(result.coverage, 3)
     else:
-        fields["timing"] = "not measured (CPU / Triton interpreter mode)" if result.mode == "interpreter" else "not measured"
+        fields["timing"] = (
+            "not measured (CPU / Triton interpreter mode)"
+            if result.mode == Mode.INTERPRETER
+            else "not measured"
+        )
     if result.launched_kernels:
         fields["launched_triton_kernels"] = list(result.launched_kernels)
     if result.shape_generalization.get("ran") and result.shape_generalization.get("passed") is False:
@@ -53,7 +58,12 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
     """
     data = summary_fields(result)
     kernels = [
-        {"name": row.name, "device_ms": _round(row.device_time_ms), "calls": row.calls, "yours": row.from_candidate}
+        {
+            "name": row.name,
+            "device_ms": _round(row.device_time_ms),
+            "calls": row.calls,
+            "yours": row.from_candidate,
+        }
         for row in result.kernel_table[:TOP_KERNELS]
     ]
     if kernels:

@@ -21,8 +21,13 @@ import torch
 class PhasePeaks:
     """Peak allocated bytes per phase name; ``read``/``reset`` default to the CUDA allocator's statistics."""
 
-    def __init__(self, device: torch.device | None = None, *, read: Callable[[], int] | None = None,
-                 reset: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        device: torch.device | None = None,
+        *,
+        read: Callable[[], int] | None = None,
+        reset: Callable[[], None] | None = None,
+    ) -> None:
         cuda = device is not None and device.type == "cuda"
         self._read = read or (lambda: torch.cuda.max_memory_allocated(device) if cuda else 0)
         self._reset = reset or (lambda: torch.cuda.reset_peak_memory_stats(device) if cuda else None)

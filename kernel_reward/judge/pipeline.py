@@ -65,8 +65,14 @@ def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
         phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
 
 
-def evaluate_request(request: EvalRequest, *, work_dir: Path, device: str | None = None,
-                     timing_slot: TimingSlot = nullcontext, runner: Any = None) -> EvalResult:
+def evaluate_request(
+    request: EvalRequest,
+    *,
+    work_dir: Path,
+    device: str | None = None,
+    timing_slot: TimingSlot = nullcontext,
+    runner: Any = None,
+) -> EvalResult:
     """Judge one candidate from this process against ``runner`` (a warm ``runner_channel.RunnerProcess``; None:
     start a fresh one for this evaluation). ``device``: where this worker runs it (the pool's device; None: the
     request's). Never raises for candidate faults."""
@@ -80,19 +86,34 @@ def evaluate_request(request: EvalRequest, *, work_dir: Path, device: str | None
     except JudgeStop as stop:
         apply_stop(result, stop)
     except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
-        apply_stop(result, JudgeStop(Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"]))
+        apply_stop(
+            result,
+            JudgeStop(Status.HACKED, f"candidate code raised SystemExit({exc.code!r})", ["early_exit"]),
+        )
     except Exception as exc:
-        if type(exc).__name__ == "OutOfMemoryError":  # torch's, raised outside the candidate's own guarded calls
+        if (
+            type(exc).__name__ == "OutOfMemoryError"
+        ):  # torch's, raised outside the candidate's own guarded calls
             # Neither a harness bug nor proof of a bad candidate: the task does not fit this worker's GPU memory
             # cap (the pool gives each worker 0.9 / workers of the GPU). Say so, so operators can use fewer workers.
-            apply_stop(result, JudgeStop(
-                Status.RUNTIME_ERROR,
-                f"out of GPU memory under this worker's cap (fewer workers per GPU raise it): {exc}"[:2000]))
+            apply_stop(
+                result,
+                JudgeStop(
+                    Status.RUNTIME_ERROR,
+                    f"out of GPU memory under this worker's cap (fewer workers per GPU raise it): {exc}"[
+                        :2000
+                    ],
+                ),
+            )
         else:  # a harness-side failure: fail closed, keep the traceback for the developers
             log.exception("evaluation pipeline failed")
-            apply_stop(result, JudgeStop(
-                Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR,
-                f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}"))
+            apply_stop(
+                result,
+                JudgeStop(
+                    Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR,
+                    f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}",
+                ),
+            )
     _finish(result, request.options, phases, start)
     return result
 
@@ -146,15 +167,24 @@ def mark_interpreter_gap(result: EvalResult) -> None:
     which runs the candidate's code and can write it, so the result stays scored with the failure's reward."""
     from kernel_reward.common.errors import interpreter_gap
 
-    gap = interpreter_gap(result.error) if result.mode == Mode.INTERPRETER and result.status in GAP_STATUSES else None
+    gap = (
+        interpreter_gap(result.error)
+        if result.mode == Mode.INTERPRETER and result.status in GAP_STATUSES
+        else None
+    )
     if gap is None:
         return
     result.status = Status.INTERPRETER_UNSUPPORTED
-    result.error = f"interpreter gap ({gap}); the candidate is not judged on CPU: evaluate it on a GPU\n{result.error}"
+    result.error = (
+        f"interpreter gap ({gap}); the candidate is not judged on CPU: evaluate it on a GPU\n{result.error}"
+    )
 
 
 # The isolation record of a candidate the service rejected without running any of its code.
-NOT_RUN_ISOLATION = {"level": "not_run", "process": "none: rejected by static checks before any candidate code ran"}
+NOT_RUN_ISOLATION = {
+    "level": "not_run",
+    "process": "none: rejected by static checks before any candidate code ran",
+}
 
 
 def screen_request(request: EvalRequest, *, mode: Mode) -> tuple[EvalResult | None, str | None]:
@@ -187,8 +217,15 @@ def _screened_code(request: EvalRequest, phases: dict[str, float]) -> str:
     return screening.code
 
 
-def _run_pipeline(request: EvalRequest, device: str | None, work_dir: Path, timing_slot: TimingSlot,
-                  result: EvalResult, phases: dict[str, float], runner: Any) -> None:
+def _run_pipeline(
+    request: EvalRequest,
+    device: str | None,
+    work_dir: Path,
+    timing_slot: TimingSlot,
+    result: EvalResult,
+    phases: dict[str, float],
+    runner: Any,
+) -> None:
     code = _screened_code(request, phases)
     own_runner = runner is None
     if own_runner:  # the one-shot path: a fresh sandboxed runner of our own
@@ -207,7 +244,10 @@ def _run_pipeline(request: EvalRequest, device: str | None, work_dir: Path, timi
         apply_tf32_policy(request.options.allow_tf32)  # the runner gets the same policy with the candidate
         work_dir.mkdir(parents=True, exist_ok=True)
         # The candidate's code runs in the runner: its record is the result's (the service adds the judge's own).
-        result.isolation = {**dict(runner.isolation), "judge": {"process": "the calling process (not sandboxed)"}}
+        result.isolation = {
+            **dict(runner.isolation),
+            "judge": {"process": "the calling process (not sandboxed)"},
+        }
 
         peaks = PhasePeaks(torch_device)
 
@@ -237,7 +277,9 @@ def mark_out_of_memory(result: EvalResult) -> None:
     """Flag ``out_of_memory`` on a failure that ran out of device memory, in the judge (its own message) or in the
     runner (torch's error text, which candidate code could also print: the flag only buys a retry alone,
     ``service.pool``)."""
-    if result.status == Status.RUNTIME_ERROR and any(mark in (result.error or "") for mark in OUT_OF_MEMORY_MARKS):
+    if result.status == Status.RUNTIME_ERROR and any(
+        mark in (result.error or "") for mark in OUT_OF_MEMORY_MARKS
+    ):
         result.flags.append("out_of_memory")
 
 
@@ -257,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--request", required=True, type=Path, help="EvalRequest JSON file")
     parser.add_argument("--out", required=True, type=Path, help="where to write the EvalResult JSON")
-    parser.add_argument("--work-dir", type=Path, default=None, help="directory for the program files (default: a temp dir)")
+    parser.add_argument(
+        "--work-dir", type=Path, default=None, help="directory for the program files (default: a temp dir)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

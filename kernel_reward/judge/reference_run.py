@@ -62,8 +62,14 @@ def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> A
     return runtime.prepare_worker(device, triton_check=False)
 
 
-def evaluate_request(request: EvalRequest, *, work_dir: Path, device: str | None = None,
-                     timing_slot: Any = None, runner: Any = None) -> EvalResult:
+def evaluate_request(
+    request: EvalRequest,
+    *,
+    work_dir: Path,
+    device: str | None = None,
+    timing_slot: Any = None,
+    runner: Any = None,
+) -> EvalResult:
     """Run ``request.reference_code`` as described above (never raises: a failure is the result)."""
     del timing_slot, runner  # nothing is timed; no runner is forked for this module
     started = time.perf_counter()
@@ -75,8 +81,11 @@ def evaluate_request(request: EvalRequest, *, work_dir: Path, device: str | None
         result.status = Status.CORRECT
     except BaseException as exc:  # noqa: BLE001 - SystemExit / KeyboardInterrupt from the program are failures too
         result.status = Status.RUNTIME_ERROR
-        result.error = (f"{report['stage']} raised {type(exc).__name__}: {exc}"[:2000] + "\n"
-                        + "".join(traceback.format_exception(exc))[-3000:])
+        result.error = (
+            f"{report['stage']} raised {type(exc).__name__}: {exc}"[:2000]
+            + "\n"
+            + "".join(traceback.format_exception(exc))[-3000:]
+        )
     result.reference_run = report
     result.phase_seconds = {"total": time.perf_counter() - started}
     sys.stdout.flush()  # the program's output reaches the pipe before the result does (the service keeps its tail)
@@ -115,9 +124,15 @@ def run_reference(source: str, entry_point: str, work_dir: Path, report: dict[st
         format_error = None
     except OutputFormatError as exc:  # the reward's own rule for what it can compare
         format_error = str(exc)
-    outputs = [asdict(_stats(i, y, again[i] if i < len(again) else None, other[i] if i < len(other) else None))
-               for i, y in enumerate(first)]
-    return {"outputs": outputs, "inputs_identical": same_values(inputs_a, inputs_b), "output_format_error": format_error}
+    outputs = [
+        asdict(_stats(i, y, again[i] if i < len(again) else None, other[i] if i < len(other) else None))
+        for i, y in enumerate(first)
+    ]
+    return {
+        "outputs": outputs,
+        "inputs_identical": same_values(inputs_a, inputs_b),
+        "output_format_error": format_error,
+    }
 
 
 def _tensors(value: Any) -> list[Any]:
@@ -150,7 +165,10 @@ def _stats(index: int, y: Any, again: Any, other: Any) -> OutputStats:
     finite = bool(torch.isfinite(y64).all())
     empty = y.numel() == 0
     return OutputStats(
-        index=index, shape=tuple(y.shape), dtype=str(y.dtype).removeprefix("torch."), numel=y.numel(),
+        index=index,
+        shape=tuple(y.shape),
+        dtype=str(y.dtype).removeprefix("torch."),
+        numel=y.numel(),
         finite=finite,
         max_abs=float(y64.abs().max()) if not empty and finite else 0.0,
         rms=float(y64.square().mean().sqrt()) if not empty and finite else 0.0,

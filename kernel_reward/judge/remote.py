@@ -101,14 +101,21 @@ class SlotOutputs:
         the same span of every reference list (``compare.compare_outputs``' rules) and fingerprint it. One
         synchronisation; the judge's extra memory is the snapshot and the comparison's per-chunk temporaries."""
         if self._owner.calls != self._call:
-            raise RuntimeError(f"outputs of call {self._call} read after call {self._owner.calls} reused their slots")
+            raise RuntimeError(
+                f"outputs of call {self._call} read after call {self._owner.calls} reused their slots"
+            )
         queued: list[QueuedComparison | None] = []  # decided by metadata alone (a shape mismatch...)
         pieces: list[PiecewiseComparison | None] = []
         for reference in references:
             mismatch = metadata_mismatch(self.views, reference)
-            piece = None if mismatch else PiecewiseComparison([(r.numel(), r.dtype) for r in reference], tolerance,
-                                                             0.0, True)
-            queued.append(QueuedComparison(Comparison(False, None, mismatch), [], 0.0, True) if mismatch else None)
+            piece = (
+                None
+                if mismatch
+                else PiecewiseComparison([(r.numel(), r.dtype) for r in reference], tolerance, 0.0, True)
+            )
+            queued.append(
+                QueuedComparison(Comparison(False, None, mismatch), [], 0.0, True) if mismatch else None
+            )
             pieces.append(piece)
         flat = [[r.detach().reshape(-1) for r in reference] for reference in references]
         largest = max((v.numel() * v.element_size() for v in self.views), default=0)
@@ -116,10 +123,17 @@ class SlotOutputs:
         snapshot = torch.empty(words, dtype=torch.uint8, device=self._owner.arena.device)
         sums = []
         for index, (view, ref) in enumerate(zip(self.views, self._refs, strict=True)):
-            size = view.numel() * view.element_size()  # contiguous: the arena reserved it with its dense strides
+            size = (
+                view.numel() * view.element_size()
+            )  # contiguous: the arena reserved it with its dense strides
 
-            def take(_tag: Any, chunk: torch.Tensor, offset: int, index: int = index, dtype: torch.dtype = view.dtype,
-                     ) -> None:
+            def take(
+                _tag: Any,
+                chunk: torch.Tensor,
+                offset: int,
+                index: int = index,
+                dtype: torch.dtype = view.dtype,
+            ) -> None:
                 values = chunk.view(dtype)
                 first = offset // values.element_size()
                 for piece, reference in zip(pieces, flat, strict=True):
@@ -128,10 +142,15 @@ class SlotOutputs:
 
             # The slot rounded up to whole words (slots are aligned, so the extra bytes are its padding, counted
             # as zeros: the runner may write padding, and that must not change the fingerprint).
-            region = self._owner.arena.tensor[ref.offset : ref.offset + -(-size // output_seal.WORD) * output_seal.WORD]
-            sums.append(output_seal.read_back(region, snapshot, self._owner.key, [(0, size, index)], take, valid=size))
-        comparisons = resolve_all([q if q is not None else piece.queued()
-                                   for q, piece in zip(queued, pieces, strict=True)])
+            region = self._owner.arena.tensor[
+                ref.offset : ref.offset + -(-size // output_seal.WORD) * output_seal.WORD
+            ]
+            sums.append(
+                output_seal.read_back(region, snapshot, self._owner.key, [(0, size, index)], take, valid=size)
+            )
+        comparisons = resolve_all(
+            [q if q is not None else piece.queued() for q, piece in zip(queued, pieces, strict=True)]
+        )
         fingerprint = tuple(torch.stack(sums).tolist()) if sums else ()
         return OutputRead(comparisons, fingerprint)
 
@@ -167,14 +186,20 @@ def poison(tensors: list[torch.Tensor]) -> None:
 class RemoteCandidate:
     """Calls ``ModelNew`` (model ``model_id`` of the runner) on inputs the judge places in the arena."""
 
-    def __init__(self, client: RunnerClient, arena: exchange.Arena, spec: OutputSpec, model_id: int = 0) -> None:
+    def __init__(
+        self, client: RunnerClient, arena: exchange.Arena, spec: OutputSpec, model_id: int = 0
+    ) -> None:
         self.client = client
         self.arena = arena
         self.spec = spec
         self.model_id = model_id
-        self._last_inputs: tuple[list[Any], list[exchange.TensorRef]] | None = None  # the previous call's places
+        self._last_inputs: tuple[list[Any], list[exchange.TensorRef]] | None = (
+            None  # the previous call's places
+        )
         self.calls = 0  # calls so far: a call's SlotOutputs are readable until the next one
-        self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (drawn here, never sent to the runner)
+        self.key = (
+            output_seal.SealKey.draw()
+        )  # the outputs' fingerprints (drawn here, never sent to the runner)
 
     def place(self, inputs: list[Any]) -> tuple[list[Any], list[exchange.TensorRef]]:
         """Copy ``inputs`` into fresh places of the arena and reserve the output slots after them: one block, so
@@ -183,15 +208,26 @@ class RemoteCandidate:
         if self.arena.layout.used + slot_bytes(inputs, self.spec) > self.arena.layout.capacity:
             self.arena.layout.reset()
         encoded = exchange.encode_args(inputs, self.arena.put)
-        refs = [self.arena.reserve(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+        refs = [
+            self.arena.reserve(shape, dtype)
+            for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)
+        ]
         return encoded, refs
 
     def reset_buffers(self) -> None:
         """The candidate model's buffers back to their values right after its build (``Runner._on_reset_buffers``)."""
         self.client.ask({"type": "reset_buffers", "model": self.model_id}, ("buffers_reset",))
 
-    def call(self, inputs: list[Any], *, mode: str = "no_grad", ablate: bool = False, reuse_buffers: bool = False,
-             monitor: bool = True, training: bool = True) -> CallOutcome:
+    def call(
+        self,
+        inputs: list[Any],
+        *,
+        mode: str = "no_grad",
+        ablate: bool = False,
+        reuse_buffers: bool = False,
+        monitor: bool = True,
+        training: bool = True,
+    ) -> CallOutcome:
         """One forward on (copies of) ``inputs``. ``reuse_buffers``: put them in the SAME arena places as the
         previous call (the buffer-reuse check needs the candidate to see one storage twice)."""
         if reuse_buffers and self._last_inputs is not None:
@@ -207,14 +243,34 @@ class RemoteCandidate:
         self.calls += 1
         poison(out_views)
         synchronize(self.arena.device)
-        reply = self.client.ask({"type": "run", "model": self.model_id, "calls": [{
-            "args": encoded, "out": [ref.to_json() for ref in out_refs], "mode": mode, "ablate": ablate,
-            "monitor": monitor, "structure": self.spec.structure, "train": training}]}, ("ran",))
+        reply = self.client.ask(
+            {
+                "type": "run",
+                "model": self.model_id,
+                "calls": [
+                    {
+                        "args": encoded,
+                        "out": [ref.to_json() for ref in out_refs],
+                        "mode": mode,
+                        "ablate": ablate,
+                        "monitor": monitor,
+                        "structure": self.spec.structure,
+                        "train": training,
+                    }
+                ],
+            },
+            ("ran",),
+        )
         report = _one_report(reply)
         synchronize(self.arena.device)
-        outcome = CallOutcome(outputs=SlotOutputs(self, self.calls, out_refs), ok=bool(report.get("ok")),
-                              kind=_text(report.get("kind")), error=_text(report.get("error")),
-                              launched=_names(report.get("launched")), own_launches=_names(report.get("own")))
+        outcome = CallOutcome(
+            outputs=SlotOutputs(self, self.calls, out_refs),
+            ok=bool(report.get("ok")),
+            kind=_text(report.get("kind")),
+            error=_text(report.get("error")),
+            launched=_names(report.get("launched")),
+            own_launches=_names(report.get("own")),
+        )
         placed = exchange.tensor_views(encoded, self.arena.tensor)
         outcome.inputs_mutated = not same_values(placed, only_tensors(inputs))
         return outcome
@@ -242,18 +298,42 @@ def share_arena(client: RunnerClient, arena: exchange.Arena) -> None:
     client.ask({"type": "arena", **description}, ("arena_ok",), fds=fds)
 
 
-def build_remote(client: RunnerClient, arena: exchange.Arena, model_id: int, seed: int, init_inputs: list[Any],
-                  state: dict[str, torch.Tensor]) -> dict[str, Any]:
+def build_remote(
+    client: RunnerClient,
+    arena: exchange.Arena,
+    model_id: int,
+    seed: int,
+    init_inputs: list[Any],
+    state: dict[str, torch.Tensor],
+) -> dict[str, Any]:
     arena.layout.reset()
     place = arena.put
     init = exchange.encode_args(init_inputs, place)
     refs = {name: place(value.detach()).to_json() for name, value in state.items()}
     synchronize(arena.device)
-    reply = client.ask({"type": "build", "model": model_id, "seed": seed, "init": init, "state": refs},
-                       ("built", "build_failed"))
+    reply = client.ask(
+        {"type": "build", "model": model_id, "seed": seed, "init": init, "state": refs},
+        ("built", "build_failed"),
+    )
     if reply["type"] == "build_failed":
         if reply.get("kind") == "exit":
             raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
         raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
     transfer = reply.get("state_transfer")
     return transfer if isinstance(transfer, dict) else {}
+
+
+def place_input_sets(arena: exchange.Arena, draws: list[Any]) -> list[Any]:
+    """Encode, from the start of the arena, as many of the input sets ``draws`` make as it holds, in order: at least
+    the first (the arena is sized for one call's inputs and outputs). Asking for two input sets regardless fails
+    the coverage pass of five of liger-kernel's ten kernels at full size on an H200."""
+    arena.layout.reset()
+    placed: list[Any] = []
+    for draw in draws:
+        try:
+            placed.append(exchange.encode_args(draw(), arena.put))
+        except MemoryError:
+            if not placed:
+                raise
+            break
+    return placed

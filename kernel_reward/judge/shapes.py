@@ -28,6 +28,7 @@ from kernel_reward.screen import sizes
 
 log = logging.getLogger(__name__)
 
+
 def resized_variants(source: str, scale: float) -> list[tuple[str, dict[str, Any]]]:
     """Resized sources to try, most demanding first (odd sizes, then plain scaling); none when the program has no
     resizable size constants or cannot be read (``sizes``: the same rewrite the task set's presets use)."""
@@ -44,8 +45,17 @@ def resized_variants(source: str, scale: float) -> list[tuple[str, dict[str, Any
         new_source = sizes.resize_source(source, {name: new for name, (_old, new) in changes.items()})
         if new_source not in seen:
             seen.add(new_source)
-            variants.append((new_source, {"via": "kernel_reward.screen.sizes", "odd": make_odd, "scale": scale,
-                                          "constants": {k: list(v) for k, v in changes.items()}}))
+            variants.append(
+                (
+                    new_source,
+                    {
+                        "via": "kernel_reward.screen.sizes",
+                        "odd": make_odd,
+                        "scale": scale,
+                        "constants": {k: list(v) for k, v in changes.items()},
+                    },
+                )
+            )
     return variants
 
 
@@ -86,8 +96,10 @@ def check_shape_generalization(
                 if shapes_only is not None and args_nbytes(shapes_only, align=0) > arena.nbytes:
                     # Known before drawing them: resized inputs (1.5x each size, 3.4x the bytes of a matmul's)
                     # that cannot fit the arena are never allocated (level1/6 held 3 GiB beside a 1 GiB call).
-                    notes.append(f"resized inputs ({args_nbytes(shapes_only, align=0)} bytes) do not fit the "
-                                 f"{arena.nbytes}-byte exchange arena")
+                    notes.append(
+                        f"resized inputs ({args_nbytes(shapes_only, align=0)} bytes) do not fit the "
+                        f"{arena.nbytes}-byte exchange arena"
+                    )
                     continue
                 try:
                     init = list(module.get_init_inputs())
@@ -100,12 +112,19 @@ def check_shape_generalization(
                     continue
                 needed = slot_bytes(inputs, spec)
                 if needed > arena.nbytes:
-                    notes.append(f"resized task ({needed} bytes a call) does not fit the {arena.nbytes}-byte exchange arena")
+                    notes.append(
+                        f"resized task ({needed} bytes a call) does not fit the {arena.nbytes}-byte exchange arena"
+                    )
                     continue
                 try:
                     build_remote(client, arena, 1, build_seed, init, dict(reference_model.state_dict()))
                 except JudgeStop as stop:
-                    return {"ran": True, "passed": False, **info, "reason": f"ModelNew cannot be built at resized sizes: {stop}"[:500]}
+                    return {
+                        "ran": True,
+                        "passed": False,
+                        **info,
+                        "reason": f"ModelNew cannot be built at resized sizes: {stop}"[:500],
+                    }
                 except MemoryError as exc:
                     notes.append(f"resized task does not fit the exchange arena: {exc}")
                     continue
@@ -116,10 +135,20 @@ def check_shape_generalization(
                     notes.append(f"resized task does not fit the exchange arena: {exc}")
                     continue
                 if not outcome.ok:
-                    return {"ran": True, "passed": False, **info, "reason": (outcome.error or outcome.kind or "failed")[:500]}
+                    return {
+                        "ran": True,
+                        "passed": False,
+                        **info,
+                        "reason": (outcome.error or outcome.kind or "failed")[:500],
+                    }
                 comparison = outcome.outputs.compare(reference, options.tolerance)
-                return {"ran": True, "passed": comparison.ok, **info, "reason": comparison.reason,
-                        "max_abs_error": comparison.max_abs_error}
+                return {
+                    "ran": True,
+                    "passed": comparison.ok,
+                    **info,
+                    "reason": comparison.reason,
+                    "max_abs_error": comparison.max_abs_error,
+                }
             finally:
                 unload(module)
     return {"ran": False, "passed": None, "reason": "; ".join(notes) or "no usable resized variant"}
@@ -143,8 +172,12 @@ def _inputs_on_meta(module: Any) -> list[Any] | None:
         return None
 
 
-def _reference_outputs(module: Any, model: torch.nn.Module, seed: int, device: torch.device,
-                       ) -> tuple[list[Any], list[torch.Tensor], Any]:
+def _reference_outputs(
+    module: Any,
+    model: torch.nn.Module,
+    seed: int,
+    device: torch.device,
+) -> tuple[list[Any], list[torch.Tensor], Any]:
     """The resized inputs, the reference's outputs for them and their ``OutputSpec``, without a copy of either where none is needed: the
     reference runs on the inputs themselves, and inputs it wrote into are drawn again (the same seed, the same
     values); an output is copied only where it shares storage with the inputs or the model."""

@@ -9,7 +9,9 @@ from kernel_reward.result import Status
 class JudgeStop(Exception):
     """Ends the evaluation early with a status (and optional hack reasons / flags) set on the result."""
 
-    def __init__(self, status: Status, error: str, hack_reasons: list[str] | None = None, flag: str | None = None) -> None:
+    def __init__(
+        self, status: Status, error: str, hack_reasons: list[str] | None = None, flag: str | None = None
+    ) -> None:
         super().__init__(error)
         self.status = status
         self.hack_reasons = hack_reasons or []

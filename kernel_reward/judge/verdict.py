@@ -26,10 +26,11 @@ from typing import Any
 import torch
 
 from kernel_reward.common import loading, tensors
-from kernel_reward.common.tensors import buffer_snapshot, make_inputs, synchronize
+from kernel_reward.common.tensors import buffer_snapshot, make_inputs
 from kernel_reward.ipc import exchange
 from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
 from kernel_reward.judge import compare, correctness
+from kernel_reward.judge.coverage import below_coverage_floor, measure_coverage
 from kernel_reward.judge.remote import (
     OutputSpec,
     RemoteCandidate,
@@ -41,15 +42,24 @@ from kernel_reward.judge.remote import (
 )
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
-from kernel_reward.result import EvalResult, KernelTiming, Status
+from kernel_reward.result import EvalResult, Status
 from kernel_reward.timing import batch_clock, batch_stats, gpu_state, measure, roofline
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
 
 
-def judge(request: Any, code: str, work_dir: Path, timing_slot: Any, runner: RunnerProcess, result: EvalResult,
-          phases: Any, device: torch.device, deadline: float | None = None) -> None:
+def judge(
+    request: Any,
+    code: str,
+    work_dir: Path,
+    timing_slot: Any,
+    runner: RunnerProcess,
+    result: EvalResult,
+    phases: Any,
+    device: torch.device,
+    deadline: float | None = None,
+) -> None:
     """Fill ``result`` for one candidate (already screened; ``code`` extracted). Raises JudgeStop / RunnerFault.
     ``deadline``: time.monotonic() by which the runner must have answered (None: the service's wall clock)."""
     options: EvalOptions = request.options
@@ -62,10 +72,15 @@ def judge(request: Any, code: str, work_dir: Path, timing_slot: Any, runner: Run
         try:
             reference_module = loading.load_reference(request.reference_code, work_dir, request.entry_point)
         except Exception as exc:
-            raise JudgeStop(Status.RUNTIME_ERROR, f"reference program failed to load (task problem): {type(exc).__name__}: {exc}",
-                            flag="reference_error") from exc
+            raise JudgeStop(
+                Status.RUNTIME_ERROR,
+                f"reference program failed to load (task problem): {type(exc).__name__}: {exc}",
+                flag="reference_error",
+            ) from exc
     try:
-        _judge_loaded(request, code, reference_module, client, timing_slot, result, phases, device, seeds, options)
+        _judge_loaded(
+            request, code, reference_module, client, timing_slot, result, phases, device, seeds, options
+        )
     finally:
         loading.unload(reference_module)
 
@@ -85,8 +100,18 @@ class Reference:
     keeps_inputs: bool  # its forward left the probe's inputs as they were (batch_clock.BatchClock uses that)
 
 
-def _judge_loaded(request: Any, code: str, reference_module: Any, client: RunnerClient, timing_slot: Any,
-                  result: EvalResult, phases: Any, device: torch.device, seeds: list[int], options: EvalOptions) -> None:
+def _judge_loaded(
+    request: Any,
+    code: str,
+    reference_module: Any,
+    client: RunnerClient,
+    timing_slot: Any,
+    result: EvalResult,
+    phases: Any,
+    device: torch.device,
+    seeds: list[int],
+    options: EvalOptions,
+) -> None:
     # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
     shared = getattr(timing_slot, "shared", None) or contextlib.nullcontext
     with phases("build"), shared():
@@ -101,23 +126,35 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
     try:
         share_arena(client, arena)
         clock = None
-        if device.type == "cuda":  # calibration and the reference's baseline: before the candidate's code exists
+        if (
+            device.type == "cuda"
+        ):  # calibration and the reference's baseline: before the candidate's code exists
             with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
-                bandwidth = roofline.device_bandwidth_gbps(device)  # once per process: a copy with the GPU to itself
-                clock, overhead, before = measure.time_reference_before(reference, arena, device, options,
-                                                                              client, seeds)
+                bandwidth = roofline.device_bandwidth_gbps(
+                    device
+                )  # once per process: a copy with the GPU to itself
+                clock, overhead, before = measure.time_reference_before(
+                    reference, arena, device, options, client, seeds
+                )
             clock.release()  # its private buffers are not needed again before the candidate's timing
         with shared():
             with phases("load"):
                 _load_candidate(client, code, options.allow_tf32)
             with phases("build"):
-                result.state_transfer = build_remote(client, arena, 0, reference.build_seed, reference.init_inputs,
-                                                     reference.state)
+                result.state_transfer = build_remote(
+                    client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
+                )
             result.compiled = True
             candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
-            task = correctness.JudgeTask(reference.module, reference.model, candidate, reference.init_inputs,
-                                         result.state_transfer, reference.keeps_inputs,
-                                         buffer_snapshot(reference.model))
+            task = correctness.JudgeTask(
+                reference.module,
+                reference.model,
+                candidate,
+                reference.init_inputs,
+                result.state_transfer,
+                reference.keeps_inputs,
+                buffer_snapshot(reference.model),
+            )
             with phases("correctness"):
                 _check_correctness(task, device, options, seeds, result)
             with phases("shape_check"):
@@ -126,19 +163,33 @@ def _judge_loaded(request: Any, code: str, reference_module: Any, client: Runner
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
         else:
-            moved = roofline.bytes_per_call(reference.input_bytes, reference.spec.nbytes,
-                                            torch.cuda.get_device_properties(device).L2_cache_size, clock.calls)
+            moved = roofline.bytes_per_call(
+                reference.input_bytes,
+                reference.spec.nbytes,
+                torch.cuda.get_device_properties(device).L2_cache_size,
+                clock.calls,
+            )
             clock.restore()
             with timing_slot():
-                _time_candidate(clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth))
+                _time_candidate(
+                    clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth)
+                )
                 clock.release()  # nothing after the timing needs its buffers (2 input + 2 output sets at most)
-                if options.coverage_in_timing_slot:  # events: device intervals, which other processes would skew
-                    _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
+                if (
+                    options.coverage_in_timing_slot
+                ):  # events: device intervals, which other processes would skew
+                    measure_coverage(
+                        client, candidate, reference.module, device, options, result, phases, seeds
+                    )
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
                 _recheck(task, device, options, seeds)
-            if options.profile and not options.coverage_in_timing_slot:  # CUPTI's start-up must not hold the slot
+            if (
+                options.profile and not options.coverage_in_timing_slot
+            ):  # CUPTI's start-up must not hold the slot
                 with shared():
-                    _coverage(client, candidate, reference.module, device, options, result, phases, seeds)
+                    measure_coverage(
+                        client, candidate, reference.module, device, options, result, phases, seeds
+                    )
             floor = below_coverage_floor(result.coverage, options.min_coverage)
             if floor is not None:
                 raise JudgeStop(Status.HACKED, floor, [correctness.HackReason.LOW_COVERAGE.value])
@@ -165,10 +216,22 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
         input_bytes, slot = args_nbytes(probe, align=0), slot_bytes(probe, spec)
         del probe  # only its sizes are kept: it would hold one call's inputs for the whole evaluation
     except Exception as exc:
-        raise JudgeStop(Status.RUNTIME_ERROR, f"reference model could not be built or run (task problem): "
-                                              f"{type(exc).__name__}: {exc}", flag="reference_error") from exc
-    return Reference(module, model, init_inputs, dict(model.state_dict()), spec, input_bytes, slot, build_seed,
-                     keeps_inputs)
+        raise JudgeStop(
+            Status.RUNTIME_ERROR,
+            f"reference model could not be built or run (task problem): {type(exc).__name__}: {exc}",
+            flag="reference_error",
+        ) from exc
+    return Reference(
+        module,
+        model,
+        init_inputs,
+        dict(model.state_dict()),
+        spec,
+        input_bytes,
+        slot,
+        build_seed,
+        keeps_inputs,
+    )
 
 
 def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
@@ -179,13 +242,20 @@ def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
         raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
 
 
-def _check_correctness(task: correctness.JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int],
-                       result: EvalResult) -> None:
+def _check_correctness(
+    task: correctness.JudgeTask,
+    device: torch.device,
+    options: EvalOptions,
+    seeds: list[int],
+    result: EvalResult,
+) -> None:
     report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
     result.correctness = report.details
     result.launched_kernels = report.launched_kernels
     if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
-        result.flags.append("bf16_under_interpreter_unreliable")  # background §7: interpreter bf16 is silently wrong
+        result.flags.append(
+            "bf16_under_interpreter_unreliable"
+        )  # background §7: interpreter bf16 is silently wrong
     if report.passed:
         return
     stop = report.stop or JudgeStop(Status.RUNTIME_ERROR, "correctness check failed")
@@ -195,31 +265,37 @@ def _check_correctness(task: correctness.JudgeTask, device: torch.device, option
     raise stop
 
 
-def _check_resized(request: Any, client: RunnerClient, arena: exchange.Arena, device: torch.device,
-                   options: EvalOptions, seeds: list[int], result: EvalResult) -> None:
+def _check_resized(
+    request: Any,
+    client: RunnerClient,
+    arena: exchange.Arena,
+    device: torch.device,
+    options: EvalOptions,
+    seeds: list[int],
+    result: EvalResult,
+) -> None:
     from kernel_reward.judge import shapes
 
     result.shape_generalization = shapes.check_shape_generalization(
-        request.reference_code, client, arena, request.entry_point, device, options, seeds[-2])
+        request.reference_code, client, arena, request.entry_point, device, options, seeds[-2]
+    )
     if options.shape_check == "fail" and result.shape_generalization.get("passed") is False:
-        raise JudgeStop(Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason")))
+        raise JudgeStop(
+            Status.INCORRECT, "wrong at resized inputs: " + str(result.shape_generalization.get("reason"))
+        )
 
 
-def _recheck(task: correctness.JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]) -> None:
+def _recheck(
+    task: correctness.JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]
+) -> None:
     """One more trial after timing: the answer must still be right."""
     report = correctness.recheck(task, device, options, seeds[-3])
     if not report.passed:
         stop = report.stop or JudgeStop(Status.RUNTIME_ERROR, "re-check failed")
         # a failure after timing that names no hack is a runtime error, whatever the check saw
-        raise JudgeStop(Status.HACKED if stop.hack_reasons else Status.RUNTIME_ERROR, str(stop), stop.hack_reasons)
-
-
-def below_coverage_floor(coverage: float | None, floor: float | None) -> str | None:
-    """Pure: the reason a correct candidate fails strict mode (coverage under ``floor``), or None."""
-    if floor is None or coverage is None or coverage >= floor:
-        return None
-    return (f"coverage {coverage:.3f} is below the strict-mode floor {floor:g}: most of the device time is not the "
-            "candidate's own Triton kernels (a kernel wrapped around a torch answer)")
+        raise JudgeStop(
+            Status.HACKED if stop.hack_reasons else Status.RUNTIME_ERROR, str(stop), stop.hack_reasons
+        )
 
 
 def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], slot: int) -> int:
@@ -235,10 +311,19 @@ def _arena_bytes(device: torch.device, state: dict[str, torch.Tensor], slot: int
 # ------------------------------------------------------------------------------------------------ timing
 
 
-def _time_candidate(clock: batch_clock.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-                    overhead: batch_stats.Overhead, before: list[float], options: EvalOptions, result: EvalResult,
-                    phases: Any, memory: tuple[int, float]) -> None:
+def _time_candidate(
+    clock: batch_clock.BatchClock,
+    candidate: RemoteCandidate,
+    client: RunnerClient,
+    overhead: batch_stats.Overhead,
+    before: list[float],
+    options: EvalOptions,
+    result: EvalResult,
+    phases: Any,
+    memory: tuple[int, float],
+) -> None:
     """``memory``: the bytes one call must move and the device's measured bandwidth (GB/s), for the roofline."""
+
     def retime() -> batch_stats.BatchTiming:
         return measure.measure(clock, candidate, client, overhead, before, options)
 
@@ -257,7 +342,9 @@ def _time_candidate(clock: batch_clock.BatchClock, candidate: RemoteCandidate, c
             # one re-measurement at most: a speedup already re-measured as implausible is not timed a third time
             timing, roof = roofline.review(timing, *memory, None if remeasured else retime, result.flags)
         except batch_clock.TimingValidationError as exc:
-            raise JudgeStop(Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]) from exc
+            raise JudgeStop(
+                Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]
+            ) from exc
         result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
     result.timing_available = True
     result.flags.extend(timing.flags)
@@ -268,57 +355,8 @@ def _time_candidate(clock: batch_clock.BatchClock, candidate: RemoteCandidate, c
     result.reference_time_ms, result.kernel_time_ms = timing.reference.median_ms, timing.candidate.median_ms
     result.speedup, result.speedup_ci = timing.speedup, timing.speedup_ci
     result.roofline = roof.to_dict()
-    result.speedup, result.speedup_ci, clamped = roofline.clamp_speedup(result.speedup, result.speedup_ci, roof)
+    result.speedup, result.speedup_ci, clamped = roofline.clamp_speedup(
+        result.speedup, result.speedup_ci, roof
+    )
     if clamped:
         result.flags.append("speedup_clamped_to_roofline")
-
-
-def _coverage(client: RunnerClient, candidate: RemoteCandidate, reference_module: Any, device: torch.device,
-              options: EvalOptions, result: EvalResult, phases: Any, seeds: list[int]) -> None:
-    """PR from the runner's own measurement (the judge cannot see inside its process): flagged as self-reported,
-    clipped to [0, 1], and a failure only flags."""
-    with phases("profile"):
-        inputs = place_input_sets(candidate.arena, [lambda seed=seed: make_inputs(reference_module, seed, device)
-                                                    for seed in seeds[-2:]])
-        synchronize(device)
-        reply = client.ask({"type": "coverage", "model": candidate.model_id, "inputs": inputs,
-                            "calls": options.profile_calls, "method": options.coverage_method}, ("coverage", "error"))
-    _coverage_from_reply(reply, result)
-
-
-def place_input_sets(arena: exchange.Arena, draws: list[Any]) -> list[Any]:
-    """Encode, from the start of the arena, as many of the input sets ``draws`` make as it holds, in order: at least
-    the first (the arena is sized for one call's inputs and outputs). Asking for two input sets regardless fails
-    the coverage pass of five of liger-kernel's ten kernels at full size on an H200."""
-    arena.layout.reset()
-    placed: list[Any] = []
-    for draw in draws:
-        try:
-            placed.append(exchange.encode_args(draw(), arena.put))
-        except MemoryError:
-            if not placed:
-                raise
-            break
-    return placed
-
-
-def _coverage_from_reply(reply: dict[str, Any], result: EvalResult) -> None:
-    """Take the runner's coverage as a claim: clipped to [0, 1], malformed rows dropped, flagged."""
-    if reply.get("type") != "coverage":
-        result.flags.append(f"profile_failed: {str(reply.get('error'))[:300]}")
-        return
-    result.flags.append("coverage_self_reported")
-    if reply.get("flag"):
-        result.flags.append(str(reply["flag"])[:300])
-    coverage = reply.get("coverage")
-    if isinstance(coverage, int | float) and not isinstance(coverage, bool) and coverage == coverage:
-        result.coverage = min(max(float(coverage), 0.0), 1.0)
-    rows = reply.get("table") if isinstance(reply.get("table"), list) else []
-    table = []
-    for row in rows[:50]:
-        try:
-            table.append(KernelTiming(str(row["name"])[:200], float(row["device_time_ms"]), int(row["calls"]),
-                                      bool(row["from_candidate"])))
-        except (KeyError, TypeError, ValueError):
-            continue
-    result.kernel_table = table

@@ -48,7 +48,9 @@ class CudaTimer:
     def __init__(self, device: torch.device, l2_flush_mb: int) -> None:
         self.device = device
         self.flush_buffer = (
-            torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=device) if l2_flush_mb else None
+            torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=device)
+            if l2_flush_mb
+            else None
         )
         self.host_overhead_ms = 0.0
         self.spin_cycles = 0  # GPU spin queued after the flush so that the launch of the call is hidden
@@ -63,7 +65,9 @@ class CudaTimer:
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()  # queued: the GPU flushes L2 while the host goes on
         if self.spin_cycles:
-            torch.cuda._sleep(self.spin_cycles)  # ... and spins until the call's first kernel is surely queued
+            torch.cuda._sleep(
+                self.spin_cycles
+            )  # ... and spins until the call's first kernel is surely queued
         launch_start = time.perf_counter()
         start.record()
         output = fn()

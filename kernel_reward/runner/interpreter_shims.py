@@ -26,18 +26,56 @@ _installed = False
 LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
 # libdevice name -> tl.math function of the same meaning (the interpreter already runs those)
 _TL_MATH = {
-    "abs": "abs", "ceil": "ceil", "cos": "cos", "erf": "erf", "exp": "exp", "exp2": "exp2", "floor": "floor",
-    "fma": "fma", "log": "log", "log2": "log2", "rsqrt": "rsqrt", "sin": "sin", "sqrt": "sqrt", "sqrt_rn": "sqrt_rn",
-    "div_rn": "div_rn", "fast_expf": "exp", "fast_logf": "log", "fast_log2f": "log2", "fast_sinf": "sin",
+    "abs": "abs",
+    "ceil": "ceil",
+    "cos": "cos",
+    "erf": "erf",
+    "exp": "exp",
+    "exp2": "exp2",
+    "floor": "floor",
+    "fma": "fma",
+    "log": "log",
+    "log2": "log2",
+    "rsqrt": "rsqrt",
+    "sin": "sin",
+    "sqrt": "sqrt",
+    "sqrt_rn": "sqrt_rn",
+    "div_rn": "div_rn",
+    "fast_expf": "exp",
+    "fast_logf": "log",
+    "fast_log2f": "log2",
+    "fast_sinf": "sin",
     "fast_cosf": "cos",
 }
 # libdevice name -> numpy function (elementwise; the result keeps the first tensor argument's dtype)
 _NUMPY = {
-    "tanh": "tanh", "sinh": "sinh", "cosh": "cosh", "tan": "tan", "asin": "arcsin", "acos": "arccos",
-    "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "expm1": "expm1",
-    "log1p": "log1p", "log10": "log10", "cbrt": "cbrt", "trunc": "trunc", "rint": "rint", "nearbyint": "rint",
-    "fast_tanhf": "tanh", "fast_tanf": "tan", "fast_log10f": "log10", "pow": "power", "fast_powf": "power",
-    "atan2": "arctan2", "fmod": "fmod", "hypot": "hypot", "copysign": "copysign", "fast_dividef": "divide",
+    "tanh": "tanh",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tan": "tan",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "expm1": "expm1",
+    "log1p": "log1p",
+    "log10": "log10",
+    "cbrt": "cbrt",
+    "trunc": "trunc",
+    "rint": "rint",
+    "nearbyint": "rint",
+    "fast_tanhf": "tanh",
+    "fast_tanf": "tan",
+    "fast_log10f": "log10",
+    "pow": "power",
+    "fast_powf": "power",
+    "atan2": "arctan2",
+    "fmod": "fmod",
+    "hypot": "hypot",
+    "copysign": "copysign",
+    "fast_dividef": "divide",
 }
 
 
@@ -71,7 +109,9 @@ def _shim_float_arguments() -> None:
 
     def implicit_cvt(arg: Any) -> Any:
         if isinstance(arg, float):  # the GPU's signature for a Python float argument is fp32
-            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
+            return tl.tensor(
+                interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32
+            )
         return original(arg)
 
     interpreter._implicit_cvt = implicit_cvt
@@ -110,14 +150,18 @@ def _via_numpy(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
         tensors = [a for a in args if isinstance(a, tl.tensor)]
         if not tensors:
-            raise TypeError(f"libdevice.{name} under the Triton interpreter: expected a tensor argument, got {args!r}")
+            raise TypeError(
+                f"libdevice.{name} under the Triton interpreter: expected a tensor argument, got {args!r}"
+            )
         like = max(tensors, key=lambda t: len(t.shape))
         dtype = like.handle.data.dtype
         data = [a.handle.data if isinstance(a, tl.tensor) else np.asarray(a, dtype=dtype) for a in args]
         out = np.asarray(function(*data)).astype(dtype, copy=False)
         if out.shape != like.handle.data.shape:
-            raise TypeError(f"libdevice.{name} under the Triton interpreter: arguments of shapes "
-                            f"{[tuple(a.shape) for a in tensors]} do not broadcast to one tensor's shape")
+            raise TypeError(
+                f"libdevice.{name} under the Triton interpreter: arguments of shapes "
+                f"{[tuple(a.shape) for a in tensors]} do not broadcast to one tensor's shape"
+            )
         return tl.tensor(TensorHandle(out, like.handle.dtype.scalar), like.type)
 
     return run
@@ -127,6 +171,7 @@ def _unsupported(qualified: str) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
             f"{qualified} has no implementation under the Triton interpreter (an interpreter gap, not a fault of "
-            f"the kernel: it runs on the GPU)")
+            f"the kernel: it runs on the GPU)"
+        )
 
     return run

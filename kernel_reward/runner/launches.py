@@ -67,7 +67,10 @@ class LaunchMonitor:
 
     def _poison(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         for value in (*args, *kwargs.values()):
-            if not isinstance(value, torch.Tensor) or value.untyped_storage().data_ptr() in self.protected_storages:
+            if (
+                not isinstance(value, torch.Tensor)
+                or value.untyped_storage().data_ptr() in self.protected_storages
+            ):
                 continue
             with torch.no_grad():
                 if value.is_floating_point():

@@ -26,12 +26,20 @@ from typing import NoReturn
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.ipc.runner_channel import RunnerProcess
+from kernel_reward.runtime import Mode
 
 RUNNER_ROOT = Path("/tmp/runner")  # inside the runner's own private tmpfs
 
 
-def spawn_runner(device: str, policy: sandbox.SandboxPolicy, *, uid: int | None, expose: list[str],
-                 seed_files: dict[str, bytes] | None = None, gpu_memory_fraction: float | None = None) -> RunnerProcess:
+def spawn_runner(
+    device: str,
+    policy: sandbox.SandboxPolicy,
+    *,
+    uid: int | None,
+    expose: list[str],
+    seed_files: dict[str, bytes] | None = None,
+    gpu_memory_fraction: float | None = None,
+) -> RunnerProcess:
     """Fork a sandboxed runner for ``device`` ("cpu" or "cuda"). The caller must not hold a CUDA context yet."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     sys.stdout.flush()
@@ -44,8 +52,15 @@ def spawn_runner(device: str, policy: sandbox.SandboxPolicy, *, uid: int | None,
     return RunnerProcess(pid, ours)
 
 
-def _runner_main(channel: socket.socket, device: str, policy: sandbox.SandboxPolicy, uid: int | None,
-                 expose: list[str], seed_files: dict[str, bytes], gpu_memory_fraction: float | None) -> NoReturn:
+def _runner_main(
+    channel: socket.socket,
+    device: str,
+    policy: sandbox.SandboxPolicy,
+    uid: int | None,
+    expose: list[str],
+    seed_files: dict[str, bytes],
+    gpu_memory_fraction: float | None,
+) -> NoReturn:
     code = 70
     stage = "sandbox"
     try:
@@ -63,8 +78,11 @@ def _runner_main(channel: socket.socket, device: str, policy: sandbox.SandboxPol
         if policy.read_only_filesystem:
             sandbox.make_filesystem_read_only(isolation, writable=list(sandbox.PRIVATE_TMPFS_MOUNTS))
         environment = {
-            "HOME": str(home), "TMPDIR": str(home), "TRITON_CACHE_DIR": str(home / "triton-cache"),
-            "TRITON_HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+            "HOME": str(home),
+            "TMPDIR": str(home),
+            "TRITON_CACHE_DIR": str(home / "triton-cache"),
+            "TRITON_HOME": str(home),
+            "XDG_CACHE_HOME": str(home / ".cache"),
             "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor"),
             # torch.compile off: compiler-generated kernels are not the candidate's work (KernelBench issue #166);
             # a call the static screen missed then runs as plain torch and counts as torch in coverage
@@ -88,21 +106,30 @@ def _runner_main(channel: socket.socket, device: str, policy: sandbox.SandboxPol
         info = prepare_worker(device)
         import torch
 
-        if info.mode == "gpu" and gpu_memory_fraction is not None:
+        if info.mode is Mode.GPU and gpu_memory_fraction is not None:
             torch.cuda.set_per_process_memory_fraction(gpu_memory_fraction)
             isolation.gpu_memory_fraction = gpu_memory_fraction
-        sandbox.apply_rlimits(policy.limits, isolation, address_space=info.mode != "gpu")
+        sandbox.apply_rlimits(policy.limits, isolation, address_space=info.mode is not Mode.GPU)
         from kernel_reward.runner.runner import Runner
 
         runner = Runner(channel, torch.device(info.device), home / "work")
-        wire.send_message(channel, {"type": "ready", "isolation": isolation.to_dict(), "pid": os.getpid(),
-                                    "warmup": info.warmup_seconds})
+        wire.send_message(
+            channel,
+            {
+                "type": "ready",
+                "isolation": isolation.to_dict(),
+                "pid": os.getpid(),
+                "warmup": info.warmup_seconds,
+            },
+        )
         stage = "serving"
         runner.serve()
         code = 0
     except BaseException:  # noqa: BLE001 - report whatever happened and exit; never return into the judge's code
         with contextlib.suppress(BaseException):
-            wire.send_message(channel, {"type": "error", "stage": stage, "error": traceback.format_exc(limit=20)})
+            wire.send_message(
+                channel, {"type": "error", "stage": stage, "error": traceback.format_exc(limit=20)}
+            )
     finally:
         with contextlib.suppress(BaseException):
             sys.stdout.flush()
@@ -130,14 +157,18 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     import json
 
-    parser = argparse.ArgumentParser(prog="python -m kernel_reward.runner.process",
-                                     description="A sandboxed candidate runner (started by the judge, not by hand).")
+    parser = argparse.ArgumentParser(
+        prog="python -m kernel_reward.runner.process",
+        description="A sandboxed candidate runner (started by the judge, not by hand).",
+    )
     parser.add_argument("--fd", type=int, required=True, help="inherited stream socket to the judge")
     parser.add_argument("--config", required=True, help="JSON: device, policy, uid, expose")
     args = parser.parse_args(argv)
     config = json.loads(args.config)
     policy = sandbox.SandboxPolicy.from_dict(config["policy"])
-    _runner_main(socket.socket(fileno=args.fd), config["device"], policy, config.get("uid"), config["expose"], {}, None)
+    _runner_main(
+        socket.socket(fileno=args.fd), config["device"], policy, config.get("uid"), config["expose"], {}, None
+    )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,11 @@ def build_table(device_events: list[tuple[str, float]], candidate_names: set[str
 
 
 def profile_candidate(
-    candidate: Callable[..., Any], module_name: str, input_pool: list[list[Any]], device: torch.device, calls: int
+    candidate: Callable[..., Any],
+    module_name: str,
+    input_pool: list[list[Any]],
+    device: torch.device,
+    calls: int,
 ) -> ProfileResult:
     """Profile ``calls`` candidate forwards (after one warm call) and compute coverage from device events."""
     from torch.autograd import DeviceType
@@ -68,7 +72,11 @@ def profile_candidate(
     with torch.no_grad():
         candidate(*argument_sets[0])
     torch.cuda.synchronize(device)
-    with monitor.active(), torch.no_grad(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with (
+        monitor.active(),
+        torch.no_grad(),
+        profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof,
+    ):
         for args in argument_sets[1:]:
             candidate(*args)
         torch.cuda.synchronize(device)
@@ -79,7 +87,9 @@ def profile_candidate(
         if event.device_type == DeviceType.CUDA
     ]
     table = build_table(device_events, names)
-    return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
+    return ProfileResult(
+        coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names)
+    )
 
 
 def cycled_clones(input_pool: list[list[Any]], count: int) -> list[list[Any]]:
@@ -108,7 +118,11 @@ def launch_was_covered(launch_ms: float, spin_ms: float) -> bool:
 
 
 def event_coverage(
-    candidate: Callable[..., Any], module_name: str, input_pool: list[list[Any]], device: torch.device, calls: int
+    candidate: Callable[..., Any],
+    module_name: str,
+    input_pool: list[list[Any]],
+    device: torch.device,
+    calls: int,
 ) -> ProfileResult:
     """Coverage from CUDA events (module docstring): Triton launch intervals inside gap-free forward intervals."""
     from kernel_reward.runner.cuda_timer import CudaTimer
@@ -142,7 +156,9 @@ def event_coverage(
     # every Triton interval that is not the kernel). Tiny kernels (a few microseconds) read far too high without
     # the last (H200: 0.79 for a 16x16 matmul + torch bias the profiler reads as 0.55; 0.51 with it).
     empty_ms = float(np.median([bracketed(lambda: None)[0] for _ in range(5)]))
-    per_launch_ms = max(float(np.median([bracketed(empty_launch_bracket)[0] for _ in range(5)])) - empty_ms, 0.0)
+    per_launch_ms = max(
+        float(np.median([bracketed(empty_launch_bracket)[0] for _ in range(5)])) - empty_ms, 0.0
+    )
     # (read inside the spin-covered forward bracket: on an idle GPU it would time the host's launch instead)
     launch_bracket_ms = float(np.median([begin.elapsed_time(finish) for begin, finish in empty_brackets]))
     monitor.launches.clear()
@@ -153,13 +169,26 @@ def event_coverage(
             forward_ms += _gap_free_forward(lambda args=args: candidate(*args), bracketed, timer, monitor)
     triton_events = [(launch.name, begin.elapsed_time(finish)) for launch, begin, finish in monitor.timed]
     names = {launch.name for launch in monitor.candidate_launches}
-    table = event_table(forward_ms, triton_events, names, calls=calls, empty_ms=empty_ms, per_launch_ms=per_launch_ms,
-                        launch_bracket_ms=launch_bracket_ms)
-    return ProfileResult(coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names))
+    table = event_table(
+        forward_ms,
+        triton_events,
+        names,
+        calls=calls,
+        empty_ms=empty_ms,
+        per_launch_ms=per_launch_ms,
+        launch_bracket_ms=launch_bracket_ms,
+    )
+    return ProfileResult(
+        coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names)
+    )
 
 
-def _gap_free_forward(forward: Callable[[], Any], bracketed: Callable[[Callable[[], Any]], tuple[float, float]],
-                      timer: Any, monitor: LaunchMonitor) -> float:
+def _gap_free_forward(
+    forward: Callable[[], Any],
+    bracketed: Callable[[Callable[[], Any]], tuple[float, float]],
+    timer: Any,
+    monitor: LaunchMonitor,
+) -> float:
     """Device ms of one forward whose launch the lead spin covered. A forward the host launched too slowly (a
     Triton re-compile for a new shape, the host descheduled under load) is measured again with a spin that covers
     the launch it took, and its launch records are dropped; after ``GAP_RETRIES`` such tries it raises
@@ -172,12 +201,22 @@ def _gap_free_forward(forward: Callable[[], Any], bracketed: Callable[[Callable[
             return device_ms
         del monitor.launches[launches_before:], monitor.timed[timed_before:]
         timer.cover_launches(launch_ms)
-    raise LaunchGapError(f"events coverage: a forward's launch ({launch_ms:.2f} ms) outlasted its lead spin "
-                       f"({timer.spin_ms:.2f} ms) {1 + GAP_RETRIES} times")
+    raise LaunchGapError(
+        f"events coverage: a forward's launch ({launch_ms:.2f} ms) outlasted its lead spin "
+        f"({timer.spin_ms:.2f} ms) {1 + GAP_RETRIES} times"
+    )
 
 
-def event_table(forward_ms: float, triton_events: list[tuple[str, float]], candidate_names: set[str], *, calls: int,
-                empty_ms: float, per_launch_ms: float, launch_bracket_ms: float = 0.0) -> list[KernelTiming]:
+def event_table(
+    forward_ms: float,
+    triton_events: list[tuple[str, float]],
+    candidate_names: set[str],
+    *,
+    calls: int,
+    empty_ms: float,
+    per_launch_ms: float,
+    launch_bracket_ms: float = 0.0,
+) -> list[KernelTiming]:
     """Pure: the kernel table of the events method. ``forward_ms`` is the summed device time of ``calls``
     gap-free forwards; the Triton launches inside them, each less ``launch_bracket_ms`` (what its bracket reads
     with no kernel in it), are named rows; whatever else the forwards spent on the device, less the calibrated

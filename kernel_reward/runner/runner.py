@@ -38,7 +38,9 @@ MODES: dict[str, Callable[[], AbstractContextManager[Any]]] = {
 }
 
 
-def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Tensor], expected_structure: str) -> str:
+def execute_call(
+    model: Callable[..., Any], args: list[Any], outs: list[torch.Tensor], expected_structure: str
+) -> str:
     """One forward; its outputs copied into ``outs`` (the judge's slots). Returns the structure it returned.
 
     Copying needs the exact shape and dtype; a mismatch is reported (the judge calls it incorrect), never coerced.
@@ -46,12 +48,17 @@ def execute_call(model: Callable[..., Any], args: list[Any], outs: list[torch.Te
     structure, outputs = structured_outputs(model(*args))
     _self_check(outputs, args)
     if structure != expected_structure:
-        raise CallError("structure", f"forward returned {_describe(structure)}, the reference returns "
-                                     f"{_describe(expected_structure)}")
+        raise CallError(
+            "structure",
+            f"forward returned {_describe(structure)}, the reference returns {_describe(expected_structure)}",
+        )
     for index, (tensor, slot) in enumerate(zip(outputs, outs, strict=True)):
         if tensor.shape != slot.shape or tensor.dtype != slot.dtype:
-            raise CallError("structure", f"output {index}: shape {tuple(tensor.shape)} {tensor.dtype}, expected "
-                                         f"{tuple(slot.shape)} {slot.dtype}")
+            raise CallError(
+                "structure",
+                f"output {index}: shape {tuple(tensor.shape)} {tensor.dtype}, expected "
+                f"{tuple(slot.shape)} {slot.dtype}",
+            )
         if tensor.device.type != slot.device.type:
             raise CallError("structure", f"output {index}: on {tensor.device}, expected {slot.device.type}")
         slot.copy_(tensor.detach())
@@ -65,7 +72,10 @@ def _self_check(outputs: list[torch.Tensor], args: list[Any]) -> None:
     if subclasses:
         raise CallError("hack:tensor_subclass", f"output is a tensor subclass ({', '.join(subclasses)})")
     if tensors.aliases(outputs, args):
-        raise CallError("hack:output_aliases_input", "output shares storage with an input (returns an input or a view of one)")
+        raise CallError(
+            "hack:output_aliases_input",
+            "output shares storage with an input (returns an input or a view of one)",
+        )
 
 
 def _describe(structure: str) -> str:
@@ -84,10 +94,14 @@ class Runner:
         self.work_dir = work_dir
         self.module: Any = None
         self.models: dict[int, torch.nn.Module] = {}
-        self.built_buffers: dict[int, dict[str, torch.Tensor]] = {}  # each model's buffers right after its build
+        self.built_buffers: dict[
+            int, dict[str, torch.Tensor]
+        ] = {}  # each model's buffers right after its build
         self.arena: exchange.MappedArena | None = None
         self.gate_events: tuple[Any, Any] | None = None  # events around the last gated batch's calls
-        self.handover_scratch: torch.Tensor | None = None  # what a dry batch's one kernel writes (stream_gate)
+        self.handover_scratch: torch.Tensor | None = (
+            None  # what a dry batch's one kernel writes (stream_gate)
+        )
 
     # ------------------------------------------------------------------------------------------ serving
     def serve(self) -> None:
@@ -102,7 +116,11 @@ class Runner:
                 try:
                     reply = handler(message)
                 except SystemExit as exc:  # from candidate code outside a forward (e.g. a property)
-                    reply = {"type": "error", "kind": "exit", "error": f"candidate raised SystemExit({exc.code!r})"}
+                    reply = {
+                        "type": "error",
+                        "kind": "exit",
+                        "error": f"candidate raised SystemExit({exc.code!r})",
+                    }
                 except Exception as exc:  # noqa: BLE001 - reported to the judge, which decides what it means
                     reply = {"type": "error", "error": format_exception("runner failed", exc)}
             wire.send_message(self.channel, reply)
@@ -124,7 +142,9 @@ class Runner:
 
     def _on_arena(self, message: dict[str, Any]) -> dict[str, Any]:
         fds: list[int] = []
-        expected = {"memfd": 1, "cuda_vmm": 2}.get(str(message.get("kind")), 0)  # memory (+ signal words, CUDA)
+        expected = {"memfd": 1, "cuda_vmm": 2}.get(
+            str(message.get("kind")), 0
+        )  # memory (+ signal words, CUDA)
         if expected:  # the descriptors follow by SCM_RIGHTS
             _, fds, _, _ = socket.recv_fds(self.channel, 1, expected)
         if self.arena is not None:
@@ -140,16 +160,26 @@ class Runner:
         try:
             self.module = write_and_import(str(message["code"]), self.work_dir, "cand")
         except SystemExit as exc:
-            return {"type": "load_failed", "kind": "exit", "error": f"candidate raised SystemExit({exc.code!r}) at import"}
+            return {
+                "type": "load_failed",
+                "kind": "exit",
+                "error": f"candidate raised SystemExit({exc.code!r}) at import",
+            }
         except BaseException as exc:  # noqa: BLE001 - an import failure is the candidate's compile error
-            return {"type": "load_failed", "kind": "import", "error": format_exception("candidate failed to import", exc)}
+            return {
+                "type": "load_failed",
+                "kind": "import",
+                "error": format_exception("candidate failed to import", exc),
+            }
         return {"type": "loaded", "module": self.module.__name__}
 
     def _on_build(self, message: dict[str, Any]) -> dict[str, Any]:
         arena = self._arena()
         init = exchange.decode_args(message["init"], arena)
-        state = {str(name): exchange.view(arena, exchange.TensorRef.from_json(ref))
-                 for name, ref in dict(message["state"]).items()}
+        state = {
+            str(name): exchange.view(arena, exchange.TensorRef.from_json(ref))
+            for name, ref in dict(message["state"]).items()
+        }
         cls = getattr(self.module, "ModelNew", None)
         if cls is None:
             return {"type": "build_failed", "error": "candidate module defines no `ModelNew`"}
@@ -157,12 +187,22 @@ class Runner:
         try:
             model = cls(*init)
             if not isinstance(model, torch.nn.Module):
-                return {"type": "build_failed", "error": f"ModelNew(...) built a {type(model).__name__}, not an nn.Module"}
+                return {
+                    "type": "build_failed",
+                    "error": f"ModelNew(...) built a {type(model).__name__}, not an nn.Module",
+                }
             model = model.to(self.device)
         except SystemExit as exc:
-            return {"type": "build_failed", "kind": "exit", "error": f"ModelNew raised SystemExit({exc.code!r})"}
+            return {
+                "type": "build_failed",
+                "kind": "exit",
+                "error": f"ModelNew raised SystemExit({exc.code!r})",
+            }
         except Exception as exc:  # noqa: BLE001
-            return {"type": "build_failed", "error": format_exception("ModelNew(*get_init_inputs()) raised", exc)}
+            return {
+                "type": "build_failed",
+                "error": format_exception("ModelNew(*get_init_inputs()) raised", exc),
+            }
         self.models[int(message["model"])] = model
         transfer = _transfer_state(state, model)
         self.built_buffers[int(message["model"])] = tensors.buffer_snapshot(model)
@@ -178,11 +218,15 @@ class Runner:
 
     def _on_run(self, message: dict[str, Any]) -> dict[str, Any]:
         arena = self._arena()
-        dry = bool(message.get("dry"))  # the judge's calibration of this harness's own cost, before any candidate
+        dry = bool(
+            message.get("dry")
+        )  # the judge's calibration of this harness's own cost, before any candidate
         model = None if dry else self.models[int(message["model"])]
         gate = self._gate(message.get("gate"))
         reply: dict[str, Any] = {"type": "ran"}
-        if gate is not None:  # a timed batch on the judge's GPU clock: queue everything behind the judge's flag
+        if (
+            gate is not None
+        ):  # a timed batch on the judge's GPU clock: queue everything behind the judge's flag
             stream_gate.wait_value(gate[1], gate[0])
             if self.gate_events is not None and self.gate_events[1].query():
                 # Diagnostic for the judge's report (never a verdict): our own view of the previous batch.
@@ -216,7 +260,9 @@ class Runner:
             raise exchange.ExchangeError(f"malformed gate {gate!r:.200}")
         return gate["n"], self.arena.word_address(gate.get("flag")), self.arena.word_address(gate.get("done"))
 
-    def _run_calls(self, calls: list[dict[str, Any]], arena: torch.Tensor, model: Any) -> list[dict[str, Any]]:
+    def _run_calls(
+        self, calls: list[dict[str, Any]], arena: torch.Tensor, model: Any
+    ) -> list[dict[str, Any]]:
         from kernel_reward.runner.launches import LaunchMonitor
 
         reports: list[dict[str, Any]] = []
@@ -227,10 +273,16 @@ class Runner:
                 reports.append({"ok": True})
                 continue
             context = MODES[str(call.get("mode", "no_grad"))]
-            training = bool(call.get("train", True))  # the reference's default (KernelGYM keeps training mode)
+            training = bool(
+                call.get("train", True)
+            )  # the reference's default (KernelGYM keeps training mode)
             if model.training != training:
                 model.train(training)
-            monitor = LaunchMonitor(self.module.__name__, ablate=bool(call.get("ablate"))) if call.get("monitor", True) else None
+            monitor = (
+                LaunchMonitor(self.module.__name__, ablate=bool(call.get("ablate")))
+                if call.get("monitor", True)
+                else None
+            )
             if monitor is not None and monitor.ablate:
                 monitor.protect(args)
                 monitor.protect(list(model.parameters()) + list(model.buffers()))
@@ -243,14 +295,18 @@ class Runner:
                 else:
                     with monitor.active(), context():
                         execute_call(model, args, outs, str(call["structure"]))
-                    report.update(launched=sorted({launch.name for launch in monitor.launches}),
-                                  own=sorted({launch.name for launch in monitor.candidate_launches}))
+                    report.update(
+                        launched=sorted({launch.name for launch in monitor.launches}),
+                        own=sorted({launch.name for launch in monitor.candidate_launches}),
+                    )
             except CallError as exc:
                 report.update(ok=False, kind=exc.kind, error=str(exc))
             except SystemExit as exc:
                 report.update(ok=False, kind="exit", error=f"forward raised SystemExit({exc.code!r})")
             except Exception as exc:  # noqa: BLE001
-                report.update(ok=False, kind="raised", error=format_exception("candidate forward raised", exc))
+                report.update(
+                    ok=False, kind="raised", error=format_exception("candidate forward raised", exc)
+                )
             reports.append(report)
             if not report["ok"]:
                 break
@@ -260,8 +316,9 @@ class Runner:
         arena = self._arena()
         model = self.models[int(message["model"])]
         pool = [exchange.decode_args(args, arena) for args in message["inputs"]]
-        return measure_coverage(model, self.module.__name__, pool, self.device, int(message["calls"]),
-                                str(message.get("method")))
+        return measure_coverage(
+            model, self.module.__name__, pool, self.device, int(message["calls"]), str(message.get("method"))
+        )
 
     def _arena(self) -> torch.Tensor:
         if self.arena is None:
@@ -269,8 +326,9 @@ class Runner:
         return self.arena.tensor
 
 
-def measure_coverage(model: Any, module_name: str, pool: list[list[Any]], device: torch.device, calls: int,
-                     method: str) -> dict[str, Any]:
+def measure_coverage(
+    model: Any, module_name: str, pool: list[list[Any]], device: torch.device, calls: int, method: str
+) -> dict[str, Any]:
     """The coverage reply: events (falling back to the profiler when a forward cannot be measured gap-free, and
     saying so) or the profiler; an error reply when neither could measure (the judge then only flags it)."""
     from kernel_reward.runner import profiling
@@ -288,8 +346,15 @@ def measure_coverage(model: Any, module_name: str, pool: list[list[Any]], device
             profile = profiling.profile_candidate(*args)
     except Exception as exc:  # noqa: BLE001 - diagnostics: the judge flags it, the verdict stands
         return {"type": "error", "error": f"{flag + '; ' if flag else ''}{type(exc).__name__}: {exc}"[:600]}
-    table = [{"name": row.name, "device_time_ms": row.device_time_ms, "calls": row.calls,
-              "from_candidate": row.from_candidate} for row in profile.table]
+    table = [
+        {
+            "name": row.name,
+            "device_time_ms": row.device_time_ms,
+            "calls": row.calls,
+            "from_candidate": row.from_candidate,
+        }
+        for row in profile.table
+    ]
     return {"type": "coverage", "coverage": profile.coverage, "table": table, "flag": flag}
 
 
@@ -307,6 +372,10 @@ def _transfer_state(state: dict[str, torch.Tensor], model: torch.nn.Module) -> d
                 continue
             target.copy_(value)
             copied.append(name)
-    return {"copied": copied, "reference_only": sorted(set(state) - set(own)),
-            "candidate_only": sorted(set(own) - set(state)), "shape_mismatch": mismatch,
-            "reference_tensors": len(state)}
+    return {
+        "copied": copied,
+        "reference_only": sorted(set(state) - set(own)),
+        "candidate_only": sorted(set(own) - set(state)),
+        "shape_mismatch": mismatch,
+        "reference_tensors": len(state),
+    }

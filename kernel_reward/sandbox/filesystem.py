@@ -29,8 +29,6 @@ def make_private_dir(path: Path, uid: int | None) -> Path:
     return path
 
 
-
-
 def make_filesystem_read_only(isolation: Isolation, writable: list[str]) -> None:
     """Remount every mount of this (private) mount namespace read-only, except ``writable`` and ``KERNEL_TREES``.
 
@@ -45,15 +43,19 @@ def make_filesystem_read_only(isolation: Isolation, writable: list[str]) -> None
     and before ``drop_privileges``.
     """
     if not isolation.mount_namespace:
-        isolation.missing.append("read_only_filesystem: no private mount namespace (it would remount the host's)")
+        isolation.missing.append(
+            "read_only_filesystem: no private mount namespace (it would remount the host's)"
+        )
         return
     keep = sorted({os.path.realpath(path) for path in writable if os.path.exists(path)})
     try:
         points = {point for _, point in mountinfo()}
         for path in keep:
             if path not in points:
-                check_call(load_libc().mount(os.fsencode(path), os.fsencode(path), None, MS_BIND | MS_REC, None),
-                       f"bind {path} onto itself")
+                check_call(
+                    load_libc().mount(os.fsencode(path), os.fsencode(path), None, MS_BIND | MS_REC, None),
+                    f"bind {path} onto itself",
+                )
         mounts = mountinfo()
     except OSError as exc:
         isolation.missing.append(f"read_only_filesystem: {exc}")
@@ -130,6 +132,6 @@ def remount_read_only(target: bytes, statvfs_flags: int) -> None:
     for st_flag, ms_flag in KEPT_MOUNT_FLAGS:
         if statvfs_flags & st_flag:
             flags |= ms_flag
-    check_call(load_libc().mount(b"none", target, None, flags, None), f"read-only remount of {os.fsdecode(target)}")
-
-
+    check_call(
+        load_libc().mount(b"none", target, None, flags, None), f"read-only remount of {os.fsdecode(target)}"
+    )

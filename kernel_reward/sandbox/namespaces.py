@@ -95,10 +95,15 @@ def paths_inside(directory: str, paths: list[str]) -> list[str]:
     """The existing ``paths`` strictly inside ``directory`` (resolved), outermost only: a path inside another
     kept path is already covered by it. ``directory`` itself is never kept (that would undo its privacy)."""
     root = Path(os.path.realpath(directory))
-    inside = sorted({
-        resolved for raw in paths
-        if (resolved := Path(os.path.realpath(raw))) != root and resolved.is_relative_to(root) and resolved.exists()
-    })
+    inside = sorted(
+        {
+            resolved
+            for raw in paths
+            if (resolved := Path(os.path.realpath(raw))) != root
+            and resolved.is_relative_to(root)
+            and resolved.exists()
+        }
+    )
     outermost: list[Path] = []
     for path in inside:  # sorted: a parent comes before everything inside it
         if not any(path.is_relative_to(kept) for kept in outermost):
@@ -113,7 +118,10 @@ def cover_with_tmpfs(directory: str, options: bytes, keep: list[str], *, read_on
     libc = load_libc()
     held = [(path, os.open(path, os.O_PATH)) for path in keep]
     try:
-        check_call(libc.mount(b"tmpfs", directory.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"tmpfs over {directory}")
+        check_call(
+            libc.mount(b"tmpfs", directory.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options),
+            f"tmpfs over {directory}",
+        )
         for path, fd in held:
             source = f"/proc/self/fd/{fd}"
             if os.path.isdir(source):
@@ -121,9 +129,14 @@ def cover_with_tmpfs(directory: str, options: bytes, keep: list[str], *, read_on
             else:
                 os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
                 Path(path).touch()
-            check_call(libc.mount(source.encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+            check_call(
+                libc.mount(source.encode(), path.encode(), None, MS_BIND | MS_REC, None), f"bind {path}"
+            )
             if read_only:
-                check_call(libc.mount(b"none", path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None), f"read-only {path}")
+                check_call(
+                    libc.mount(b"none", path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None),
+                    f"read-only {path}",
+                )
     finally:
         for _, fd in held:
             os.close(fd)
@@ -157,5 +170,3 @@ def expose_paths(paths: list[str]) -> list[str]:
         keep = [str(entry) for entry in sorted(entries)]
         cover_with_tmpfs(str(ancestor), f"mode=0755,size={16 * MiB}".encode(), keep, read_only=False)
     return [str(a) for a in groups]
-
-

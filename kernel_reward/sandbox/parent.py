@@ -10,6 +10,7 @@ import signal
 
 log = logging.getLogger(__name__)
 
+
 def kill_process_group(pgid: int) -> None:
     """SIGKILL every process of the group (the child leads its own session, so pgid == its pid)."""
     try:
@@ -111,7 +112,7 @@ class OutputTail:
     def text(self) -> str:
         dropped = self.total - len(self.head) - len(self.tail)
         middle = f"\n[... {dropped} bytes of output dropped ...]\n" if dropped > 0 else ""
-        return (bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace"))
+        return bytes(self.head).decode(errors="replace") + middle + bytes(self.tail).decode(errors="replace")
 
 
 def read_nonblocking(fd: int, sink: OutputTail, max_bytes: int = 1 << 20) -> bool:

@@ -61,7 +61,9 @@ def enter_pid_namespace(policy: SandboxPolicy, isolation: Isolation) -> None:
     # The reaper reads the child's signal handlers through this procfs: once the child mounts its own over /proc
     # (in the mount namespace both share), /proc no longer shows the child under its outside pid.
     host_proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    alive_r, alive_w = os.pipe()  # the reaper holds the write end until it exits: EOF tells the child it is gone
+    alive_r, alive_w = (
+        os.pipe()
+    )  # the reaper holds the write end until it exits: EOF tells the child it is gone
     # Termination requests wait until the reaper can forward them; a reaper must see SIGCHLD's default to wait.
     saved_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED_SIGNALS)
     ignores_children = signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN
@@ -173,15 +175,23 @@ def _mount_fresh_proc() -> None:
     libc = load_libc()
     held = []
     try:
-        for mount_id, point in outermost(m for m in mountinfo() if is_under(m[1], ["/proc"]) and m[1] != "/proc"):
+        for mount_id, point in outermost(
+            m for m in mountinfo() if is_under(m[1], ["/proc"]) and m[1] != "/proc"
+        ):
             fd = open_mount_root(mount_id, point)
             if fd is not None:
                 held.append((point, fd))
-        check_call(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount(proc)")
+        check_call(
+            libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount(proc)"
+        )
         try:
             for point, fd in held:
-                check_call(libc.mount(f"/proc/self/fd/{fd}".encode(), os.fsencode(point), None, MS_BIND | MS_REC, None),
-                       f"carry {point} over to the new /proc")
+                check_call(
+                    libc.mount(
+                        f"/proc/self/fd/{fd}".encode(), os.fsencode(point), None, MS_BIND | MS_REC, None
+                    ),
+                    f"carry {point} over to the new /proc",
+                )
                 flags = os.fstatvfs(fd).f_flag
                 if flags & os.ST_RDONLY:
                     remount_read_only(os.fsencode(point), flags)
@@ -191,5 +201,3 @@ def _mount_fresh_proc() -> None:
     finally:
         for _, fd in held:
             os.close(fd)
-
-

@@ -63,7 +63,9 @@ class SandboxLimits:
     """Resource limits of one child. ``None`` leaves a limit unset (recorded as such in the isolation record)."""
 
     cpu_seconds: int | None = 300  # CPU time the candidate may use after it received its request
-    address_space_bytes: int | None = 16 * GiB  # RLIMIT_AS on top of what the warm process already maps; CPU only
+    address_space_bytes: int | None = (
+        16 * GiB
+    )  # RLIMIT_AS on top of what the warm process already maps; CPU only
     memory_bytes: int | None = 16 * GiB  # resident-set watchdog enforced by the parent (works with CUDA too)
     open_files: int | None = 512
     processes: int | None = 256  # RLIMIT_NPROC of the child's private uid: threads count too (torch, ptxas)
@@ -72,7 +74,14 @@ class SandboxLimits:
     tmpfs_bytes: int = 1 * GiB  # size of each private tmpfs
 
     def __post_init__(self) -> None:
-        for name in ("cpu_seconds", "address_space_bytes", "memory_bytes", "open_files", "processes", "file_size_bytes"):
+        for name in (
+            "cpu_seconds",
+            "address_space_bytes",
+            "memory_bytes",
+            "open_files",
+            "processes",
+            "file_size_bytes",
+        ):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
                 raise ValueError(f"SandboxLimits.{name} must be None or a positive int, got {value!r}")
@@ -92,7 +101,9 @@ class SandboxPolicy:
     drop_privileges: bool = True  # only possible (and only needed) when the parent runs as root
     # The three layers below are applied by the caller when set: ``enter_pid_namespace``, ``clean_environment``,
     # ``make_filesystem_read_only``. ``Isolation.for_policy`` records which were asked for, so "full" needs them.
-    isolate_pids: bool = True  # new pid namespace with its own /proc: the candidate sees and signals only itself
+    isolate_pids: bool = (
+        True  # new pid namespace with its own /proc: the candidate sees and signals only itself
+    )
     clean_environment: bool = True  # only ENV_ALLOW_LIST (plus the child's own paths) survives
     read_only_filesystem: bool = True  # every mount read-only except the private tmpfs and kernel trees
     require_full: bool = False  # refuse to run a candidate when any layer above could not be applied
@@ -121,28 +132,39 @@ class Isolation:
     memory_watchdog_bytes: int | None = None
     wall_clock_s: float | None = None
     hidden_dirs: list[str] = field(default_factory=list)  # replaced by a tmpfs exposing only the interpreter
-    kept_paths: list[str] = field(default_factory=list)  # interpreter / code paths bound back read-only under a tmpfs
+    kept_paths: list[str] = field(
+        default_factory=list
+    )  # interpreter / code paths bound back read-only under a tmpfs
     pid_namespace: bool = False  # pid 1 of a pid namespace of its own
     proc_private: bool = False  # /proc is that namespace's procfs: it lists only the candidate's processes
-    env_kept: list[str] | None = None  # inherited variables left by clean_environment (names); None: not cleaned
+    env_kept: list[str] | None = (
+        None  # inherited variables left by clean_environment (names); None: not cleaned
+    )
     read_only_root: bool = False  # / is mounted read-only
     read_only_mounts: int = 0  # mounts that are read-only after make_filesystem_read_only, / included
-    requested: list[str] = field(default_factory=list)  # optional layers the policy asked for (see for_policy)
+    requested: list[str] = field(
+        default_factory=list
+    )  # optional layers the policy asked for (see for_policy)
     missing: list[str] = field(default_factory=list)  # layers that could not be applied, with the reason
 
     @classmethod
     def for_policy(cls, policy: SandboxPolicy) -> Isolation:
         """An empty record that knows which optional layers ``policy`` asks for: ``level`` is "full" only when
         each of them was achieved (a caller that forgets one gets "partial", not a silent "full")."""
-        wanted = {"pid_namespace": policy.isolate_pids, "clean_environment": policy.clean_environment,
-                  "read_only_filesystem": policy.read_only_filesystem}
+        wanted = {
+            "pid_namespace": policy.isolate_pids,
+            "clean_environment": policy.clean_environment,
+            "read_only_filesystem": policy.read_only_filesystem,
+        }
         return cls(requested=[name for name, on in wanted.items() if on])
 
     def optional_layers(self) -> dict[str, bool]:
         """Whether each optional layer (the names ``requested`` uses) was achieved."""
-        return {"pid_namespace": self.pid_namespace and self.proc_private,
-                "clean_environment": self.env_kept is not None,
-                "read_only_filesystem": self.read_only_root}
+        return {
+            "pid_namespace": self.pid_namespace and self.proc_private,
+            "clean_environment": self.env_kept is not None,
+            "read_only_filesystem": self.read_only_root,
+        }
 
     @property
     def level(self) -> str:

@@ -47,7 +47,9 @@ def _scrub_exec_environment(keep: set[str]) -> None:
     """Zero the entries of the environment block this process was exec'd with, except those named in ``keep``."""
     with open("/proc/self/stat", "rb") as f:
         data = f.read()
-    fields = data[data.rindex(b")") + 2 :].split()  # fields from 3 on: env_start, env_end are fields 50 and 51
+    fields = data[
+        data.rindex(b")") + 2 :
+    ].split()  # fields from 3 on: env_start, env_end are fields 50 and 51
     start, end = int(fields[47]), int(fields[48])
     if not 0 < start < end:
         return
@@ -98,7 +100,9 @@ def apply_rlimits(limits: SandboxLimits, isolation: Isolation, *, address_space:
 
     if limits.cpu_seconds is not None:
         used = resource.getrusage(resource.RUSAGE_SELF)
-        setlimit("cpu_seconds", resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime) + 1 + limits.cpu_seconds)
+        setlimit(
+            "cpu_seconds", resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime) + 1 + limits.cpu_seconds
+        )
     else:
         applied["cpu_seconds"] = None
     if address_space and limits.address_space_bytes is not None:

@@ -33,12 +33,19 @@ def screen_candidate(candidate: str, entry_point: str) -> Screening:
     """Extract and statically check ``candidate`` (a raw completion or plain code) for a program with ``entry_point``."""
     code = extract_code(candidate)
     if code is None:
-        return Screening(status=Status.FORMAT_ERROR, error="no fenced code block (```python ... ```) found in the completion")
+        return Screening(
+            status=Status.FORMAT_ERROR,
+            error="no fenced code block (```python ... ```) found in the completion",
+        )
     static = check_candidate(code, entry_point)
     if static.compile_findings:
-        return Screening(status=Status.COMPILE_ERROR, error="; ".join(f.describe() for f in static.compile_findings))
+        return Screening(
+            status=Status.COMPILE_ERROR, error="; ".join(f.describe() for f in static.compile_findings)
+        )
     if static.hack_findings:
-        return Screening(status=Status.HACKED,
-                         error="static checks: " + "; ".join(f.describe() for f in static.hack_findings),
-                         hack_reasons=[f.reason.value for f in static.hack_findings])
+        return Screening(
+            status=Status.HACKED,
+            error="static checks: " + "; ".join(f.describe() for f in static.hack_findings),
+            hack_reasons=[f.reason.value for f in static.hack_findings],
+        )
     return Screening(code=code)

@@ -14,7 +14,9 @@ import re
 from collections.abc import Mapping
 
 # Constants that are structure rather than size: changing them changes what the task computes.
-STRUCTURAL = re.compile(r"KERNEL|STRIDE|PAD|DILATION|GROUP|HEAD|LAYER|AXIS|DIM_IDX|REDUCE|EPS|SEED|ORDER|NUM_CLASSES")
+STRUCTURAL = re.compile(
+    r"KERNEL|STRIDE|PAD|DILATION|GROUP|HEAD|LAYER|AXIS|DIM_IDX|REDUCE|EPS|SEED|ORDER|NUM_CLASSES"
+)
 
 
 def size_constants(source: str) -> dict[str, int]:
@@ -52,7 +54,9 @@ def resize_source(source: str, overrides: Mapping[str, int]) -> str:
         )
     lines = source.splitlines(keepends=True)
     # Splice from the last edit backwards so earlier offsets stay valid. ast column offsets count UTF-8 bytes.
-    edits = sorted(((constants[n][1], v) for n, v in overrides.items()), key=lambda e: (e[0].lineno, e[0].col_offset))
+    edits = sorted(
+        ((constants[n][1], v) for n, v in overrides.items()), key=lambda e: (e[0].lineno, e[0].col_offset)
+    )
     for node, value in reversed(edits):
         row = node.lineno - 1
         raw = lines[row].encode("utf-8")

@@ -20,6 +20,17 @@ import ast
 import enum
 from dataclasses import dataclass, field
 
+from kernel_reward.screen.deny_lists import (
+    COMPILER_ROOTS,
+    FORBIDDEN_BUILTINS,
+    FORBIDDEN_MODULES,
+    FORBIDDEN_OS_ATTRS,
+    FORBIDDEN_SYS_ATTRS,
+    FORBIDDEN_TORCH_CALLS,
+    INTROSPECTION_ATTRS,
+    PROTECTED_ROOTS,
+    STREAM_ATTRS,
+)
 from kernel_reward.screen.static_constants import ConstantValues
 
 
@@ -39,44 +50,6 @@ class StaticReason(enum.StrEnum):
 
 
 COMPILE_REASONS = frozenset({StaticReason.SYNTAX_ERROR, StaticReason.MISSING_MODEL_NEW})
-
-FORBIDDEN_MODULES = frozenset(
-    {
-        "threading", "_thread", "multiprocessing", "subprocess", "ctypes", "cffi", "socket", "ssl", "signal",
-        "concurrent", "asyncio", "shutil", "gc", "inspect", "builtins", "pty", "select", "selectors",
-        "mmap", "resource", "urllib", "http", "requests", "pathlib", "glob", "tempfile", "pickle", "marshal",
-        "shelve", "sqlite3", "kernel_reward", "pytest", "runpy", "code", "codeop", "atexit", "faulthandler",
-    }
-)
-FORBIDDEN_BUILTINS = frozenset(
-    {"open", "exec", "eval", "compile", "__import__", "exit", "quit", "breakpoint", "globals", "vars", "input"}
-)
-# Functions of os / sys that start processes, touch files, or end the process.
-FORBIDDEN_OS_ATTRS = frozenset(
-    {
-        "system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "abort", "remove", "unlink", "rmdir",
-        "removedirs", "rename", "renames", "replace", "open", "write", "read", "listdir", "scandir", "walk",
-        "chdir", "mkdir", "makedirs", "symlink", "link", "chmod", "chown", "truncate", "dup", "dup2", "pipe",
-        "setsid", "putenv", "unsetenv", "execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp",
-        "execlpe", "spawnl", "spawnv", "spawnve", "spawnvp", "posix_spawn", "posix_spawnp", "startfile", "fdopen",
-    }
-)
-FORBIDDEN_SYS_ATTRS = frozenset({"exit", "_exit", "modules", "_getframe", "settrace", "setprofile", "meta_path", "path_hooks"})
-FORBIDDEN_TORCH_CALLS = frozenset({"load", "save", "from_file"})
-INTROSPECTION_ATTRS = frozenset(
-    {
-        "__globals__", "__builtins__", "__subclasses__", "__code__", "__closure__", "f_back", "f_globals",
-        "f_locals", "gi_frame", "tb_frame", "__loader__", "__spec__", "__wrapped__",
-    }
-)
-PROTECTED_ROOTS = frozenset({"torch", "triton", "time", "os", "sys", "builtins", "numpy", "math", "kernel_reward"})
-# torch's compilers: the kernels they generate are not the candidate's own work (KernelBench issue #166). The runner
-# also starts with torch.compile disabled, so a spelling this screen misses runs as plain torch.
-COMPILER_ROOTS = frozenset({"compile", "_dynamo", "_inductor", "jit", "compiler"})
-STREAM_ATTRS = frozenset(
-    {"Stream", "stream", "ExternalStream", "set_stream", "StreamContext", "CUDAGraph", "graph", "graphs",
-     "make_graphed_callables", "default_stream"}
-)
 
 
 @dataclass(frozen=True)
@@ -175,7 +148,11 @@ class _Visitor(ast.NodeVisitor):
         if parts[0] in FORBIDDEN_MODULES:
             self._add(StaticReason.FORBIDDEN_IMPORT, node, f"import of {name}")
         if parts[0] == "torch" and len(parts) > 1 and parts[1] in COMPILER_ROOTS:
-            self._add(StaticReason.TORCH_COMPILE, node, f"import of {name}: compiler-generated kernels are not your own")
+            self._add(
+                StaticReason.TORCH_COMPILE,
+                node,
+                f"import of {name}: compiler-generated kernels are not your own",
+            )
 
     # --- classes and functions ---------------------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -183,7 +160,9 @@ class _Visitor(ast.NodeVisitor):
             for base in node.bases:
                 dotted = self._dotted(base) or ""
                 if dotted.split(".")[-1] == self.entry_point:
-                    self._add(StaticReason.INHERITS_REFERENCE, node, f"ModelNew derives from {self.entry_point}")
+                    self._add(
+                        StaticReason.INHERITS_REFERENCE, node, f"ModelNew derives from {self.entry_point}"
+                    )
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -214,9 +193,14 @@ class _Visitor(ast.NodeVisitor):
         # `flag = None`, `pass`, re-raise, or a value that provably is a constant: `static_constants`) cannot hide a
         # failing kernel, so production Triton code keeps its probes.
         scope = self.scopes[-1] if self.scopes else None
-        if node.handlers and not all(_is_probe_answer(stmt, self.values, scope)
-                                     for handler in node.handlers for stmt in handler.body):
-            self._add(StaticReason.TRY_EXCEPT, node, "try/except whose handler computes (fallback paths hide failing kernels)")
+        if node.handlers and not all(
+            _is_probe_answer(stmt, self.values, scope) for handler in node.handlers for stmt in handler.body
+        ):
+            self._add(
+                StaticReason.TRY_EXCEPT,
+                node,
+                "try/except whose handler computes (fallback paths hide failing kernels)",
+            )
         self.generic_visit(node)
 
     visit_TryStar = visit_Try
@@ -262,20 +246,28 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(func, ast.Name) and func.id == "getattr" and node.args:
             dotted = self._dotted(node.args[0]) or ""
             if dotted.split(".")[0] in ("os", "sys", "builtins", "subprocess"):
-                self._add(StaticReason.FORBIDDEN_CALL, node, f"getattr({dotted}, ...) hides which function is used")
+                self._add(
+                    StaticReason.FORBIDDEN_CALL, node, f"getattr({dotted}, ...) hides which function is used"
+                )
         if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
             dotted = self._dotted(node.args[0]) or ""
             if dotted.split(".")[0] in PROTECTED_ROOTS:
                 self._add(StaticReason.MONKEY_PATCH, node, f"{func.id}({dotted}, ...)")
         dotted = self._dotted(func) or ""
         parts = dotted.split(".")
-        if parts[0] == "os" and (parts[-1] in FORBIDDEN_OS_ATTRS or dotted.startswith("os.environ.")) and (
-            parts[-1] not in ("get",)
+        if (
+            parts[0] == "os"
+            and (parts[-1] in FORBIDDEN_OS_ATTRS or dotted.startswith("os.environ."))
+            and (parts[-1] not in ("get",))
         ):
             self._add(StaticReason.FORBIDDEN_CALL, node, f"call of {dotted}")
         if parts[0] == "sys" and len(parts) > 1 and parts[1] in FORBIDDEN_SYS_ATTRS:
             self._add(StaticReason.FORBIDDEN_CALL, node, f"call of {dotted}")
-        if parts[0] in ("torch", "numpy") and len(parts) == 2 and parts[1] in FORBIDDEN_TORCH_CALLS | {"fromfile", "memmap"}:
+        if (
+            parts[0] in ("torch", "numpy")
+            and len(parts) == 2
+            and parts[1] in FORBIDDEN_TORCH_CALLS | {"fromfile", "memmap"}
+        ):
             self._add(StaticReason.FORBIDDEN_CALL, node, f"call of {dotted} (file access)")
         self.generic_visit(node)
 
@@ -287,8 +279,17 @@ class _Visitor(ast.NodeVisitor):
         if parts[0] == "torch" and node.attr in STREAM_ATTRS and "cuda" in parts:
             self._add(StaticReason.CUDA_STREAM, node, f"use of {dotted}")
         if parts[0] == "torch" and len(parts) == 2 and parts[1] in COMPILER_ROOTS:
-            self._add(StaticReason.TORCH_COMPILE, node, f"use of {dotted}: compiler-generated kernels are not your own")
-        if parts[0] == "sys" and len(parts) == 2 and parts[1] in FORBIDDEN_SYS_ATTRS and isinstance(node.ctx, ast.Load):
+            self._add(
+                StaticReason.TORCH_COMPILE,
+                node,
+                f"use of {dotted}: compiler-generated kernels are not your own",
+            )
+        if (
+            parts[0] == "sys"
+            and len(parts) == 2
+            and parts[1] in FORBIDDEN_SYS_ATTRS
+            and isinstance(node.ctx, ast.Load)
+        ):
             self._add(StaticReason.INTROSPECTION, node, f"access to {dotted}")
         self.generic_visit(node)
 
@@ -300,7 +301,9 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _is_probe_answer(statement: ast.stmt, values: ConstantValues, scope: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+def _is_probe_answer(
+    statement: ast.stmt, values: ConstantValues, scope: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> bool:
     """Pure: does this handler statement only answer with a constant, log, or re-raise (no computation)?"""
     if isinstance(statement, ast.Pass | ast.Raise | ast.Import | ast.ImportFrom | ast.Continue | ast.Break):
         return True

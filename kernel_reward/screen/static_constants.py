@@ -34,16 +34,23 @@ class ConstantValues:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 self.calls.setdefault(node.func.id, []).append(node)
                 call_targets.add(id(node.func))
-        self.escaping = {n.id for n in ast.walk(tree)
-                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in call_targets}
-        functools_rebound = any(isinstance(n, ast.Name) and n.id == "functools" and isinstance(n.ctx, ast.Store)
-                                for n in ast.walk(tree))
+        self.escaping = {
+            n.id
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in call_targets
+        }
+        functools_rebound = any(
+            isinstance(n, ast.Name) and n.id == "functools" and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(tree)
+        )
         self.functools_imported = not functools_rebound and any(
             isinstance(n, ast.Import) and any(a.name == "functools" and a.asname is None for a in n.names)
-            for n in tree.body)
+            for n in tree.body
+        )
 
-    def is_constant(self, expr: ast.expr | None, scope: ast.FunctionDef | ast.AsyncFunctionDef | None,
-                    depth: int = 0) -> bool:
+    def is_constant(
+        self, expr: ast.expr | None, scope: ast.FunctionDef | ast.AsyncFunctionDef | None, depth: int = 0
+    ) -> bool:
         """Does ``expr`` (evaluated inside ``scope``, None: module level) always evaluate to a constant?"""
         if depth > _MAX_DEPTH:
             return False
@@ -53,7 +60,8 @@ class ConstantValues:
             return all(self.is_constant(e, scope, depth + 1) for e in expr.elts)
         if isinstance(expr, ast.Dict):
             return all(k is not None and self.is_constant(k, scope, depth + 1) for k in expr.keys) and all(
-                self.is_constant(v, scope, depth + 1) for v in expr.values)
+                self.is_constant(v, scope, depth + 1) for v in expr.values
+            )
         if isinstance(expr, ast.Name) and scope is not None:
             return self._constant_name(expr.id, scope, depth)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.functions:
@@ -85,8 +93,13 @@ class ConstantValues:
             return False  # a global, a closure variable or a builtin: not followed
         return all(self.is_constant(v, scope, depth + 1) for v in values)
 
-    def _constant_parameter(self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
-                            slot: tuple[int | None, ast.expr | None], depth: int) -> bool:
+    def _constant_parameter(
+        self,
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        name: str,
+        slot: tuple[int | None, ast.expr | None],
+        depth: int,
+    ) -> bool:
         position, default = slot
         if function is not self.functions.get(function.name) or function.name in self.escaping:
             return False
@@ -95,13 +108,17 @@ class ConstantValues:
         if not all(self._is_cache_decorator(d) for d in function.decorator_list):
             return False
         for call in self.calls.get(function.name, []):
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
                 return False
             passed = [k.value for k in call.keywords if k.arg == name]
             if position is not None and position < len(call.args):
                 passed.append(call.args[position])
             if not all(self.is_constant(value, None, depth + 1) for value in passed):
-                return False  # only constants known at module level are accepted (no caller scope is followed)
+                return (
+                    False  # only constants known at module level are accepted (no caller scope is followed)
+                )
         return True
 
     def _is_cache_decorator(self, decorator: ast.expr) -> bool:
@@ -123,7 +140,9 @@ def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef, kind: type | tu
 
 
 def _binds(target: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(target))
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(target)
+    )
 
 
 def _binds_otherwise(node: ast.AST, name: str) -> bool:
@@ -145,13 +164,16 @@ def _binds_otherwise(node: ast.AST, name: str) -> bool:
     return False
 
 
-def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, tuple[int | None, ast.expr | None]]:
+def _parameters(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> dict[str, tuple[int | None, ast.expr | None]]:
     """name -> (position for positional calls or None, default or None) of every parameter of ``function``."""
     args = function.args
     positional = [*args.posonlyargs, *args.args]
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
     found: dict[str, tuple[int | None, ast.expr | None]] = {
-        a.arg: (i, d) for i, (a, d) in enumerate(zip(positional, defaults, strict=True))}
+        a.arg: (i, d) for i, (a, d) in enumerate(zip(positional, defaults, strict=True))
+    }
     found.update({a.arg: (None, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)})
     for extra in (args.vararg, args.kwarg):
         if extra is not None:

@@ -57,8 +57,12 @@ ParentEvent = WallClockExpired | MemoryExceeded | Cancelled | ChildGone
 
 
 def cancelled_result() -> EvalResult:
-    return EvalResult.failure(Status.CRASHED, "cancelled: the evaluation was stopped before it finished",
-                              flags=["cancelled"], scored=False)
+    return EvalResult.failure(
+        Status.CRASHED,
+        "cancelled: the evaluation was stopped before it finished",
+        flags=["cancelled"],
+        scored=False,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ the clock
@@ -139,26 +143,44 @@ class ChildSession:
         accepted = False
         # The child reports its final record (rlimits set after the request) with the result; the parent adds the
         # layers it enforces itself.
-        isolation = {**child.isolation, "wall_clock_s": wall_clock, "memory_watchdog_bytes": limits.memory_bytes}
+        isolation = {
+            **child.isolation,
+            "wall_clock_s": wall_clock,
+            "memory_watchdog_bytes": limits.memory_bytes,
+        }
         while True:
             try:
                 event = self._next(output, clock.deadline, watch_memory=accepted)
             except wire.WireError as exc:
-                return self._failure(Status.CRASHED, f"worker sent a malformed message: {exc}", output, isolation)
+                return self._failure(
+                    Status.CRASHED, f"worker sent a malformed message: {exc}", output, isolation
+                )
             if isinstance(event, ChildGone):
                 if not accepted:
                     return Outcome(infra_error=self._death_note("before accepting the request", output))
-                return self._failure(Status.CRASHED, self._death_note("while evaluating the candidate", output),
-                                     output, isolation)
+                return self._failure(
+                    Status.CRASHED,
+                    self._death_note("while evaluating the candidate", output),
+                    output,
+                    isolation,
+                )
             if isinstance(event, WallClockExpired):
                 return self._failure(
-                    Status.TIMEOUT, f"exceeded the wall-clock limit of {wall_clock:.1f} s "
+                    Status.TIMEOUT,
+                    f"exceeded the wall-clock limit of {wall_clock:.1f} s "
                     f"(timeout_s={job.request.options.timeout_s} + {self.config.wall_clock_grace_s} s grace); "
-                    "its whole process group was killed", output, isolation)
+                    "its whole process group was killed",
+                    output,
+                    isolation,
+                )
             if isinstance(event, MemoryExceeded):
                 return self._failure(
-                    Status.RUNTIME_ERROR, f"host memory limit exceeded: resident set {event.rss} bytes (with its "
-                    f"helper processes) > {limits.memory_bytes} bytes; the process group was killed", output, isolation)
+                    Status.RUNTIME_ERROR,
+                    f"host memory limit exceeded: resident set {event.rss} bytes (with its "
+                    f"helper processes) > {limits.memory_bytes} bytes; the process group was killed",
+                    output,
+                    isolation,
+                )
             if isinstance(event, Cancelled):
                 return Outcome(result=cancelled_result())
             kind = event.get("type")
@@ -176,15 +198,22 @@ class ChildSession:
                 return self._result(event, output, isolation, start)
             elif kind == "error":
                 if not accepted:
-                    return Outcome(infra_error=f"worker failed before accepting the request: {str(event.get('error'))[-2000:]}")
-                return self._failure(Status.CRASHED, f"worker failed: {event.get('error')}", output, isolation)
+                    return Outcome(
+                        infra_error=f"worker failed before accepting the request: {str(event.get('error'))[-2000:]}"
+                    )
+                return self._failure(
+                    Status.CRASHED, f"worker failed: {event.get('error')}", output, isolation
+                )
 
-    def _result(self, message: dict[str, Any], output: sandbox.OutputTail, isolation: dict[str, Any],
-                start: float) -> Outcome:
+    def _result(
+        self, message: dict[str, Any], output: sandbox.OutputTail, isolation: dict[str, Any], start: float
+    ) -> Outcome:
         try:
             result = EvalResult.from_dict(message["result"])
         except (KeyError, TypeError, ValueError) as exc:
-            return self._failure(Status.CRASHED, f"worker returned an invalid result: {exc}", output, isolation)
+            return self._failure(
+                Status.CRASHED, f"worker returned an invalid result: {exc}", output, isolation
+            )
         result.isolation = {**(result.isolation or {}), **isolation}
         if output.total:
             result.stdout_tail = output.text()
@@ -195,8 +224,9 @@ class ChildSession:
         return Outcome(result=result)
 
     # -------------------------------------------------------------- events
-    def _next(self, output: sandbox.OutputTail, deadline: float, *,
-              watch_memory: bool = False) -> dict[str, Any] | ParentEvent:
+    def _next(
+        self, output: sandbox.OutputTail, deadline: float, *, watch_memory: bool = False
+    ) -> dict[str, Any] | ParentEvent:
         """The child's next message, or what the parent observed first; drains the child's output meanwhile."""
         child, limits = self.child, self.limits
         output_open = True
@@ -232,7 +262,9 @@ class ChildSession:
             child.next_group_scan = now + GROUP_SCAN_INTERVAL_S
             # The judge leads the group; its runner (the candidate) is in it or, if it left, under its own uid.
             runner_uid = (child.isolation.get("runner") or {}).get("uid")
-            group = sandbox.group_rss_bytes(child.pid, runner_uid if runner_uid is not None else child.isolation.get("uid"))
+            group = sandbox.group_rss_bytes(
+                child.pid, runner_uid if runner_uid is not None else child.isolation.get("uid")
+            )
             if group is not None:
                 rss = max(rss or 0, group)
         return rss
@@ -257,6 +289,15 @@ class ChildSession:
         return f"worker process {how} {when}" + (f"; last output:\n{tail}" if tail else "")
 
     @staticmethod
-    def _failure(status: Status, error: str, output: sandbox.OutputTail, isolation: dict[str, Any]) -> Outcome:
-        return Outcome(result=EvalResult.failure(status, error, stdout_tail=output.text(), isolation=isolation,
-                                                 feedback=f"status: {status.value}\nerror: {error[:2000]}"))
+    def _failure(
+        status: Status, error: str, output: sandbox.OutputTail, isolation: dict[str, Any]
+    ) -> Outcome:
+        return Outcome(
+            result=EvalResult.failure(
+                status,
+                error,
+                stdout_tail=output.text(),
+                isolation=isolation,
+                feedback=f"status: {status.value}\nerror: {error[:2000]}",
+            )
+        )

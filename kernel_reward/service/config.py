@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernel_reward import sandbox
+from kernel_reward.runtime import Mode, mode_of
 
 
 @dataclass
@@ -24,14 +25,23 @@ class PoolConfig:
     warmup_timeout_s: float = 180.0
     max_attempts: int = 3  # executions of one request in all (1 + infrastructure retries)
     wall_clock_grace_s: float = 2.0  # added to the request's timeout_s before the kill
-    max_slot_wait_s: float = 600.0  # waiting for the GPU's timing slot pauses the wall clock, at most this long
+    max_slot_wait_s: float = (
+        600.0  # waiting for the GPU's timing slot pauses the wall clock, at most this long
+    )
     gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
     lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
     # Hold the GPU alone while timing: the other children's GPU phases (builds, correctness, shape checks) wait
     # for it (gpu_lock). Off by default: on an H200 (8 workers, 64 mixed pairs) it cuts throughput from 80 to 50
     # evaluations a minute, and what it buys in timing fidelity under load is not measured (docs/decisions.md).
     exclusive_gpu_timing: bool = False
-    env: dict[str, str] = field(default_factory=dict)  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
+    env: dict[str, str] = field(
+        default_factory=dict
+    )  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
+
+    @property
+    def mode(self) -> Mode:
+        """Where this pool runs candidates (decided by its device, once)."""
+        return mode_of(self.device)
 
     def __post_init__(self) -> None:
         if self.device != "cpu" and not (self.device.startswith("cuda:") and self.device[5:].isdigit()):
@@ -63,13 +73,20 @@ class ServiceConfig:
             raise ValueError(f"ServiceConfig.max_attempts must be >= 1, got {self.max_attempts}")
         reserved = {"device", "workers", "policy", "worker_module", "max_attempts"} & set(self.pool_options)
         if reserved:
-            raise ValueError(f"ServiceConfig.pool_options cannot set {sorted(reserved)}: they are its own fields")
+            raise ValueError(
+                f"ServiceConfig.pool_options cannot set {sorted(reserved)}: they are its own fields"
+            )
 
     def for_device(self, device: str, workers: int | None = None) -> PoolConfig:
         """The pool configuration of one device (``workers`` overrides this config's own count)."""
-        return PoolConfig(device=device, workers=workers or self.workers or default_workers(device),
-                          policy=self.policy, worker_module=self.worker_module, max_attempts=self.max_attempts,
-                          **self.pool_options)
+        return PoolConfig(
+            device=device,
+            workers=workers or self.workers or default_workers(device),
+            policy=self.policy,
+            worker_module=self.worker_module,
+            max_attempts=self.max_attempts,
+            **self.pool_options,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, for a Ray actor's constructor."""

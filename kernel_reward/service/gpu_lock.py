@@ -28,8 +28,14 @@ class GpuLock:
     the candidate's wall clock meanwhile). ``share_gpu_phases=False``: ``shared()`` takes no lock, so timing
     excludes only other timing (``PoolConfig.exclusive_gpu_timing`` chooses)."""
 
-    def __init__(self, lock_fd: int, turnstile_fd: int, on_wait: Callable[[], None] = lambda: None,
-                 on_acquired: Callable[[], None] = lambda: None, share_gpu_phases: bool = True) -> None:
+    def __init__(
+        self,
+        lock_fd: int,
+        turnstile_fd: int,
+        on_wait: Callable[[], None] = lambda: None,
+        on_acquired: Callable[[], None] = lambda: None,
+        share_gpu_phases: bool = True,
+    ) -> None:
         self.lock_fd = lock_fd
         self.turnstile_fd = turnstile_fd
         self.on_wait = on_wait
@@ -39,7 +45,9 @@ class GpuLock:
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         self.on_wait()
-        if not self.share_gpu_phases:  # nothing takes the shared side: the plain exclusive lock is all there is
+        if (
+            not self.share_gpu_phases
+        ):  # nothing takes the shared side: the plain exclusive lock is all there is
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
             self.on_acquired()
             try:

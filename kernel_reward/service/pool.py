@@ -72,7 +72,10 @@ class DeviceShare:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[GpuLock]:
-        fds = [os.open(self.lock_path, os.O_RDONLY), os.open(f"{self.lock_path}{TURNSTILE_SUFFIX}", os.O_RDONLY)]
+        fds = [
+            os.open(self.lock_path, os.O_RDONLY),
+            os.open(f"{self.lock_path}{TURNSTILE_SUFFIX}", os.O_RDONLY),
+        ]
         try:
             yield GpuLock(*fds)
         finally:
@@ -90,7 +93,9 @@ class DeviceShare:
             yield
 
 
-ALONE_WORTH_TRYING = 4  # the judge holds ~3.5x one call's inputs + outputs while it times (batch_clock.BatchClock)
+ALONE_WORTH_TRYING = (
+    4  # the judge holds ~3.5x one call's inputs + outputs while it times (batch_clock.BatchClock)
+)
 
 
 def needs_device_alone(result: EvalResult) -> bool:
@@ -140,7 +145,7 @@ class DevicePool:
                 if self.zygote_restarts > 5:
                     raise InfrastructureError(f"zygote for {self.config.device} keeps dying; giving up")
                 log.warning("zygote for %s died; starting a new one", self.config.device)
-                self.zygote.close(timeout=2)
+                self.zygote.close(timeout_s=2)
                 self.zygote = ZygoteClient(self.config, self.state_dir, self.pool_id)
             return self.zygote
 
@@ -180,7 +185,9 @@ class DevicePool:
                     result = self._run_job(job, child)
                 except BaseException as exc:  # noqa: BLE001 - a slot must never die with a job in hand
                     log.exception("slot failed on a job")
-                    result = EvalResult.failure(Status.CRASHED, f"execution service error: {exc!r}", attempts=job.attempts)
+                    result = EvalResult.failure(
+                        Status.CRASHED, f"execution service error: {exc!r}", attempts=job.attempts
+                    )
                 job.future.set_result(result)
         finally:
             for spare in warm:
@@ -189,7 +196,12 @@ class DevicePool:
     def _run_job(self, job: Job, first: ChildHandle | InfrastructureError | None) -> EvalResult:
         """Run ``job`` on shared terms; once more alone when it ran out of device memory (module docstring)."""
         result = self._run_attempts(job, first)
-        if not needs_device_alone(result) or job.request.alone or self.config.workers == 1 or self.stopping.is_set():
+        if (
+            not needs_device_alone(result)
+            or job.request.alone
+            or self.config.workers == 1
+            or self.stopping.is_set()
+        ):
             return result  # with one worker it already had the device's whole share
         log.info("out of memory under a worker's share on %s: running it again alone", self.config.device)
         job.request = replace(job.request, alone=True)
@@ -215,8 +227,13 @@ class DevicePool:
                 outcome.result.attempts = attempt
                 return outcome.result
             last_error = outcome.infra_error or "unknown infrastructure failure"
-            log.warning("infrastructure failure on %s (attempt %d/%d): %s", self.config.device, attempt,
-                        self.config.max_attempts, last_error)
+            log.warning(
+                "infrastructure failure on %s (attempt %d/%d): %s",
+                self.config.device,
+                attempt,
+                self.config.max_attempts,
+                last_error,
+            )
             if self.stopping.is_set():
                 break
         return EvalResult.failure(
@@ -233,7 +250,9 @@ class DevicePool:
             with self.share.alone() if job.request.alone else self.share.shared():
                 return ChildSession(self.config, zygote, child, job, self.stopping).run()
         finally:
-            zygote.kill(child)  # always: the child's whole process group and private uid go, whatever happened
+            zygote.kill(
+                child
+            )  # always: the child's whole process group and private uid go, whatever happened
 
     # -------------------------------------------------------------- shutdown
     def close(self) -> None:
@@ -242,5 +261,3 @@ class DevicePool:
             thread.join(timeout=10)
         self.zygote.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
-
-

@@ -36,7 +36,9 @@ def _ray():
     try:
         import ray
     except ImportError as exc:  # optional extra
-        raise ImportError("backend='ray' needs the optional Ray extra: pip install 'drkernel-rl[ray]'") from exc
+        raise ImportError(
+            "backend='ray' needs the optional Ray extra: pip install 'drkernel-rl[ray]'"
+        ) from exc
     return ray
 
 
@@ -61,8 +63,13 @@ class RewardWorkerImpl:
         import os
         import socket
 
-        return {"device": self.device, "workers": self.pool.config.workers, "host": socket.gethostname(),
-                "pid": os.getpid(), "pool_id": self.pool.pool_id}
+        return {
+            "device": self.device,
+            "workers": self.pool.config.workers,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "pool_id": self.pool.pool_id,
+        }
 
     def shutdown(self) -> None:
         self.pool.close()
@@ -74,31 +81,52 @@ def remote_worker_class(ray: Any, *, gpu: bool, workers: int) -> Any:
     return ray.remote(max_concurrency=max(4, 4 * workers), max_restarts=2, **resources)(RewardWorkerImpl)
 
 
-def start_workers(ray: Any, *, num_actors: int, device: str, workers: int, service: ServiceConfig,
-                  detached: bool = False, name_offset: int = 0) -> list[Any]:
+def start_workers(
+    ray: Any,
+    *,
+    num_actors: int,
+    device: str,
+    workers: int,
+    service: ServiceConfig,
+    detached: bool = False,
+    name_offset: int = 0,
+) -> list[Any]:
     gpu = device != "cpu"
     cls = remote_worker_class(ray, gpu=gpu, workers=workers)
     actors = []
     for i in range(num_actors):
         options: dict[str, Any] = {}
         if detached:
-            options = {"name": f"{ACTOR_PREFIX}{name_offset + i}", "lifetime": "detached", "namespace": NAMESPACE}
+            options = {
+                "name": f"{ACTOR_PREFIX}{name_offset + i}",
+                "lifetime": "detached",
+                "namespace": NAMESPACE,
+            }
         actors.append(cls.options(**options).remote("cuda" if gpu else "cpu", workers, service.to_dict()))
     ray.get([actor.info.remote() for actor in actors])  # fail now, clearly, if an actor cannot start
     return actors
 
 
 def find_served_workers(ray: Any) -> list[Any]:
-    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-             if a.get("namespace") == NAMESPACE and a["name"].startswith(ACTOR_PREFIX)]
+    names = [
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a.get("namespace") == NAMESPACE and a["name"].startswith(ACTOR_PREFIX)
+    ]
     return [ray.get_actor(name, namespace=NAMESPACE) for name in sorted(names)]
 
 
 class RayBackend:
     """Dispatches jobs to reward worker actors and retries them elsewhere when an actor dies."""
 
-    def __init__(self, *, device: Any = None, address: str | None = None, num_actors: int | None = None,
-                 service: ServiceConfig) -> None:
+    def __init__(
+        self,
+        *,
+        device: Any = None,
+        address: str | None = None,
+        num_actors: int | None = None,
+        service: ServiceConfig,
+    ) -> None:
         ray = self.ray = _ray()
         self.initialized_here = not ray.is_initialized()
         if self.initialized_here:
@@ -115,8 +143,13 @@ class RayBackend:
             cpu_only = device == "cpu" or gpus == 0
             count = num_actors or (max(1, int(resources.get("CPU", 1)) // 2) if cpu_only else gpus)
             self.workers_per_actor = service.workers or (1 if cpu_only else default_workers("cuda:0"))
-            self.owned = start_workers(ray, num_actors=count, device="cpu" if cpu_only else "cuda",
-                                       workers=self.workers_per_actor, service=service)
+            self.owned = start_workers(
+                ray,
+                num_actors=count,
+                device="cpu" if cpu_only else "cuda",
+                workers=self.workers_per_actor,
+                service=service,
+            )
             self.actors = list(self.owned)
         self.in_flight: dict[Any, tuple[Job, Any]] = {}  # ObjectRef -> (job, actor)
         self.load = {id(a): 0 for a in self.actors}
@@ -141,8 +174,14 @@ class RayBackend:
         with self.lock:
             live = [a for a in self.actors if id(a) not in self.dead]
             if not live:
-                job.future.set_result(EvalResult.failure(Status.CRASHED, "infrastructure failure: no live Ray reward "
-                                                         "worker is left", attempts=job.attempts, scored=False))
+                job.future.set_result(
+                    EvalResult.failure(
+                        Status.CRASHED,
+                        "infrastructure failure: no live Ray reward worker is left",
+                        attempts=job.attempts,
+                        scored=False,
+                    )
+                )
                 return
             actor = min(live, key=lambda a: self.load[id(a)])
             self.load[id(actor)] += 1
@@ -164,8 +203,11 @@ class RayBackend:
                     self.load[id(actor)] -= 1
                 try:
                     result = EvalResult.from_dict(ray.get(ref))
-                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
-                        ray.exceptions.NodeDiedError) as exc:
+                except (
+                    ray.exceptions.RayActorError,
+                    ray.exceptions.WorkerCrashedError,
+                    ray.exceptions.NodeDiedError,
+                ) as exc:
                     self._actor_failed(job, actor, exc)
                     continue
                 except Exception as exc:  # noqa: BLE001 - any other task failure: one result, never lost
@@ -178,15 +220,25 @@ class RayBackend:
                 ray.cancel(ref, force=False)
 
     def _actor_failed(self, job: Job, actor: Any, exc: Exception) -> None:
-        log.warning("Ray reward worker failed (attempt %d/%d): %s", job.attempts, self.max_attempts,
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        log.warning(
+            "Ray reward worker failed (attempt %d/%d): %s",
+            job.attempts,
+            self.max_attempts,
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
         if not self._alive(actor):
             with self.lock:
                 self.dead.add(id(actor))
         if job.attempts >= self.max_attempts:
-            job.future.set_result(EvalResult.failure(
-                Status.CRASHED, f"infrastructure failure: Ray reward workers failed {job.attempts} time(s); last: "
-                f"{type(exc).__name__}", attempts=job.attempts, scored=False))
+            job.future.set_result(
+                EvalResult.failure(
+                    Status.CRASHED,
+                    f"infrastructure failure: Ray reward workers failed {job.attempts} time(s); last: "
+                    f"{type(exc).__name__}",
+                    attempts=job.attempts,
+                    scored=False,
+                )
+            )
         else:
             self._dispatch(job)
 
@@ -204,8 +256,15 @@ class RayBackend:
             pending, self.in_flight = list(self.in_flight.values()), {}
         for job, _ in pending:
             if not job.future.done():
-                job.future.set_result(EvalResult.failure(Status.CRASHED, "cancelled: the Evaluator was closed",
-                                                         flags=["cancelled"], attempts=job.attempts, scored=False))
+                job.future.set_result(
+                    EvalResult.failure(
+                        Status.CRASHED,
+                        "cancelled: the Evaluator was closed",
+                        flags=["cancelled"],
+                        attempts=job.attempts,
+                        scored=False,
+                    )
+                )
         for actor in self.owned:
             try:
                 self.ray.get(actor.shutdown.remote(), timeout=30)

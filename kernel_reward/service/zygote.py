@@ -37,6 +37,7 @@ from typing import Any, NoReturn
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.request import USABLE_DEVICE_MEMORY
+from kernel_reward.runtime import Mode
 from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX, GpuLock
 
 log = logging.getLogger("kernel_reward.service.zygote")
@@ -48,7 +49,9 @@ UID_RANGE = 4096  # private uids handed out per zygote, from a random base
 @dataclass
 class ZygoteConfig:
     device: str  # "cpu" (Triton interpreter) or "cuda" (the one GPU this zygote's environment shows)
-    worker_module: str  # provides prepare_worker(device) and evaluate_request(request, *, work_dir, timing_slot)
+    worker_module: (
+        str  # provides prepare_worker(device) and evaluate_request(request, *, work_dir, timing_slot)
+    )
     policy: dict[str, Any]  # SandboxPolicy.to_dict()
     state_dir: str  # trusted scratch space of the service (seed cache, fallback work dirs)
     lock_path: str  # per-GPU timing lock (flock), shared by every process that times on this GPU
@@ -85,13 +88,19 @@ def _write_tree(root: Path, files: dict[str, bytes], uid: int | None) -> None:
             os.chown(path, uid, uid)
 
 
-def _timing_slot_factory(lock_fd: int, turnstile_fd: int, channel: socket.socket, exclusive_gpu: bool) -> GpuLock:
+def _timing_slot_factory(
+    lock_fd: int, turnstile_fd: int, channel: socket.socket, exclusive_gpu: bool
+) -> GpuLock:
     """Exclusive per-GPU timing; with ``exclusive_gpu`` the judge's other GPU phases take the shared side
     (gpu_lock). The service is told when a timing wait starts and ends, so time spent queueing behind other
     candidates' timing does not count against this one's wall clock."""
-    return GpuLock(lock_fd, turnstile_fd, on_wait=lambda: wire.send_message(channel, {"type": "slot_wait"}),
-                   on_acquired=lambda: wire.send_message(channel, {"type": "slot_acquired"}),
-                   share_gpu_phases=exclusive_gpu)
+    return GpuLock(
+        lock_fd,
+        turnstile_fd,
+        on_wait=lambda: wire.send_message(channel, {"type": "slot_wait"}),
+        on_acquired=lambda: wire.send_message(channel, {"type": "slot_acquired"}),
+        share_gpu_phases=exclusive_gpu,
+    )
 
 
 class Zygote:
@@ -137,7 +146,11 @@ class Zygote:
         if op == "spawn":
             pid, fds = self._fork_child()
             try:
-                socket.send_fds(self.control, [json.dumps({"op": "spawned", "id": message["id"], "pid": pid}).encode()], fds)
+                socket.send_fds(
+                    self.control,
+                    [json.dumps({"op": "spawned", "id": message["id"], "pid": pid}).encode()],
+                    fds,
+                )
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -177,7 +190,14 @@ class Zygote:
                 self.free_uids.append(uid)
             shutil.rmtree(work_root, ignore_errors=True)
             returncode = os.waitstatus_to_exitcode(status)
-            self._reply({"op": "exited", "pid": pid, "returncode": returncode, "requested": pid in self.kill_requested})
+            self._reply(
+                {
+                    "op": "exited",
+                    "pid": pid,
+                    "returncode": returncode,
+                    "requested": pid in self.kill_requested,
+                }
+            )
             self.kill_requested.discard(pid)
 
     def _reply(self, message: dict[str, Any]) -> None:
@@ -243,7 +263,9 @@ class Zygote:
             os.dup2(devnull, 0)
             os.dup2(out_w, 1)
             os.dup2(out_w, 2)
-            lock_fd = os.open(self.config.lock_path, os.O_RDONLY)  # created by the service (zygote_client.timing_lock_file)
+            lock_fd = os.open(
+                self.config.lock_path, os.O_RDONLY
+            )  # created by the service (zygote_client.timing_lock_file)
             turnstile_fd = os.open(self.config.lock_path + TURNSTILE_SUFFIX, os.O_RDONLY)
             keep = sorted({0, 1, 2, channel.fileno(), lock_fd, turnstile_fd})
             sandbox.close_fds_except(keep)
@@ -257,8 +279,13 @@ class Zygote:
 
                 runner_uid = runner_uid_of(uid)
                 runner = process.spawn_runner(
-                    self.config.device, self.policy, uid=runner_uid, expose=_interpreter_paths(self.worker),
-                    seed_files=self.seed, gpu_memory_fraction=_half(self.config.gpu_memory_fraction))
+                    self.config.device,
+                    self.policy,
+                    uid=runner_uid,
+                    expose=_interpreter_paths(self.worker),
+                    seed_files=self.seed,
+                    gpu_memory_fraction=_half(self.config.gpu_memory_fraction),
+                )
             sandbox.enter_namespaces(self.policy, isolation, expose=_interpreter_paths(self.worker))
             root = CHILD_ROOT_IN_NAMESPACE if isolation.private_tmp else work_root
             sandbox.make_private_dir(root, uid if os.geteuid() == 0 else None)
@@ -266,13 +293,20 @@ class Zygote:
             home = sandbox.make_private_dir(root / "home", uid if os.geteuid() == 0 else None)
             cache = sandbox.make_private_dir(root / "triton-cache", uid if os.geteuid() == 0 else None)
             _write_tree(cache, self.seed, uid if os.geteuid() == 0 else None)
-            os.environ.update({"HOME": str(home), "TMPDIR": str(home), "TRITON_CACHE_DIR": str(cache),
-                               "TRITON_HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
-                               "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor"),
-                               # one hardware queue: the judge uses one stream (its signal words are released
-                               # from the host, stream_gate.SharedWords), and its context is created 4x faster
-                               # in a busy pool (benchmarks/context_probe.py)
-                               "CUDA_DEVICE_MAX_CONNECTIONS": "1"})
+            os.environ.update(
+                {
+                    "HOME": str(home),
+                    "TMPDIR": str(home),
+                    "TRITON_CACHE_DIR": str(cache),
+                    "TRITON_HOME": str(home),
+                    "XDG_CACHE_HOME": str(home / ".cache"),
+                    "TORCHINDUCTOR_CACHE_DIR": str(home / "inductor"),
+                    # one hardware queue: the judge uses one stream (its signal words are released
+                    # from the host, stream_gate.SharedWords), and its context is created 4x faster
+                    # in a busy pool (benchmarks/context_probe.py)
+                    "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+                }
+            )
             if uid is not None and os.geteuid() == 0 and self.policy.drop_privileges:
                 # The private uid has no passwd entry: getpass.getuser() (used by torch's inductor/profiler
                 # start-up) would raise KeyError; it reads these variables first.
@@ -304,7 +338,9 @@ class Zygote:
             code = 0
         except BaseException:  # noqa: BLE001 - whatever happens, report it and exit; never return into the zygote
             try:
-                wire.send_message(channel, {"type": "error", "stage": stage, "error": traceback.format_exc(limit=20)})
+                wire.send_message(
+                    channel, {"type": "error", "stage": stage, "error": traceback.format_exc(limit=20)}
+                )
             except BaseException:  # noqa: BLE001
                 pass
         finally:
@@ -313,21 +349,32 @@ class Zygote:
                 sys.stderr.flush()
             os._exit(code)
 
-    def _evaluate(self, channel: socket.socket, message: dict[str, Any], isolation: sandbox.Isolation,
-                  work_dir: Path, lock_fds: tuple[int, int], runner: Any = None) -> dict[str, Any]:
+    def _evaluate(
+        self,
+        channel: socket.socket,
+        message: dict[str, Any],
+        isolation: sandbox.Isolation,
+        work_dir: Path,
+        lock_fds: tuple[int, int],
+        runner: Any = None,
+    ) -> dict[str, Any]:
         from kernel_reward.request import EvalRequest
         from kernel_reward.result import EvalResult, Status
 
         request = EvalRequest.from_dict(message["request"])
-        sandbox.apply_rlimits(self.policy.limits, isolation, address_space=self.config.device == "cpu")
+        sandbox.apply_rlimits(
+            self.policy.limits, isolation, address_space=self.config.mode is Mode.INTERPRETER
+        )
         share = USABLE_DEVICE_MEMORY if request.alone else self.config.gpu_memory_fraction
         fraction = _half(share) if runner is not None else share
-        if self.config.device != "cpu" and fraction is not None:
+        if self.config.mode is Mode.GPU and fraction is not None:
             import torch
 
             torch.cuda.set_per_process_memory_fraction(fraction)
             isolation.gpu_memory_fraction = fraction
-            if runner is not None and request.alone:  # the runner's own cap, raised before any candidate code exists
+            if (
+                runner is not None and request.alone
+            ):  # the runner's own cap, raised before any candidate code exists
                 from kernel_reward.ipc.runner_channel import RunnerClient
 
                 RunnerClient(runner).ask({"type": "memory_cap", "fraction": fraction}, ("memory_cap_ok",))
@@ -336,20 +383,26 @@ class Zygote:
         try:
             slot = _timing_slot_factory(*lock_fds, channel, self.config.exclusive_gpu_timing)
             if runner is not None:
-                result = self.worker.evaluate_request(request, work_dir=work_dir, device=self.config.device,
-                                                      timing_slot=slot, runner=runner)
+                result = self.worker.evaluate_request(
+                    request, work_dir=work_dir, device=self.config.device, timing_slot=slot, runner=runner
+                )
             else:
-                result = self.worker.evaluate_request(request, work_dir=work_dir, device=self.config.device,
-                                                      timing_slot=slot)
+                result = self.worker.evaluate_request(
+                    request, work_dir=work_dir, device=self.config.device, timing_slot=slot
+                )
         except BaseException as exc:  # noqa: BLE001 - the worker promises not to raise; report if it did anyway
             result = EvalResult.failure(
-                Status.CRASHED, f"evaluation raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+                Status.CRASHED,
+                f"evaluation raised {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}",
             )
-        if self.config.device != "cpu" and fraction is not None:  # what pool.needs_device_alone weighs a task against
+        if (
+            self.config.mode is Mode.GPU and fraction is not None
+        ):  # what pool.needs_device_alone weighs a task against
             import torch
 
-            result.memory["share_bytes"] = int(torch.cuda.get_device_properties(torch.device(self.config.device)).total_memory
-                                               * fraction)
+            result.memory["share_bytes"] = int(
+                torch.cuda.get_device_properties(torch.device(self.config.device)).total_memory * fraction
+            )
         data = result.to_dict()
         data["isolation"] = _candidate_isolation(isolation, runner)
         return data
@@ -375,9 +428,13 @@ def _interpreter_paths(worker: Any) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m kernel_reward.service.zygote",
-                                     description="Per-device zygote of the kernel_reward pool (started by the pool).")
-    parser.add_argument("--control-fd", type=int, required=True, help="inherited SOCK_SEQPACKET control socket")
+    parser = argparse.ArgumentParser(
+        prog="python -m kernel_reward.service.zygote",
+        description="Per-device zygote of the kernel_reward pool (started by the pool).",
+    )
+    parser.add_argument(
+        "--control-fd", type=int, required=True, help="inherited SOCK_SEQPACKET control socket"
+    )
     parser.add_argument("--config", required=True, help="ZygoteConfig as JSON")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s zygote %(levelname)s %(message)s")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.request import USABLE_DEVICE_MEMORY
-from kernel_reward.runtime import SOURCE_ROOT
+from kernel_reward.runtime import SOURCE_ROOT, Mode
 from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class ZygoteClient:
         self.hello: concurrent.futures.Future = concurrent.futures.Future()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control = ours
-        cuda = config.device != "cpu"
+        cuda = config.mode is Mode.GPU
         # An allow-list, not the service's environment: its tokens and keys never reach a judge or, through the
         # judge's memory, the runner forked from it. ``PoolConfig.env`` adds what a deployment needs on purpose.
         env = {name: os.environ[name] for name in sandbox.ENV_ALLOW_LIST if name in os.environ}
@@ -86,7 +86,9 @@ class ZygoteClient:
         # Children import lazily after chdir into their private dir: make our package (and the caller's working
         # directory, e.g. a checkout without an install) importable by absolute path.
         package_root = str(SOURCE_ROOT)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, os.getcwd(), env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root, os.getcwd(), env.get("PYTHONPATH")) if p
+        )
         env.setdefault("OMP_NUM_THREADS", "1")
         if cuda:
             env.pop("TRITON_INTERPRET", None)
@@ -101,24 +103,42 @@ class ZygoteClient:
             "policy": config.policy.to_dict(),
             "state_dir": str(state_dir),
             "lock_path": str(lock_path),
-            "gpu_memory_fraction": (config.gpu_memory_fraction or round(USABLE_DEVICE_MEMORY / config.workers, 3)) if cuda else None,
+            "gpu_memory_fraction": (
+                config.gpu_memory_fraction or round(USABLE_DEVICE_MEMORY / config.workers, 3)
+            )
+            if cuda
+            else None,
             "seed_triton_cache": cuda,
             "exclusive_gpu_timing": config.exclusive_gpu_timing,
         }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernel_reward.service.zygote", "--control-fd", str(theirs.fileno()),
-             "--config", json.dumps(zygote_config)],
-            pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "kernel_reward.service.zygote",
+                "--control-fd",
+                str(theirs.fileno()),
+                "--config",
+                json.dumps(zygote_config),
+            ],
+            pass_fds=[theirs.fileno()],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         theirs.close()
-        self.reader_thread = threading.Thread(target=self._read_loop, name=f"zygote-{config.device}", daemon=True)
+        self.reader_thread = threading.Thread(
+            target=self._read_loop, name=f"zygote-{config.device}", daemon=True
+        )
         self.reader_thread.start()
 
-    def wait_started(self, timeout: float) -> None:
+    def wait_started(self, timeout_s: float) -> None:
         try:
-            self.hello.result(timeout=timeout)
+            self.hello.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError as exc:
-            raise InfrastructureError(f"zygote for {self.config.device} did not start within {timeout:.0f} s") from exc
+            raise InfrastructureError(
+                f"zygote for {self.config.device} did not start within {timeout_s:.0f} s"
+            ) from exc
 
     def _read_loop(self) -> None:
         while True:
@@ -157,7 +177,7 @@ class ZygoteClient:
             if not child.exited.done():
                 child.exited.set_result(None)
 
-    def spawn(self, timeout: float = 30.0) -> ChildHandle:
+    def spawn(self, timeout_s: float = 30.0) -> ChildHandle:
         if self.dead.is_set():
             raise InfrastructureError(f"zygote for {self.config.device} is not running")
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -166,9 +186,11 @@ class ZygoteClient:
             self.pending_spawns[self.counter] = future
             self._send({"op": "spawn", "id": self.counter})
         try:
-            return future.result(timeout=timeout)
+            return future.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError as exc:
-            raise InfrastructureError(f"zygote for {self.config.device} did not fork within {timeout} s") from exc
+            raise InfrastructureError(
+                f"zygote for {self.config.device} did not fork within {timeout_s} s"
+            ) from exc
 
     def kill(self, child: ChildHandle) -> None:
         """Kill the child's process group and private uid; the zygote reaps it and reports the exit code."""
@@ -183,7 +205,7 @@ class ZygoteClient:
         except OSError as exc:
             raise InfrastructureError(f"zygote for {self.config.device} unreachable: {exc}") from exc
 
-    def close(self, timeout: float = 15.0) -> None:
+    def close(self, timeout_s: float = 15.0) -> None:
         """Closing the control socket makes the zygote kill its children and exit; SIGKILL it if it lingers."""
         try:
             self.control.shutdown(socket.SHUT_RDWR)
@@ -191,7 +213,7 @@ class ZygoteClient:
             pass
         self.control.close()
         try:
-            self.process.wait(timeout=timeout)
+            self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             sandbox.kill_process_group(self.process.pid)
             self.process.wait()

@@ -39,8 +39,12 @@ from kernel_reward.timing import output_seal
 from kernel_reward.timing.statistics import TimingValidationError
 
 GATE_OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
-BATCH_DEADLINE_S = 120.0  # a batch the GPU has not finished by then is the runner's timeout (see wait_for_event)
-SNAPSHOT_BYTES = 64 << 20  # the candidate's outputs are re-read for comparison this much at a time (output_seal)
+BATCH_DEADLINE_S = (
+    120.0  # a batch the GPU has not finished by then is the runner's timeout (see wait_for_event)
+)
+SNAPSHOT_BYTES = (
+    64 << 20
+)  # the candidate's outputs are re-read for comparison this much at a time (output_seal)
 
 
 class BatchClock:
@@ -58,8 +62,17 @@ class BatchClock:
     up to 3.34x one call on KernelBench's transposed convs with one).
     """
 
-    def __init__(self, reference: Callable[..., Any], arena: exchange.Arena, spec: Any, device: torch.device,
-                 l2_flush_mb: int, draw: Callable[[int], list[Any]], *, reference_keeps_inputs: bool = False) -> None:
+    def __init__(
+        self,
+        reference: Callable[..., Any],
+        arena: exchange.Arena,
+        spec: Any,
+        device: torch.device,
+        l2_flush_mb: int,
+        draw: Callable[[int], list[Any]],
+        *,
+        reference_keeps_inputs: bool = False,
+    ) -> None:
         self.reference = reference
         # A reference that leaves its inputs intact (checked once on the probe, verdict.build_reference) reads the
         # staged inputs themselves: no private copy of them (6 GiB fewer for a 6 GiB-input task). One that writes
@@ -72,7 +85,9 @@ class BatchClock:
         self.seed_counter = 0
         self.l2_flush_mb = l2_flush_mb
         self.flush: torch.Tensor | None = None  # allocated with the other private buffers (_allocate)
-        self.reference_outputs: list[list[torch.Tensor]] = []  # the last reference batch's, per call, as returned
+        self.reference_outputs: list[
+            list[torch.Tensor]
+        ] = []  # the last reference batch's, per call, as returned
         self.reference_inputs: torch.Tensor | None = None  # the staging itself, or a private copy of it
         self.gate = stream_gate.HostGate(GATE_OPEN_AFTER_S) if stream_gate.available(device) else None
         self.method = "judge_gpu_events" if self.gate is not None else "judge_host_clock"
@@ -99,23 +114,47 @@ class BatchClock:
         self.release()  # a second layout (more calls per batch) must not be allocated beside the first one
         output_seal.warm_up(self.device)  # its first launch must not compile inside a queued batch
         self.calls = calls
-        self.copy_batches: dict[str, list[float]] = {"plain": [], "copied": []}  # time_reference_alone's batches
+        self.copy_batches: dict[str, list[float]] = {
+            "plain": [],
+            "copied": [],
+        }  # time_reference_alone's batches
         self.copied_contiguous = True  # every output those batches copied was contiguous
         self.arena.layout.reset()
         sample = self.draw(self._next_seed())
-        slot_args = [exchange.encode_args(sample, lambda t: self.arena.reserve(
-            tuple(t.shape), t.dtype, exchange.placement_stride(t))) for _ in range(calls)]
+        slot_args = [
+            exchange.encode_args(
+                sample, lambda t: self.arena.reserve(tuple(t.shape), t.dtype, exchange.placement_stride(t))
+            )
+            for _ in range(calls)
+        ]
         self.inputs_end = self.arena.layout.used
-        slot_outs = [[self.arena.reserve(shape, dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
-                     for _ in range(calls)]
+        slot_outs = [
+            [
+                self.arena.reserve(shape, dtype)
+                for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)
+            ]
+            for _ in range(calls)
+        ]
         self.used = self.arena.layout.used
         self.slots = (slot_args, slot_outs)
         self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in slot_outs]
         # Each output's bytes within the output region [inputs_end, used): (start, stop, call, output index)
-        self.output_spans = [(r.offset - self.inputs_end, r.offset - self.inputs_end + r.nbytes, call, index)
-                             for call, outs in enumerate(slot_outs) for index, r in enumerate(outs)]
-        calls_json = [{"args": args, "out": [r.to_json() for r in outs], "mode": "no_grad", "monitor": False,
-                       "structure": self.spec.structure, "train": True} for args, outs in zip(slot_args, slot_outs, strict=True)]
+        self.output_spans = [
+            (r.offset - self.inputs_end, r.offset - self.inputs_end + r.nbytes, call, index)
+            for call, outs in enumerate(slot_outs)
+            for index, r in enumerate(outs)
+        ]
+        calls_json = [
+            {
+                "args": args,
+                "out": [r.to_json() for r in outs],
+                "mode": "no_grad",
+                "monitor": False,
+                "structure": self.spec.structure,
+                "train": True,
+            }
+            for args, outs in zip(slot_args, slot_outs, strict=True)
+        ]
         self.run_message = {"type": "run", "model": 0, "calls": calls_json, "dry": False}
         self.flag_word, self.done_word = self.arena.signal_words()
         self._allocate()
@@ -125,18 +164,24 @@ class BatchClock:
         arena's layout), and the snapshot the candidate's outputs are compared from (``check_candidate``)."""
         slot_args, _ = self.slots
         if self.l2_flush_mb:
-            self.flush = torch.empty(self.l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=self.device)
+            self.flush = torch.empty(
+                self.l2_flush_mb * (1 << 20) // 4, dtype=torch.float32, device=self.device
+            )
         if self.calls == 1:
             self._allocate_drawn_staging(slot_args[0])
         else:
             self.staging = torch.zeros(self.inputs_end, dtype=torch.uint8, device=self.device)
             self.staging_inputs = [exchange.tensor_views(args, self.staging) for args in slot_args]
-            self.reference_inputs = (self.staging if self.reference_keeps_inputs
-                                     else torch.empty(self.inputs_end, dtype=torch.uint8, device=self.device))
+            self.reference_inputs = (
+                self.staging
+                if self.reference_keeps_inputs
+                else torch.empty(self.inputs_end, dtype=torch.uint8, device=self.device)
+            )
             self.reference_args = [exchange.decode_args(args, self.reference_inputs) for args in slot_args]
         self.allocated = True
-        self.snapshot = torch.empty(min(SNAPSHOT_BYTES, self.used - self.inputs_end), dtype=torch.uint8,
-                                    device=self.device)
+        self.snapshot = torch.empty(
+            min(SNAPSHOT_BYTES, self.used - self.inputs_end), dtype=torch.uint8, device=self.device
+        )
 
     def release(self) -> None:
         """Free the private buffers (staging, snapshot, L2 flush, the reference's last outputs, and its private
@@ -148,7 +193,9 @@ class BatchClock:
         self.staging_inputs, self.reference_args, self.reference_outputs = [], [], []
         self.arena_inputs, self.reference_input_views = [], []
         self.allocated = False
-        self.seal: tuple[output_seal.SealKey, torch.Tensor] | None = None  # the last candidate batch's (check_candidate)
+        self.seal: tuple[output_seal.SealKey, torch.Tensor] | None = (
+            None  # the last candidate batch's (check_candidate)
+        )
 
     def restore(self) -> None:
         """Re-allocate what ``release`` freed (a no-op when nothing was released)."""
@@ -203,8 +250,10 @@ class BatchClock:
         drawn = only_tensors(self.draw(self._next_seed()))
         for index, (slot, value) in enumerate(zip(self.arena_inputs, drawn, strict=True)):
             if value.shape != slot.shape or value.dtype != slot.dtype:
-                raise TimingValidationError(f"get_inputs() gave input {index} as {value.dtype} {tuple(value.shape)}, "
-                                            f"first as {slot.dtype} {tuple(slot.shape)}")
+                raise TimingValidationError(
+                    f"get_inputs() gave input {index} as {value.dtype} {tuple(value.shape)}, "
+                    f"first as {slot.dtype} {tuple(slot.shape)}"
+                )
         self.drawn = drawn
         if self.reference_keeps_inputs:
             self.reference_args = [with_tensors(self.call_template, drawn)]
@@ -212,12 +261,18 @@ class BatchClock:
     def inputs_changed(self) -> torch.Tensor:
         """Queued: whether the arena's input slots differ from the bytes the judge copied in (a device bool)."""
         if self.calls == 1:
-            differ = [values_differ(slot, value) for slot, value in zip(self.arena_inputs, self.drawn, strict=True)]
-            return torch.stack(differ).any() if differ else torch.zeros((), dtype=torch.bool, device=self.device)
+            differ = [
+                values_differ(slot, value) for slot, value in zip(self.arena_inputs, self.drawn, strict=True)
+            ]
+            return (
+                torch.stack(differ).any() if differ else torch.zeros((), dtype=torch.bool, device=self.device)
+            )
         return bytes_differ(self.arena.tensor[: self.inputs_end], self.staging)
 
-    def check_candidate(self, comparison: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
-                        ) -> tuple[QueuedComparison, torch.Tensor]:
+    def check_candidate(
+        self,
+        comparison: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
+    ) -> tuple[QueuedComparison, torch.Tensor]:
         """Queued, after a pair: the last candidate batch's outputs compared with the reference's for the same
         inputs, and a device bool: whether they are still the outputs sealed inside the window (``output_seal``).
 
@@ -227,15 +282,23 @@ class BatchClock:
         gets each output's total values and dtype). A reference whose outputs changed shape since the build is
         reported as such: no value is compared then."""
         key, sealed = self.seal
-        counts = [(self.calls * math.prod(shape), dtype) for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)]
+        counts = [
+            (self.calls * math.prod(shape), dtype)
+            for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)
+        ]
         pieces = comparison(counts)
         for call, returned in enumerate(self.reference_outputs):
             mismatch = metadata_mismatch(self.arena_outputs[call], returned)
             if mismatch is not None:
-                return QueuedComparison(Comparison(False, None, f"the reference's call {call}: {mismatch}"), [],
-                                        pieces.outlier_share, pieces.measure_error), torch.ones((), dtype=torch.bool,
-                                                                                           device=self.device)
-        reference = [[output.detach().reshape(-1) for output in returned] for returned in self.reference_outputs]
+                return QueuedComparison(
+                    Comparison(False, None, f"the reference's call {call}: {mismatch}"),
+                    [],
+                    pieces.outlier_share,
+                    pieces.measure_error,
+                ), torch.ones((), dtype=torch.bool, device=self.device)
+        reference = [
+            [output.detach().reshape(-1) for output in returned] for returned in self.reference_outputs
+        ]
 
         def take(tag: Any, chunk: torch.Tensor, offset: int) -> None:
             call, index = tag
@@ -244,7 +307,9 @@ class BatchClock:
             pieces.add(index, values, reference[call][index][first : first + values.numel()])
 
         spans = [(first, stop, (call, index)) for first, stop, call, index in self.output_spans]
-        reread = output_seal.read_back(self.arena.tensor[self.inputs_end : self.used], self.snapshot, key, spans, take)
+        reread = output_seal.read_back(
+            self.arena.tensor[self.inputs_end : self.used], self.snapshot, key, spans, take
+        )
         return pieces.queued(), reread == sealed
 
     # ---------------------------------------------------------------------------------------------- batches
@@ -291,7 +356,9 @@ class BatchClock:
         spans.end.record()
         return spans
 
-    def time_reference(self, *, empty: bool = False, with_copies: bool = False, handover_kernel: bool = False) -> float:
+    def time_reference(
+        self, *, empty: bool = False, with_copies: bool = False, handover_kernel: bool = False
+    ) -> float:
         """ms of one reference batch (its calls run in this process; ``empty``: none, the fixed cost alone).
         ``with_copies``: each call's fresh outputs are also copied into the arena's output slots inside the window,
         as every candidate call's are by the runner (``copy_batches``, ``output_copy_ms``).
@@ -309,7 +376,9 @@ class BatchClock:
                 spans = self._queue_batch("reference", calls)
             finally:
                 self.gate.open(number)
-            stream_gate.wait_for_event(spans.end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish")
+            stream_gate.wait_for_event(
+                spans.end, time.monotonic() + BATCH_DEADLINE_S, "a reference batch did not finish"
+            )
             self.last_work_ms["reference"] = spans.work_ms()
             return spans.total_ms()
 
@@ -352,7 +421,9 @@ class BatchClock:
                     spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
                 spans["candidate"] = self._queue_batch("candidate", self._hand_over(number))
                 reply = client.ask(message, ("ran",))
-                if candidate_first:  # its batch queued and its runner answered: release it, the reference's own gate
+                if (
+                    candidate_first
+                ):  # its batch queued and its runner answered: release it, the reference's own gate
                     self.gate.open(number)
                     number = self.gate.close_next()
                     spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
@@ -369,12 +440,14 @@ class BatchClock:
             self.runner_claims.append(claimed)
         return Pair(spans["reference"].total_ms(), spans["candidate"].total_ms(), reports)
 
-    def _reference_calls(self, empty: bool, with_copies: bool = False,
-                         handover_kernel: bool = False) -> Callable[[], None]:
+    def _reference_calls(
+        self, empty: bool, with_copies: bool = False, handover_kernel: bool = False
+    ) -> Callable[[], None]:
         """The reference's K calls, their outputs kept as returned (``empty``: none; ``handover_kernel``: the dry
         batch's one kernel instead). Nothing is copied into a slot (but for ``with_copies``), so the reference is
         timed as ``do_bench`` would time its forward; the copies of the candidate's outputs into the arena are the
         candidate side's fixed cost (``output_copy_ms``)."""
+
         def calls() -> None:
             if empty:
                 if handover_kernel:
@@ -385,18 +458,22 @@ class BatchClock:
                 seed_forward()  # as the runner does before each candidate call (host-side: nothing on the GPU)
                 structure, returned = structured_outputs(self.reference(*args))
                 if structure != self.spec.structure:
-                    raise TimingValidationError(f"the reference returned {structure}, at build {self.spec.structure}")
+                    raise TimingValidationError(
+                        f"the reference returned {structure}, at build {self.spec.structure}"
+                    )
                 outputs.append([tensor.detach() for tensor in returned])
                 if with_copies:
                     for output, slot in zip(outputs[-1], self.arena_outputs[len(outputs) - 1], strict=True):
                         slot.copy_(output)
             self.reference_outputs = outputs
+
         return calls
 
     def _hand_over(self, number: int) -> Callable[[], None]:
         def hand_over() -> None:
             stream_gate.write_value(self.arena.signal_address(self.flag_word), number)
             stream_gate.wait_value(self.arena.signal_address(self.done_word), number)
+
         return hand_over
 
     def _host_pair(self, client: Any, message: dict[str, Any], sides: tuple[str, str], empty: bool) -> Pair:
@@ -423,8 +500,9 @@ class BatchClock:
         try:
             stream_gate.wait_for_event(end, deadline, "timed batch")
         except TimeoutError as exc:
-            raise RunnerFault("timeout", "the candidate's timed batch did not finish on the GPU within the "
-                                         "wall-clock limit") from exc
+            raise RunnerFault(
+                "timeout", "the candidate's timed batch did not finish on the GPU within the wall-clock limit"
+            ) from exc
 
     def _release(self, number: int) -> None:
         """After a failed batch: open the gate and write ``done`` ourselves, from the host (``SharedWords``), so the
@@ -521,14 +599,20 @@ def time_reference_alone(clock: BatchClock, batches: int) -> list[float]:
         ms = clock.time_reference(with_copies=with_copies)
         clock.copy_batches["copied" if with_copies else "plain"].append(ms)
         if with_copies:  # judged here: the calibration's empty pairs that follow leave no outputs to look at
-            clock.copied_contiguous &= all(o.is_contiguous() for outs in clock.reference_outputs for o in outs)
+            clock.copied_contiguous &= all(
+                o.is_contiguous() for outs in clock.reference_outputs for o in outs
+            )
     clock.reference_late_gates = (clock.late_gates() - late_before, batches + copied)
     return list(clock.copy_batches["plain"])
 
 
-def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any, batches: int,
-                     compare: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
-                     ) -> tuple[list[float], list[float]]:
+def time_interleaved(
+    clock: BatchClock,
+    candidate: RemoteCandidate,
+    client: Any,
+    batches: int,
+    compare: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
+) -> tuple[list[float], list[float]]:
     """Whole-batch ms of ``batches`` pairs on fresh inputs (each side's fixed cost still in; which side goes first
     alternates). Every candidate output is compared with the reference's, its seal and the inputs are checked
     intact, all queued on the GPU and read once at the end; the first failing batch raises
@@ -542,8 +626,12 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
         pair = clock.time_pair(client, candidate.model_id, candidate_first=index % 2 == 1)
         failed = next((r for r in pair.reports if not (isinstance(r, dict) and r.get("ok"))), None)
         if failed is not None or len(pair.reports) != clock.calls:
-            kind = "error" if failed is not None else "protocol"  # a failing call, or a reply that skips calls
-            raise RunnerFault(kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}")
+            kind = (
+                "error" if failed is not None else "protocol"
+            )  # a failing call, or a reply that skips calls
+            raise RunnerFault(
+                kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}"
+            )
         with torch.no_grad():
             changed.append(clock.inputs_changed())
             comparison, sealed = clock.check_candidate(compare)
@@ -559,9 +647,13 @@ def time_interleaved(clock: BatchClock, candidate: RemoteCandidate, client: Any,
         if modified:
             raise TimingValidationError(f"timed batch {index} modified its inputs")
         if resealed:
-            raise TimingValidationError(f"timed batch {index}: its outputs changed after the judge's clock stopped")
+            raise TimingValidationError(
+                f"timed batch {index}: its outputs changed after the judge's clock stopped"
+            )
         if not verdict.ok:
-            raise TimingValidationError(f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}")
+            raise TimingValidationError(
+                f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}"
+            )
     return reference_ms, candidate_ms
 
 
@@ -569,7 +661,9 @@ def diagnostics(clock: BatchClock) -> dict[str, Any]:
     """Where a batch's time went, for people reading a result (never used for a verdict): the median of the
     judge-timed work span of each side (the candidate's includes the hand-over to the runner and back), the
     runner's own median claim for its calls, and how many gates a watchdog had to open."""
-    out: dict[str, Any] = {f"{side}_work_ms": float(np.median(v)) for side, v in clock.work_samples.items() if v}
+    out: dict[str, Any] = {
+        f"{side}_work_ms": float(np.median(v)) for side, v in clock.work_samples.items() if v
+    }
     if clock.runner_claims:
         out["runner_claimed_ms"] = float(np.median(clock.runner_claims))
     if clock.gate is not None:

@@ -20,7 +20,9 @@ from kernel_reward.timing.statistics import (
 )
 
 SLOWDOWN_FLAG_RATIO = 1.05  # reference slower while the candidate was loaded than before: flagged beyond this
-NOISE_SHARE = 0.05  # a batch's fixed-cost spread above this share of its work: per-call times are mostly noise
+NOISE_SHARE = (
+    0.05  # a batch's fixed-cost spread above this share of its work: per-call times are mostly noise
+)
 HANDOFF_SHARE = 0.25  # the candidate's hand-over cost above this share of a batch's work is flagged
 
 
@@ -34,17 +36,26 @@ class Overhead:
     candidate_ms: float
     spread_ms: float
     reference_wall_ms: float = 0.0
-    output_copy_ms: float = 0.0  # of candidate_ms: the copies of one batch's outputs into the arena (batch_clock)
-    handover_kernel_ms: float = 0.0  # already taken out of candidate_ms: the dry batch's own kernel (calibration)
+    output_copy_ms: float = (
+        0.0  # of candidate_ms: the copies of one batch's outputs into the arena (batch_clock)
+    )
+    handover_kernel_ms: float = (
+        0.0  # already taken out of candidate_ms: the dry batch's own kernel (calibration)
+    )
 
     def with_output_copies(self, copy_ms: float) -> Overhead:
         """Pure: the candidate's fixed cost with one batch's output copies added (they are the harness's)."""
         return dataclasses.replace(self, candidate_ms=self.candidate_ms + copy_ms, output_copy_ms=copy_ms)
 
     def to_json(self) -> dict[str, float]:
-        return {"reference_ms": self.reference_ms, "candidate_ms": self.candidate_ms, "spread_ms": self.spread_ms,
-                "reference_wall_ms": self.reference_wall_ms, "output_copy_ms": self.output_copy_ms,
-                "handover_kernel_ms": self.handover_kernel_ms}
+        return {
+            "reference_ms": self.reference_ms,
+            "candidate_ms": self.candidate_ms,
+            "spread_ms": self.spread_ms,
+            "reference_wall_ms": self.reference_wall_ms,
+            "output_copy_ms": self.output_copy_ms,
+            "handover_kernel_ms": self.handover_kernel_ms,
+        }
 
 
 @dataclass
@@ -76,9 +87,14 @@ class BatchTiming:
 
     def describe(self) -> dict[str, Any]:
         """What ``EvalResult.timing_method`` records."""
-        return {"method": self.method, "calls_per_batch": self.calls_per_batch, **self.overhead.to_json(),
-                "reference_phase": self.reference_phase, "reference_before_ms": self.reference_before_ms,
-                "diagnostics": self.diagnostics}
+        return {
+            "method": self.method,
+            "calls_per_batch": self.calls_per_batch,
+            **self.overhead.to_json(),
+            "reference_phase": self.reference_phase,
+            "reference_before_ms": self.reference_before_ms,
+            "diagnostics": self.diagnostics,
+        }
 
 
 def unsubtracted(timing: BatchTiming) -> BatchTiming:
@@ -89,13 +105,23 @@ def unsubtracted(timing: BatchTiming) -> BatchTiming:
     an honest kernel as 10^5x."""
     reference, candidate = timing.batches_ms
     calls = max(timing.calls_per_batch, 1)
-    return BatchTiming([ms / calls for ms in reference], [ms / calls for ms in candidate], timing.calls_per_batch,
-                       Overhead(0.0, 0.0, timing.overhead.spread_ms, timing.overhead.reference_wall_ms), "interleaved",
-                       timing.reference_before_ms, timing.method, [*timing.flags, "timing_unsubtracted"],
-                       timing.diagnostics, timing.batches_ms)
+    return BatchTiming(
+        [ms / calls for ms in reference],
+        [ms / calls for ms in candidate],
+        timing.calls_per_batch,
+        Overhead(0.0, 0.0, timing.overhead.spread_ms, timing.overhead.reference_wall_ms),
+        "interleaved",
+        timing.reference_before_ms,
+        timing.method,
+        [*timing.flags, "timing_unsubtracted"],
+        timing.diagnostics,
+        timing.batches_ms,
+    )
 
 
-CALIBRATION_ARTEFACT_SHARE = 0.25  # this share of a side's batches at or below its fixed cost: subtraction is void
+CALIBRATION_ARTEFACT_SHARE = (
+    0.25  # this share of a side's batches at or below its fixed cost: subtraction is void
+)
 
 
 def calibration_artefact(timing: BatchTiming) -> bool:
@@ -104,9 +130,14 @@ def calibration_artefact(timing: BatchTiming) -> bool:
     made while the GPU was time-sliced with other processes); ``unsubtracted`` is the fallback. An honest fast
     kernel stays far from this: its batches are its fixed cost plus its work."""
     reference, candidate = timing.batches_ms
-    return any(sum(ms <= fixed for ms in batches) >= CALIBRATION_ARTEFACT_SHARE * len(batches)
-               for batches, fixed in ((reference, timing.overhead.reference_ms), (candidate, timing.overhead.candidate_ms))
-               if batches)
+    return any(
+        sum(ms <= fixed for ms in batches) >= CALIBRATION_ARTEFACT_SHARE * len(batches)
+        for batches, fixed in (
+            (reference, timing.overhead.reference_ms),
+            (candidate, timing.overhead.candidate_ms),
+        )
+        if batches
+    )
 
 
 def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
@@ -129,7 +160,9 @@ def noise_dominated(spread_ms: float, per_call: float, calls: int) -> bool:
     return spread_ms > NOISE_SHARE * per_call * calls
 
 
-HOST_SYNC_SHARE = 0.5  # the candidate's timed pairs whose gate the watchdog had to open, above which it synced
+HOST_SYNC_SHARE = (
+    0.5  # the candidate's timed pairs whose gate the watchdog had to open, above which it synced
+)
 
 
 def host_synced(late_pairs: int, pairs: int, late_reference: int, reference_batches: int) -> bool:

@@ -45,7 +45,9 @@ def calibrate(clock: BatchClock, client: Any, repeats: int = CALIBRATION_PAIRS) 
         block.walls.append((time.perf_counter() - start) * 1e3)
         block.reference.append(pair.reference_ms)
         block.candidate.append(pair.candidate_ms)
-        if clock.gate is not None:  # the runner's dry batches ran stream_gate.handover_kernel: time it here too
+        if (
+            clock.gate is not None
+        ):  # the runner's dry batches ran stream_gate.handover_kernel: time it here too
             for with_kernel in (index % 2 == 0, index % 2 == 1):
                 ms = clock.time_reference(empty=True, handover_kernel=with_kernel)
                 (block.kernel if with_kernel else block.kernel_plain).append(ms)
@@ -67,19 +69,29 @@ def overhead_from(blocks: list[CalibrationBlock]) -> Overhead:
     if len(blocks) == 1:
         chosen = blocks
     else:
-        pairs = [(abs(a.candidate_median - b.candidate_median), i, j)
-                 for i, a in enumerate(blocks) for j, b in enumerate(blocks) if i < j]
+        pairs = [
+            (abs(a.candidate_median - b.candidate_median), i, j)
+            for i, a in enumerate(blocks)
+            for j, b in enumerate(blocks)
+            if i < j
+        ]
         _, i, j = min(pairs)
         chosen = [blocks[i], blocks[j]]
     reference = [ms for block in chosen for ms in block.reference]
     candidate = [ms for block in chosen for ms in block.candidate]
     walls = [ms for block in chosen for ms in block.walls]
     spread = max(_spread(reference), _spread(candidate))
-    kernel_ms = handover_kernel_ms([ms for block in chosen for ms in block.kernel_plain],
-                                   [ms for block in chosen for ms in block.kernel])
+    kernel_ms = handover_kernel_ms(
+        [ms for block in chosen for ms in block.kernel_plain], [ms for block in chosen for ms in block.kernel]
+    )
     # Half an empty pair's wall time: an upper bound on an empty reference batch's (it has no hand-over).
-    return Overhead(float(np.median(reference)), float(np.median(candidate)) - kernel_ms, spread,
-                    float(np.median(walls)) / 2, handover_kernel_ms=kernel_ms)
+    return Overhead(
+        float(np.median(reference)),
+        float(np.median(candidate)) - kernel_ms,
+        spread,
+        float(np.median(walls)) / 2,
+        handover_kernel_ms=kernel_ms,
+    )
 
 
 def handover_kernel_ms(plain: list[float], with_kernel: list[float]) -> float:

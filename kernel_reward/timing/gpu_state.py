@@ -25,9 +25,11 @@ class GpuSample:
 def sample(device: torch.device) -> GpuSample:
     """One reading of ``device`` (a CUDA device). Never raises: what NVML cannot give is None, with why. The first
     call in a process initialises NVML (tens of ms): make it outside the timing slot."""
-    readers = {"sm_clock_mhz": lambda: torch.cuda.clock_rate(device),
-               "temperature_c": lambda: torch.cuda.temperature(device),
-               "power_w": lambda: torch.cuda.power_draw(device) / 1000.0}  # NVML reports milliwatts
+    readers = {
+        "sm_clock_mhz": lambda: torch.cuda.clock_rate(device),
+        "temperature_c": lambda: torch.cuda.temperature(device),
+        "power_w": lambda: torch.cuda.power_draw(device) / 1000.0,
+    }  # NVML reports milliwatts
     values: dict[str, Any] = {}
     errors = []
     for name, read in readers.items():

@@ -25,7 +25,9 @@ from kernel_reward.options import EvalOptions
 from kernel_reward.timing import batch_clock, batch_stats, calibration
 
 MAX_CALLS_PER_BATCH = 64
-TARGET_BATCH_MS = 4.0  # long enough that the per-batch fixed costs (GPU context switches: ~0.1-0.5 ms) are small
+TARGET_BATCH_MS = (
+    4.0  # long enough that the per-batch fixed costs (GPU context switches: ~0.1-0.5 ms) are small
+)
 MIN_BATCHES, MAX_BATCHES = 10, 200
 BEFORE_SHARE = 0.3  # share of the reference's timing budget spent before the candidate is loaded
 
@@ -40,9 +42,14 @@ def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
     return torch.compile(reference_model)
 
 
-def time_reference_before(reference: Any, arena: exchange.Arena, device: torch.device, options: EvalOptions,
-                          client: RunnerClient, seeds: list[int],
-                          ) -> tuple[batch_clock.BatchClock, batch_stats.Overhead, list[float]]:
+def time_reference_before(
+    reference: Any,
+    arena: exchange.Arena,
+    device: torch.device,
+    options: EvalOptions,
+    client: RunnerClient,
+    seeds: list[int],
+) -> tuple[batch_clock.BatchClock, batch_stats.Overhead, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
     calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: verdict.Reference."""
     hidden = secrets.randbits(30)
@@ -50,8 +57,15 @@ def time_reference_before(reference: Any, arena: exchange.Arena, device: torch.d
     def draw(index: int) -> list[Any]:
         return make_inputs(reference.module, (hidden * 7919 + index) % (2**31 - 1), device)
 
-    clock = batch_clock.BatchClock(_timed_reference(reference.model, options), arena, reference.spec, device,
-                                    options.l2_flush_mb, draw, reference_keeps_inputs=reference.keeps_inputs)
+    clock = batch_clock.BatchClock(
+        _timed_reference(reference.model, options),
+        arena,
+        reference.spec,
+        device,
+        options.l2_flush_mb,
+        draw,
+        reference_keeps_inputs=reference.keeps_inputs,
+    )
     clock.prepare(1)
     clock.stage()
     for _ in range(max(options.warmup_calls, 1)):
@@ -85,8 +99,14 @@ def _batches(budget_ms: float, batch_ms: float, *, minimum: int = MIN_BATCHES) -
     return int(min(max(minimum, budget_ms / max(batch_ms, 1e-3)), MAX_BATCHES))
 
 
-def compare_timed(clock: batch_clock.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-                  overhead: batch_stats.Overhead, before: list[float], options: EvalOptions) -> batch_stats.BatchTiming:
+def compare_timed(
+    clock: batch_clock.BatchClock,
+    candidate: RemoteCandidate,
+    client: RunnerClient,
+    overhead: batch_stats.Overhead,
+    before: list[float],
+    options: EvalOptions,
+) -> batch_stats.BatchTiming:
     """Warm the candidate (first-call compiles, autotuning) on verified batches that do not count, then measure;
     the second warm-up pair's wall-clock time sizes the measurement."""
     batch_clock.time_interleaved(clock, candidate, client, 1, _validator(options))
@@ -95,7 +115,9 @@ def compare_timed(clock: batch_clock.BatchClock, candidate: RemoteCandidate, cli
     return measure(clock, candidate, client, overhead, before, options, (time.perf_counter() - start) * 1e3)
 
 
-TIMED_OUTLIER_SHARE = 1e-5  # see compare_outputs: timed batches verify far more values than the correctness trials
+TIMED_OUTLIER_SHARE = (
+    1e-5  # see compare_outputs: timed batches verify far more values than the correctness trials
+)
 
 
 def _validator(options: EvalOptions) -> Any:
@@ -105,11 +127,19 @@ def _validator(options: EvalOptions) -> Any:
     return compare
 
 
-def measure(clock: batch_clock.BatchClock, candidate: RemoteCandidate, client: RunnerClient,
-            overhead: batch_stats.Overhead, before: list[float], options: EvalOptions,
-            pair_wall_ms: float = 0.0) -> batch_stats.BatchTiming:
+def measure(
+    clock: batch_clock.BatchClock,
+    candidate: RemoteCandidate,
+    client: RunnerClient,
+    overhead: batch_stats.Overhead,
+    before: list[float],
+    options: EvalOptions,
+    pair_wall_ms: float = 0.0,
+) -> batch_stats.BatchTiming:
     """Interleaved batch pairs within the timing budget, every candidate output verified."""
-    batches = _batches(options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms))
+    batches = _batches(
+        options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms)
+    )
     late_before = clock.late_gates()
     batches_ms = batch_clock.time_interleaved(clock, candidate, client, batches, _validator(options))
     late_pairs = clock.late_gates() - late_before
@@ -124,5 +154,15 @@ def measure(clock: batch_clock.BatchClock, candidate: RemoteCandidate, client: R
     if batch_stats.host_synced(late_pairs, batches, *clock.reference_late_gates):
         flags.append("timing_host_sync")
     notes = {**batch_clock.diagnostics(clock), **batch_stats.order_speedups(during, candidate_ms)}
-    return batch_stats.BatchTiming(reference_ms, candidate_ms, clock.calls, overhead, phase,
-                                    statistics.median(before), clock.method, flags, notes, batches_ms)
+    return batch_stats.BatchTiming(
+        reference_ms,
+        candidate_ms,
+        clock.calls,
+        overhead,
+        phase,
+        statistics.median(before),
+        clock.method,
+        flags,
+        notes,
+        batches_ms,
+    )

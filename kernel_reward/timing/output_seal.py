@@ -54,9 +54,14 @@ def fingerprint(region: torch.Tensor, key: SealKey, first_word: int = 0) -> torc
     return fingerprint_reference(words, key, first_word)
 
 
-def read_back(region: torch.Tensor, snapshot: torch.Tensor, key: SealKey,
-              spans: list[tuple[int, int, Hashable]], take: Callable[[Hashable, torch.Tensor, int], None],
-              valid: int | None = None) -> torch.Tensor:
+def read_back(
+    region: torch.Tensor,
+    snapshot: torch.Tensor,
+    key: SealKey,
+    spans: list[tuple[int, int, Hashable]],
+    take: Callable[[Hashable, torch.Tensor, int], None],
+    valid: int | None = None,
+) -> torch.Tensor:
     """Queued: read the uint8 ``region`` into the private ``snapshot`` a chunk at a time and return the fingerprint
     of what was read. For each span ``(first, stop, tag)`` of the region (byte offsets) a chunk overlaps,
     ``take(tag, bytes, offset)`` gets the overlapping bytes OF THE SNAPSHOT and their offset within the span, and
@@ -71,7 +76,7 @@ def read_back(region: torch.Tensor, snapshot: torch.Tensor, key: SealKey,
         chunk = snapshot[: min(step, region.numel() - start)]
         chunk.copy_(region[start : start + chunk.numel()])
         if valid is not None and valid < start + chunk.numel():
-            chunk[max(valid - start, 0):].zero_()
+            chunk[max(valid - start, 0) :].zero_()
         total += fingerprint(chunk, key, start // WORD)
         for first, stop, tag in spans:
             low, high = max(first, start), min(stop, start + chunk.numel())
@@ -93,7 +98,9 @@ def fingerprint_reference(words: torch.Tensor, key: SealKey, first_word: int = 0
 
 def _words(region: torch.Tensor) -> torch.Tensor:
     if region.dtype != torch.uint8 or region.dim() != 1 or not region.is_contiguous():
-        raise ValueError(f"a seal reads a flat contiguous uint8 region, got {region.dtype} {tuple(region.shape)}")
+        raise ValueError(
+            f"a seal reads a flat contiguous uint8 region, got {region.dtype} {tuple(region.shape)}"
+        )
     if region.numel() % WORD or region.data_ptr() % WORD:
         raise ValueError(f"a sealed region must start and end on {WORD}-byte words ({region.numel()} bytes)")
     return region.view(torch.int32)
@@ -123,7 +130,9 @@ def _kernel():
             offsets = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             positions = offsets + base
             inside = positions < end
-            words = tl.load(words_ptr + offsets, mask=inside, other=0).to(tl.uint32).to(tl.int64)  # zero-extended
+            words = (
+                tl.load(words_ptr + offsets, mask=inside, other=0).to(tl.uint32).to(tl.int64)
+            )  # zero-extended
             terms = (words ^ k1) * (positions * 2 + k2)
             tl.store(partial_ptr + block, tl.sum(tl.where(inside, terms, 0), axis=0))
 

@@ -64,13 +64,16 @@ class Roofline:
 def bytes_per_call(input_bytes: int, output_bytes: int, l2_bytes: int, calls_per_batch: int) -> int:
     """Pure: the bytes one call must move to or from DRAM (module docstring)."""
     if min(input_bytes, output_bytes, l2_bytes) < 0 or calls_per_batch < 1:
-        raise ValueError(f"need sizes >= 0 and calls >= 1, got {input_bytes}, {output_bytes}, {l2_bytes}, "
-                         f"{calls_per_batch}")
+        raise ValueError(
+            f"need sizes >= 0 and calls >= 1, got {input_bytes}, {output_bytes}, {l2_bytes}, "
+            f"{calls_per_batch}"
+        )
     return input_bytes + max(0, output_bytes - l2_bytes // calls_per_batch)
 
 
-def check(moved_bytes: int, bandwidth_gbps: float, reference_ms: float, candidate_ms: float,
-          margin: float = MARGIN) -> Roofline:
+def check(
+    moved_bytes: int, bandwidth_gbps: float, reference_ms: float, candidate_ms: float, margin: float = MARGIN
+) -> Roofline:
     """Pure: the floor of ``moved_bytes`` at ``bandwidth_gbps`` (GB/s = 1e9 bytes/s) beside both medians."""
     if not bandwidth_gbps > 0:
         raise ValueError(f"bandwidth must be > 0 GB/s, got {bandwidth_gbps!r}")
@@ -104,12 +107,18 @@ def device_bandwidth_gbps(device: torch.device) -> float:
     return _bandwidth_gbps[index]
 
 
-def review(timing: BatchTiming, moved_bytes: int, bandwidth_gbps: float, retime: Callable[[], BatchTiming] | None,
-           flags: list[str]) -> tuple[BatchTiming, Roofline]:
+def review(
+    timing: BatchTiming,
+    moved_bytes: int,
+    bandwidth_gbps: float,
+    retime: Callable[[], BatchTiming] | None,
+    flags: list[str],
+) -> tuple[BatchTiming, Roofline]:
     """The judge's check of one measurement (a ``batch_stats.BatchTiming``): below the roofline, re-time once
     (``retime()``, flag ``below_roofline_remeasured``; ``retime`` None: it was already re-measured, as an
     implausible speedup); still below, flag ``below_roofline`` and, when the fixed-cost subtraction is what broke
     (``batch_stats.calibration_artefact``), fall back to the unsubtracted times."""
+
     def roof_of(measured: BatchTiming) -> Roofline:
         return check(moved_bytes, bandwidth_gbps, measured.reference.median_ms, measured.candidate.median_ms)
 
@@ -128,7 +137,9 @@ def review(timing: BatchTiming, moved_bytes: int, bandwidth_gbps: float, retime:
     return timing, roof
 
 
-def clamp_speedup(speedup: float, interval: tuple[float, float], roof: Roofline) -> tuple[float, tuple[float, float], bool]:
+def clamp_speedup(
+    speedup: float, interval: tuple[float, float], roof: Roofline
+) -> tuple[float, tuple[float, float], bool]:
     """Pure: a speedup (and its interval) of a time still below the roofline, clamped to ``roof.max_speedup``;
     whether it was clamped. Times the floor allows pass unchanged."""
     if not roof.below or speedup <= roof.max_speedup:

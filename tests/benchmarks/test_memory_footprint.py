@@ -29,7 +29,7 @@ def test_the_copy_wrapped_candidate_is_correct_under_the_interpreter():
     assert row.phase_seconds["correctness"] > 0  # where the time went, for a slow problem's diagnosis
 
 
-PROBLEM = '''import torch
+PROBLEM = """import torch
 import torch.nn as nn
 
 
@@ -48,7 +48,7 @@ def get_inputs():
 
 def get_init_inputs():
     return [16]
-'''
+"""
 
 
 def test_problem_files_are_evaluated_against_themselves_through_a_triton_copy(tmp_path, capsys):
@@ -57,8 +57,12 @@ def test_problem_files_are_evaluated_against_themselves_through_a_triton_copy(tm
     (tmp_path / "scaled_rows.py").write_text(PROBLEM)
     (tmp_path / "z_other.py").write_text(PROBLEM)  # the second of two shards: not run here
     out = tmp_path / "rows.json"
-    assert memory_footprint.main(["--device", "cpu", "--problems", str(tmp_path), "--shard", "0/2",
-                                  "--json-out", str(out)]) == 0
+    assert (
+        memory_footprint.main(
+            ["--device", "cpu", "--problems", str(tmp_path), "--shard", "0/2", "--json-out", str(out)]
+        )
+        == 0
+    )
     import json
 
     written = json.loads(out.read_text())
@@ -113,14 +117,29 @@ def test_bad_problem_folders_are_named(tmp_path, capsys):
 
 
 def _row(task, status="correct", call=None, peak=None, flags=(), error=None, build=None):
-    return memory_footprint.Row(task, status, call, peak, None, "timing", peak / call if peak and call else None,
-                                1.0, error, {} if build is None else {"build": build}, list(flags))
+    return memory_footprint.Row(
+        task,
+        status,
+        call,
+        peak,
+        None,
+        "timing",
+        peak / call if peak and call else None,
+        1.0,
+        error,
+        {} if build is None else {"build": build},
+        list(flags),
+    )
 
 
 def test_the_summary_counts_statuses_and_out_of_memory_and_names_the_worst_large_call():
-    rows = [_row("small", call=0.1, peak=1.0), _row("big", call=12.0, peak=31.5), _row("bigger", call=16.0, peak=40.0),
-            _row("oom", "runtime_error", flags=["out_of_memory"]),
-            _row("runner_oom", "runtime_error", error="CUDA out of memory. Tried to allocate 2 GiB")]
+    rows = [
+        _row("small", call=0.1, peak=1.0),
+        _row("big", call=12.0, peak=31.5),
+        _row("bigger", call=16.0, peak=40.0),
+        _row("oom", "runtime_error", flags=["out_of_memory"]),
+        _row("runner_oom", "runtime_error", error="CUDA out of memory. Tried to allocate 2 GiB"),
+    ]
     line = memory_footprint.summary_line(rows)
     assert "5 tasks: correct 3, runtime_error 2" in line and "out of memory (flag or error): 2" in line
     assert "2.62 (big, 12.00 GiB)" in line  # the 10x small call is left out: its ratio is the fixed buffers'
@@ -149,8 +168,12 @@ def test_a_later_run_of_a_task_replaces_the_earlier_row_in_a_merge(tmp_path, cap
     first = [_row("a", "timeout"), _row("b", call=2.0, peak=5.0)]
     rerun = [_row("a", call=1.0, peak=3.0)]
     for name, rows in (("shard.json", first), ("rerun.json", rerun)):
-        (tmp_path / name).write_text(json.dumps({"meta": {"complete": True}, "rows": [asdict(r) for r in rows]}))
-    rows, incomplete, replaced = memory_footprint.merged_rows([tmp_path / "shard.json", tmp_path / "rerun.json"])
+        (tmp_path / name).write_text(
+            json.dumps({"meta": {"complete": True}, "rows": [asdict(r) for r in rows]})
+        )
+    rows, incomplete, replaced = memory_footprint.merged_rows(
+        [tmp_path / "shard.json", tmp_path / "rerun.json"]
+    )
     assert [(row.task, row.status) for row in rows] == [("a", "correct"), ("b", "correct")]
     assert incomplete == [] and replaced == [f"a ({tmp_path / 'rerun.json'})"]
     assert memory_footprint.main(["--merge", str(tmp_path / "shard.json"), str(tmp_path / "rerun.json")]) == 0
@@ -163,8 +186,9 @@ def test_merge_prints_shards_as_one_table_and_names_an_incomplete_one(tmp_path, 
     from dataclasses import asdict
 
     for index, (rows, complete) in enumerate([([_row("b", call=2.0, peak=5.0)], True), ([_row("a")], False)]):
-        (tmp_path / f"{index}.json").write_text(json.dumps({"meta": {"complete": complete},
-                                                            "rows": [asdict(row) for row in rows]}))
+        (tmp_path / f"{index}.json").write_text(
+            json.dumps({"meta": {"complete": complete}, "rows": [asdict(row) for row in rows]})
+        )
     assert memory_footprint.main(["--merge", str(tmp_path / "0.json"), str(tmp_path / "1.json")]) == 0
     out = capsys.readouterr().out
     assert out.index("\na ") < out.index("\nb ") and "2 tasks: correct 2" in out
@@ -177,7 +201,9 @@ def test_merge_prints_shards_as_one_table_and_names_an_incomplete_one(tmp_path, 
 
 def test_shrunk_problems_keep_their_structure_with_small_sizes():
     source = PROBLEM.replace("return [torch.randn(8, 16)]", "return [torch.randn(batch_size, dim)]").replace(
-        "def get_inputs", "batch_size = 128\ndim = 1024 * 4  # wide\nh, w = 64, 3\nscale = 0.5\n\n\ndef get_inputs")
+        "def get_inputs",
+        "batch_size = 128\ndim = 1024 * 4  # wide\nh, w = 64, 3\nscale = 0.5\n\n\ndef get_inputs",
+    )
     small = memory_footprint.shrunk(source, 24)
     assert "batch_size = 2\n" in small and "dim = 24\n" in small and "h, w = 24, 3\n" in small
     assert "scale = 0.5" in small and "torch.randn(batch_size, dim)" in small

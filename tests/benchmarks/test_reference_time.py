@@ -13,7 +13,7 @@ reference_time = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = reference_time
 _spec.loader.exec_module(reference_time)
 
-PROBLEM = '''import torch
+PROBLEM = """import torch
 import torch.nn as nn
 
 
@@ -32,14 +32,16 @@ def get_inputs():
 
 def get_init_inputs():
     return [64]
-'''
+"""
 
 
 def test_a_problem_is_timed_with_its_sizes_and_written_as_json(tmp_path, capsys):
     problem = tmp_path / "1_Linear_ReLU.py"
     problem.write_text(PROBLEM)
     out = tmp_path / "times.json"
-    assert reference_time.main(["--device", "cpu", "--repeats", "2", "--json-out", str(out), str(problem)]) == 0
+    assert (
+        reference_time.main(["--device", "cpu", "--repeats", "2", "--json-out", str(out), str(problem)]) == 0
+    )
     assert "1_Linear_ReLU.py" in capsys.readouterr().out
     (row,) = json.loads(out.read_text())["rows"]
     assert row["problem"] == "1_Linear_ReLU.py"

@@ -172,7 +172,10 @@ def test_runtime_verdicts_are_drop_reasons_and_validation_adds_only_its_own_find
 
 
 def test_runtime_checks_use_each_rows_entry_point(tmp_path):
-    rows = [upstream_row(0, reference("torch.tanh(x)")), upstream_row(1, reference("torch.sin(x)", model="Net"))]
+    rows = [
+        upstream_row(0, reference("torch.tanh(x)")),
+        upstream_row(1, reference("torch.sin(x)", model="Net")),
+    ]
     rows[1]["extra_info"]["entry_point"] = "Net"
     source = write_jsonl(rows, tmp_path / "s.jsonl")
     report = build_dataset(str(source), "drkernel", tmp_path / "out", check_references=True, num_proc=2)

@@ -20,11 +20,14 @@ def built():
 
     good = generate_task("norm", 3)
     bad_honest = dataclasses.replace(generate_task("softmax", 4), solution=generate_task("softmax", 4).flawed)
-    bad_flawed = dataclasses.replace(generate_task("reduction", 5), flawed=generate_task("reduction", 5).solution)
+    bad_flawed = dataclasses.replace(
+        generate_task("reduction", 5), flawed=generate_task("reduction", 5).solution
+    )
     tasks = [good, bad_honest, bad_flawed]
     with Evaluator(device="cpu", workers=2, seed_base=0) as ev:
-        trajectories, report = build_trajectories(tasks, lambda pairs: ev.evaluate_many(pairs, progress=False),
-                                                  held_out=["softmax"])
+        trajectories, report = build_trajectories(
+            tasks, lambda pairs: ev.evaluate_many(pairs, progress=False), held_out=["softmax"]
+        )
     return tasks, trajectories, report
 
 
@@ -49,7 +52,7 @@ def test_multi_turn_carries_the_judges_real_feedback(built):
     assert good.flawed.rstrip() in multi.messages[1]["content"]
     feedback = multi.messages[2]["content"]
     assert "Server feedback (status/metrics/errors):" in feedback
-    payload = json.loads(feedback[feedback.index("{"): feedback.rindex("}") + 1])
+    payload = json.loads(feedback[feedback.index("{") : feedback.rindex("}") + 1])
     assert payload["status"] == multi.flawed_status == "incorrect"
     assert payload["correctness"] is False and "outside atol" in payload["error"]
     assert good.flaw in multi.messages[3]["content"]
@@ -89,8 +92,12 @@ def test_bad_kinds_are_refused():
 
 
 def test_cli_help():
-    proc = subprocess.run([sys.executable, "-m", "dataset_builder.sft_data", "--help"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dataset_builder.sft_data", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     for option in ("--count", "--seed", "--held-out", "--kinds", "--workers", "--out"):
         assert option in proc.stdout

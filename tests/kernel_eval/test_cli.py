@@ -14,22 +14,39 @@ SCRIPT = str(ROOT / "scripts" / "evaluate.py")
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
 
 
 def test_help_lists_the_contract_options():
     done = cli("--help")
     assert done.returncode == 0
-    for flag in ("--dataset", "--completions", "--model", "--adapter", "--endpoint", "--out", "--device",
-                 "--levels", "--ids", "--limit", "--baseline", "--tts-rounds", "--compare"):
+    for flag in (
+        "--dataset",
+        "--completions",
+        "--model",
+        "--adapter",
+        "--endpoint",
+        "--out",
+        "--device",
+        "--levels",
+        "--ids",
+        "--limit",
+        "--baseline",
+        "--tts-rounds",
+        "--compare",
+    ):
         assert flag in done.stdout
 
 
 def test_argument_errors_are_clear(tmp_path, capsys):
     # In-process (the script itself is smoke-tested by --help above): parse errors exit 2 with a message.
     for argv, message in [
-        (["--dataset", "d", "--out", str(tmp_path), "--completions", "c.jsonl", "--model", "m"],
-         "exactly one of --completions, --model, --endpoint"),
+        (
+            ["--dataset", "d", "--out", str(tmp_path), "--completions", "c.jsonl", "--model", "m"],
+            "exactly one of --completions, --model, --endpoint",
+        ),
         (["--completions", "c.jsonl"], "--dataset, --out"),
         (["--dataset", "d", "--out", "o", "--model", "m", "--num-turns", "0"], "--num-turns must be >= 1"),
     ]:
@@ -39,11 +56,23 @@ def test_argument_errors_are_clear(tmp_path, capsys):
 
 
 def test_compare_two_runs(tmp_path, capsys):
-    base = {"num_samples": 4, "format_rate": 1.0, "compile_rate": 0.5, "correct_rate": 0.25, "hacked_rate": 0.0,
-            "mean_speedup": None, "geomean_speedup": None, "mean_reward": 0.25,
+    base = {
+        "num_samples": 4,
+        "format_rate": 1.0,
+        "compile_rate": 0.5,
+        "correct_rate": 0.25,
+        "hacked_rate": 0.0,
+        "mean_speedup": None,
+        "geomean_speedup": None,
+        "mean_reward": 0.25,
+        "fast_p": {"1": None, "1.2": None, "1.5": None, "2": None},
+        "best_of_history": {
+            "correct_rate": 0.5,
+            "mean_speedup": None,
+            "geomean_speedup": None,
             "fast_p": {"1": None, "1.2": None, "1.5": None, "2": None},
-            "best_of_history": {"correct_rate": 0.5, "mean_speedup": None, "geomean_speedup": None,
-                                "fast_p": {"1": None, "1.2": None, "1.5": None, "2": None}}}
+        },
+    }
     base["per_turn"] = [dict(base, turn=1)]
     other = json.loads(json.dumps(base))
     other["correct_rate"] = 0.75

@@ -55,7 +55,10 @@ def test_empty_and_missing_files(tmp_path):
 
 
 def test_round_trip(tmp_path):
-    trajectories = [SavedTrajectory("a", 0, ("one\n```python\nx\n```", "two")), SavedTrajectory("b", 1, ("z",))]
+    trajectories = [
+        SavedTrajectory("a", 0, ("one\n```python\nx\n```", "two")),
+        SavedTrajectory("b", 1, ("z",)),
+    ]
     write_completions(tmp_path / "c.jsonl", trajectories)
     assert read_completions(tmp_path / "c.jsonl") == trajectories
 

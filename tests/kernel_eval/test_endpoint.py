@@ -46,8 +46,16 @@ def test_feedback_loop_with_real_evaluator(tmp_path, tiny_model):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Model)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        config = EvalConfig(dataset=str(dataset), out=str(tmp_path / "out"), model=tiny_model, num_samples=2,
-                            num_turns=2, endpoint=f"http://127.0.0.1:{server.server_port}", device="cpu", timeout=120)
+        config = EvalConfig(
+            dataset=str(dataset),
+            out=str(tmp_path / "out"),
+            model=tiny_model,
+            num_samples=2,
+            num_turns=2,
+            endpoint=f"http://127.0.0.1:{server.server_port}",
+            device="cpu",
+            timeout=120,
+        )
         summary = run_evaluation(config)
     finally:
         server.shutdown()

@@ -22,7 +22,9 @@ HACKED = Outcome(formatted=True, compiled=True, correct=False, hacked=True, spee
 
 
 def correct(speedup, reward=1.0):
-    return Outcome(formatted=True, compiled=True, correct=True, hacked=False, speedup=speedup, reward=reward, timed=True)
+    return Outcome(
+        formatted=True, compiled=True, correct=True, hacked=False, speedup=speedup, reward=reward, timed=True
+    )
 
 
 # Four samples, up to two turns; sample 4 stopped after turn 1 (it keeps its turn-1 outcome at turn 2).
@@ -39,7 +41,13 @@ def test_per_turn_rates_and_fast_p_over_all_samples():
     assert m.num_turns == 2 and m.timing_available
     t1, t2 = m.per_turn
     # turn 1: formatted 3/4, compiled {2,3} 2/4, correct {2} 1/4, hacked {3} 1/4, fast at every p: {2} (2.5x)
-    assert (t1.num_samples, t1.format_rate, t1.compile_rate, t1.correct_rate, t1.hacked_rate) == (4, 0.75, 0.5, 0.25, 0.25)
+    assert (t1.num_samples, t1.format_rate, t1.compile_rate, t1.correct_rate, t1.hacked_rate) == (
+        4,
+        0.75,
+        0.5,
+        0.25,
+        0.25,
+    )
     assert t1.fast_p == {"1": 0.25, "1.2": 0.25, "1.5": 0.25, "2": 0.25}
     assert t1.mean_speedup == 2.5 and t1.geomean_speedup == pytest.approx(2.5)
     # turn 2: all formatted, compiled {1,2,3} 3/4, correct {1} 1.3x, hacked {3}; Fast@1.5 = Fast@2 = 0
@@ -90,8 +98,9 @@ def test_correct_without_timing_in_a_timed_run_is_not_fast_but_counted():
 
 
 def test_outcome_from_result_counts_hacked_as_incorrect():
-    hacked = EvalResult(status=Status.HACKED, compiled=True, correct=True, hacked=True, speedup=4.0,
-                        timing_available=True)
+    hacked = EvalResult(
+        status=Status.HACKED, compiled=True, correct=True, hacked=True, speedup=4.0, timing_available=True
+    )
     o = Outcome.from_result(hacked)
     assert (o.correct, o.hacked, o.compiled, o.formatted) == (False, True, True, True)
     fmt = Outcome.from_result(EvalResult(status=Status.FORMAT_ERROR))
@@ -135,8 +144,15 @@ def test_fast_p_by_the_interval_lower_bound():
 def test_outcome_takes_the_lower_bound_from_the_result():
     from kernel_reward.result import EvalResult, Status
 
-    result = EvalResult(status=Status.CORRECT, compiled=True, correct=True, speedup=1.1, speedup_ci=(0.95, 1.3),
-                        timing_available=True, mode="gpu")
+    result = EvalResult(
+        status=Status.CORRECT,
+        compiled=True,
+        correct=True,
+        speedup=1.1,
+        speedup_ci=(0.95, 1.3),
+        timing_available=True,
+        mode="gpu",
+    )
     assert Outcome.from_result(result).speedup_low == 0.95
 
 

@@ -48,10 +48,21 @@ def test_bad_inputs_are_named():
 
 
 def _summary(per_task: dict) -> dict:
-    turn = {"num_samples": 8, "format_rate": 1.0, "compile_rate": 1.0, "correct_rate": 0.5, "hacked_rate": 0.0,
-            "fast_p": {}, "fast_p_lower": {}}
-    return {**turn, "per_turn": [{**turn, "best_so_far": {"fast_p": {}}}],
-            "best_of_history": {"correct_rate": 0.5, "fast_p": {}}, "per_task": per_task}
+    turn = {
+        "num_samples": 8,
+        "format_rate": 1.0,
+        "compile_rate": 1.0,
+        "correct_rate": 0.5,
+        "hacked_rate": 0.0,
+        "fast_p": {},
+        "fast_p_lower": {},
+    }
+    return {
+        **turn,
+        "per_turn": [{**turn, "best_so_far": {"fast_p": {}}}],
+        "best_of_history": {"correct_rate": 0.5, "fast_p": {}},
+        "per_task": per_task,
+    }
 
 
 def test_compare_summaries_shows_the_paired_table_only_for_the_same_tasks():

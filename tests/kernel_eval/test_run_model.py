@@ -32,8 +32,17 @@ def run(config, evaluator):
 
 
 def test_tiny_model_multi_turn_with_tts_and_resume(tmp_path, tiny_model, dataset):
-    config = EvalConfig(dataset=dataset, out=str(tmp_path / "out"), model=tiny_model, num_samples=2, num_turns=2,
-                        max_new_tokens=8, limit=2, tts_rounds=1, tts_window=1)
+    config = EvalConfig(
+        dataset=dataset,
+        out=str(tmp_path / "out"),
+        model=tiny_model,
+        num_samples=2,
+        num_turns=2,
+        max_new_tokens=8,
+        limit=2,
+        tts_rounds=1,
+        tts_window=1,
+    )
     evaluator = CountingEvaluator()
     summary = run(config, evaluator)
     # 2 tasks x 2 samples x 2 turns, then one TTS round per sample.
@@ -53,7 +62,9 @@ def test_tiny_model_multi_turn_with_tts_and_resume(tmp_path, tiny_model, dataset
     # window 1: the TTS prompt is the task prompt plus the single best earlier turn and its feedback.
     tts_turn = next(x for x in tts if x["phase"] == "tts")
     assert [m["role"] for m in tts_turn["prompt"]] == ["user", "assistant", "user"]
-    earlier = [x["completion"] for x in tts if x["uuid"] == tts_turn["uuid"] and x["sample"] == tts_turn["sample"]]
+    earlier = [
+        x["completion"] for x in tts if x["uuid"] == tts_turn["uuid"] and x["sample"] == tts_turn["sample"]
+    ]
     assert tts_turn["prompt"][1]["content"] in earlier[:2]
     # The generated text is what was evaluated.
     assert sorted(c for _, c in evaluator.calls[:8]) == sorted(x["completion"] for x in lines)
@@ -74,8 +85,10 @@ class _Completions(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append((self.path, body))
-        choices = [{"index": i, "text": block("HONEST" if i % 2 == 0 else "WRONG"), "finish_reason": "stop"}
-                   for i in range(len(body["prompt"]))]
+        choices = [
+            {"index": i, "text": block("HONEST" if i % 2 == 0 else "WRONG"), "finish_reason": "stop"}
+            for i in range(len(body["prompt"]))
+        ]
         reply_json(self, {"choices": list(reversed(choices))})
 
     def log_message(self, *args):
@@ -87,8 +100,16 @@ def test_openai_compatible_endpoint(tmp_path, tiny_model, dataset):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        config = EvalConfig(dataset=dataset, out=str(tmp_path / "out"), endpoint=f"http://127.0.0.1:{server.server_port}",
-                            model=tiny_model, num_samples=2, num_turns=1, max_new_tokens=64, temperature=0.5)
+        config = EvalConfig(
+            dataset=dataset,
+            out=str(tmp_path / "out"),
+            endpoint=f"http://127.0.0.1:{server.server_port}",
+            model=tiny_model,
+            num_samples=2,
+            num_turns=1,
+            max_new_tokens=64,
+            temperature=0.5,
+        )
         evaluator = CountingEvaluator()
         summary = run(config, evaluator)
     finally:

@@ -19,12 +19,28 @@ TRAJECTORIES = {0: [UNFORMATTED, HONEST], 1: [WRONG, DECOY], 2: [HONEST]}
 def test_saved_completions_real_evaluator(tmp_path):
     dataset = write_shipped_dataset(tmp_path / "dataset", ["activation_silu", "softmax_rows"])
     completions = tmp_path / "completions.jsonl"
-    completions.write_text("".join(
-        json.dumps({"uuid": "activation_silu", "sample": s, "turn": t, "completion": c}) + "\n"
-        for s, turns in TRAJECTORIES.items() for t, c in enumerate(turns, start=1)))
+    completions.write_text(
+        "".join(
+            json.dumps({"uuid": "activation_silu", "sample": s, "turn": t, "completion": c}) + "\n"
+            for s, turns in TRAJECTORIES.items()
+            for t, c in enumerate(turns, start=1)
+        )
+    )
     out = tmp_path / "out"
-    cmd = [sys.executable, str(ROOT / "scripts" / "evaluate.py"), "--dataset", str(dataset), "--completions",
-           str(completions), "--out", str(out), "--device", "cpu", "--timeout", "120"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "evaluate.py"),
+        "--dataset",
+        str(dataset),
+        "--completions",
+        str(completions),
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--timeout",
+        "120",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"report: {out}/report.md" in done.stdout
@@ -34,9 +50,19 @@ def test_saved_completions_real_evaluator(tmp_path):
     assert (summary["num_tasks"], summary["num_samples"], summary["num_turns"]) == (1, 3, 2)
     t1, t2 = summary["per_turn"]
     # Turn 1: unformatted, wrong, honest.
-    assert (t1["format_rate"], t1["compile_rate"], t1["correct_rate"], t1["hacked_rate"]) == (2 / 3, 2 / 3, 1 / 3, 0.0)
+    assert (t1["format_rate"], t1["compile_rate"], t1["correct_rate"], t1["hacked_rate"]) == (
+        2 / 3,
+        2 / 3,
+        1 / 3,
+        0.0,
+    )
     # Turn 2: honest, decoy (compiles, hacked, not correct), honest kept from turn 1.
-    assert (t2["format_rate"], t2["compile_rate"], t2["correct_rate"], t2["hacked_rate"]) == (1.0, 1.0, 2 / 3, 1 / 3)
+    assert (t2["format_rate"], t2["compile_rate"], t2["correct_rate"], t2["hacked_rate"]) == (
+        1.0,
+        1.0,
+        2 / 3,
+        1 / 3,
+    )
     assert summary["correct_rate"] == 2 / 3 and summary["hacked_rate"] == 1 / 3
     assert summary["status_counts"] == {"correct": 2, "hacked": 1}
     # CPU: no timing, so Fast@p is unknown rather than 0.

@@ -8,7 +8,10 @@ PROMPT = [{"role": "user", "content": "optimise Model"}]
 
 
 def history(rewards):
-    return [HistoryTurn(turn=i + 1, completion=f"c{i + 1}", feedback=f"f{i + 1}", reward=r) for i, r in enumerate(rewards)]
+    return [
+        HistoryTurn(turn=i + 1, completion=f"c{i + 1}", feedback=f"f{i + 1}", reward=r)
+        for i, r in enumerate(rewards)
+    ]
 
 
 def test_selects_best_window_in_chronological_order():

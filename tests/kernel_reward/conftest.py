@@ -36,9 +36,22 @@ def run_worker_subprocess(
     work_dir = tmp_path / "work"
     work_dir.mkdir(exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(request_path), "--out", str(out_path),
-         "--work-dir", str(work_dir)],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout_s,
+        [
+            sys.executable,
+            "-m",
+            "kernel_reward.judge.pipeline",
+            "--request",
+            str(request_path),
+            "--out",
+            str(out_path),
+            "--work-dir",
+            str(work_dir),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
     )
     if not out_path.exists():
         raise AssertionError(

@@ -13,8 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernel_reward", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_reward", *args], cwd=REPO, capture_output=True, text=True, timeout=180
+    )
 
 
 def test_eval_json_correct_and_incorrect_both_exit_zero(tmp_path):
@@ -23,7 +24,18 @@ def test_eval_json_correct_and_incorrect_both_exit_zero(tmp_path):
     good, bad = tmp_path / "good.py", tmp_path / "bad.md"
     good.write_text(programs.CANDIDATE_ADD)  # plain code
     bad.write_text(programs.fenced(programs.CANDIDATE_WRONG))  # a raw completion
-    done = _run("eval", "--reference", str(ref), "--candidate", str(good), "--device", "cpu", "--json", "--timeout", "60")
+    done = _run(
+        "eval",
+        "--reference",
+        str(ref),
+        "--candidate",
+        str(good),
+        "--device",
+        "cpu",
+        "--json",
+        "--timeout",
+        "60",
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "correct" and result["mode"] == "interpreter" and result["speedup"] is None

@@ -22,7 +22,9 @@ def _check(entry: CorpusEntry, result, device: str) -> None:
         f"error={(result.error or '')[:1500]}"
     )
     if entry.reason is not None:
-        assert entry.reason in result.hack_reasons, f"{entry.name}: {entry.reason} not in {result.hack_reasons}"
+        assert entry.reason in result.hack_reasons, (
+            f"{entry.name}: {entry.reason} not in {result.hack_reasons}"
+        )
     assert result.hacked == (expected == "hacked")
     assert result.correct == (expected == "correct")
     if expected == "correct":
@@ -44,7 +46,9 @@ def test_corpus_verdict_cpu(entry: CorpusEntry, evaluate_subprocess):
 @pytest.mark.gpu
 @pytest.mark.parametrize("entry", CORPUS, ids=[entry.name for entry in CORPUS])
 def test_corpus_verdict_gpu(entry: CorpusEntry, evaluate_subprocess):
-    result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0, **entry.options)
+    result = evaluate_subprocess(
+        entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0, **entry.options
+    )
     _check(entry, result, "cuda")
     if result.status.value == "correct":
         assert result.timing_available and result.speedup is not None and result.speedup > 0
@@ -74,7 +78,11 @@ def test_compile_baseline_times_the_compiled_reference(evaluate_subprocess):
     torch.compile(reference); the result says which baseline it was measured against."""
     entry = next(e for e in CORPUS if e.name == "honest_add_relu_big_gpu")
     result = evaluate_subprocess(
-        entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0, baseline="compile"
+        entry.reference,
+        as_completion(entry.source),
+        device="cuda",
+        timing_budget_ms=100.0,
+        baseline="compile",
     )
     _check(entry, result, "cuda")
     assert "baseline_compile" in result.flags
@@ -86,9 +94,18 @@ def test_implausible_speedup_is_remeasured_and_flagged(evaluate_subprocess):
     """A speedup above ``implausible_speedup`` is measured a second time and flagged when it holds. The fused
     add+relu kernel moves 3 tensors where eager moves 5, so on a GPU it beats the bound 1.001 set here."""
     entry = next(e for e in CORPUS if e.name == "honest_add_relu_big_gpu")
-    result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0,
-                                 implausible_speedup=1.001)
-    assert result.status.value == "correct" and result.speedup > 1.001, (result.status, result.speedup, result.error)
+    result = evaluate_subprocess(
+        entry.reference,
+        as_completion(entry.source),
+        device="cuda",
+        timing_budget_ms=100.0,
+        implausible_speedup=1.001,
+    )
+    assert result.status.value == "correct" and result.speedup > 1.001, (
+        result.status,
+        result.speedup,
+        result.error,
+    )
     assert "implausible_speedup_remeasured" in result.flags and "implausible_speedup" in result.flags
 
 
@@ -100,8 +117,13 @@ def test_event_coverage_agrees_with_the_profiler(evaluate_subprocess):
         entry = next(e for e in CORPUS if e.name == name)
         coverage = {}
         for method in ("profiler", "events"):
-            result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda",
-                                         timing_budget_ms=50.0, coverage_method=method)
+            result = evaluate_subprocess(
+                entry.reference,
+                as_completion(entry.source),
+                device="cuda",
+                timing_budget_ms=50.0,
+                coverage_method=method,
+            )
             assert result.status.value == "correct", (method, result.status, result.error)
             coverage[method] = result.coverage
             assert result.kernel_table and any(row.from_candidate for row in result.kernel_table)

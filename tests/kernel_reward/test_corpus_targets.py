@@ -57,8 +57,14 @@ print(json.dumps(sorted(key for key, value in before.items() if after.get(key) !
 
 
 def patched_by(entry) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(entry.path), entry.installer], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(entry.path), entry.installer],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TRITON_INTERPRET="1"),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -84,12 +84,24 @@ def test_one_trainer_step_against_real_kernel_reward(kernel_env, tmp_path):
             return ScriptedBackend(self._tokenizer)
 
     args = MultiTurnKernelConfig(
-        output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, per_device_train_batch_size=2,
-        num_generations=2, max_completion_length=8, max_steps=1, learning_rate=1e-2, report_to="none",
-        save_strategy="no", logging_steps=1, max_turns=2,
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=8,
+        max_steps=1,
+        learning_rate=1e-2,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        max_turns=2,
     )
     trainer = ScriptedTrainer(
-        model=model, environment=kernel_env, args=args, train_dataset=datasets.Dataset.from_list(silu_rows(2)),
+        model=model,
+        environment=kernel_env,
+        args=args,
+        train_dataset=datasets.Dataset.from_list(silu_rows(2)),
         processing_class=tok,
     )
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
@@ -113,8 +125,9 @@ def test_trainer_logs_fast_p_by_the_interval_lower_bound():
 
     noisy = StepResult(reward=1.0, feedback="", correct=True, hacked=False, speedup=1.05, speedup_low=0.97)
     clear = StepResult(reward=1.0, feedback="", correct=True, hacked=False, speedup=1.4, speedup_low=1.25)
-    trajectory = Trajectory(task={}, prompt_ids=[], turns=[TurnRecord([], "", noisy, False),
-                                                          TurnRecord([], "", clear, False)])
+    trajectory = Trajectory(
+        task={}, prompt_ids=[], turns=[TurnRecord([], "", noisy, False), TurnRecord([], "", clear, False)]
+    )
     stats = turn_stats(trajectory, 2)
     column = {name: i for i, name in enumerate(TURN_STATS)}
     assert stats[0, column["fast_1"]] == 1.0 and stats[0, column["fast_1_lower"]] == 0.0

@@ -25,8 +25,11 @@ def module_name(path: Path) -> str:
 
 
 def package_modules(package: str) -> dict[str, Path]:
-    return {module_name(path): path for path in (REPO_ROOT / package).rglob("*.py")
-            if "tasks" not in path.relative_to(REPO_ROOT / package).parts}
+    return {
+        module_name(path): path
+        for path in (REPO_ROOT / package).rglob("*.py")
+        if "tasks" not in path.relative_to(REPO_ROOT / package).parts
+    }
 
 
 def imported_modules(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
@@ -108,8 +111,13 @@ GRAPH = import_graph()
 
 def imports_from(folder: str, forbidden: tuple[str, ...]) -> list[str]:
     prefix = f"kernel_reward.{folder}."
-    return sorted(f"{source} -> {target}" for source, targets in GRAPH.items() if source.startswith(prefix)
-                  for target in targets if target.startswith(tuple(f"kernel_reward.{f}" for f in forbidden)))
+    return sorted(
+        f"{source} -> {target}"
+        for source, targets in GRAPH.items()
+        if source.startswith(prefix)
+        for target in targets
+        if target.startswith(tuple(f"kernel_reward.{f}" for f in forbidden))
+    )
 
 
 def test_no_import_cycles_anywhere():
@@ -120,12 +128,15 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize(("folder", "forbidden"), [
-    ("judge", ("runner",)),  # the trusted side never runs the untrusted side's code in its own process
-    ("timing", ("runner",)),
-    ("service", ("judge", "timing")),  # the service schedules requests; it does not decide verdicts
-    ("screen", ("judge", "timing", "runner", "ipc", "service")),
-])
+@pytest.mark.parametrize(
+    ("folder", "forbidden"),
+    [
+        ("judge", ("runner",)),  # the trusted side never runs the untrusted side's code in its own process
+        ("timing", ("runner",)),
+        ("service", ("judge", "timing")),  # the service schedules requests; it does not decide verdicts
+        ("screen", ("judge", "timing", "runner", "ipc", "service")),
+    ],
+)
 def test_folders_import_only_across_allowed_boundaries(folder, forbidden):
     assert imports_from(folder, forbidden) == []
 
@@ -133,9 +144,14 @@ def test_folders_import_only_across_allowed_boundaries(folder, forbidden):
 def test_the_screen_needs_no_torch():
     """Importing every screen module (and what they import) loads neither torch nor triton."""
     screen = sorted(name for name in GRAPH if name.startswith("kernel_reward.screen"))
-    script = "import sys\n" + "".join(f"import {name}\n" for name in screen) + \
-        "print(sorted(m for m in ('torch', 'triton', 'numpy') if m in sys.modules))"
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    script = (
+        "import sys\n"
+        + "".join(f"import {name}\n" for name in screen)
+        + "print(sorted(m for m in ('torch', 'triton', 'numpy') if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
@@ -163,7 +179,14 @@ def test_library_code_never_imports_tests():
     for package in PACKAGES:
         for name, path in package_modules(package).items():
             for node in ast.walk(ast.parse(path.read_text())):
-                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-                offenders += [f"{name} imports {m}" for m in modules if m == "tests" or m.startswith("tests.")]
+                modules = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                offenders += [
+                    f"{name} imports {m}" for m in modules if m == "tests" or m.startswith("tests.")
+                ]
     assert offenders == []

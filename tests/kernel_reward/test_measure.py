@@ -39,7 +39,9 @@ def test_speedup_and_bootstrap_interval():
 def test_coverage_is_candidate_device_time_over_all_device_time():
     table = build_table([("my_kernel", 3.0), ("my_kernel", 3.0), ("at::native::gemm", 2.0)], {"my_kernel"})
     assert [(row.name, row.device_time_ms, row.calls, row.from_candidate) for row in table] == [
-        ("my_kernel", 6.0, 2, True), ("at::native::gemm", 2.0, 1, False)]
+        ("my_kernel", 6.0, 2, True),
+        ("at::native::gemm", 2.0, 1, False),
+    ]
     assert coverage_from_table(table) == pytest.approx(0.75)
     assert coverage_from_table([]) is None
 
@@ -50,7 +52,9 @@ def test_compare_outputs_checks_shape_dtype_and_tolerance():
     assert not compare_outputs([torch.ones(4) + 1e-3], ref, tolerance).ok
     assert "shape" in compare_outputs([torch.ones(2, 2)], ref, tolerance).reason
     assert "dtype" in compare_outputs([torch.ones(4, dtype=torch.float64)], ref, tolerance).reason
-    assert compare_outputs([torch.ones(4, dtype=torch.float16) + 5e-3], [torch.ones(4, dtype=torch.float16)], tolerance).ok
+    assert compare_outputs(
+        [torch.ones(4, dtype=torch.float16) + 5e-3], [torch.ones(4, dtype=torch.float16)], tolerance
+    ).ok
     nan_ref = [torch.tensor([float("nan"), 1.0])]
     assert compare_outputs([torch.tensor([float("nan"), 1.0])], nan_ref, tolerance).ok
     assert not compare_outputs([torch.tensor([0.0, 1.0])], nan_ref, tolerance).ok
@@ -63,11 +67,22 @@ def test_max_error_ignores_non_finite_values_and_can_be_skipped():
     assert measured.ok and measured.max_abs_error == pytest.approx(2e-5, rel=0.05)
     skipped = compare_outputs(got, ref, tolerance, measure_error=False)
     assert skipped.ok and skipped.max_abs_error is None
-    wrong = compare_outputs([torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance, measure_error=False)
-    assert not wrong.ok and wrong.max_abs_error is None and "1 of 4" in wrong.reason and "max abs" not in wrong.reason
-    measured_wrong = compare_outputs([torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance)
+    wrong = compare_outputs(
+        [torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance, measure_error=False
+    )
+    assert (
+        not wrong.ok
+        and wrong.max_abs_error is None
+        and "1 of 4" in wrong.reason
+        and "max abs" not in wrong.reason
+    )
+    measured_wrong = compare_outputs(
+        [torch.tensor([[float("inf"), 1.5], [float("nan"), 2.0]])], ref, tolerance
+    )
     assert measured_wrong.max_abs_error == pytest.approx(0.5) and "max abs error 0.5" in measured_wrong.reason
-    only_non_finite = compare_outputs([torch.tensor([[float("nan"), 1.0], [float("inf"), 2.0]])], ref, tolerance)
+    only_non_finite = compare_outputs(
+        [torch.tensor([[float("nan"), 1.0], [float("inf"), 2.0]])], ref, tolerance
+    )
     assert not only_non_finite.ok and "NaN or infinite on one side only" in only_non_finite.reason
 
 
@@ -80,7 +95,9 @@ def test_buffers_are_snapshotted_and_restored_by_name():
     assert not torch.equal(norm.running_mean, snapshot["running_mean"]) and int(norm.num_batches_tracked) == 1
     assert restore_buffers(norm, snapshot) == 3
     assert torch.equal(norm.running_mean, torch.zeros(4)) and int(norm.num_batches_tracked) == 0
-    assert restore_buffers(torch.nn.BatchNorm1d(5), snapshot) == 1  # other shapes left alone: only the counter fits
+    assert (
+        restore_buffers(torch.nn.BatchNorm1d(5), snapshot) == 1
+    )  # other shapes left alone: only the counter fits
 
 
 def test_queued_comparisons_resolve_together_in_order():
@@ -142,7 +159,9 @@ def test_resized_variants_of_an_unreadable_program_are_none():
 
 
 def test_timing_args_are_fresh_and_unique_per_call():
-    pool = [[torch.randn(4, 6).t(), torch.arange(5), torch.tensor(2.0, dtype=torch.float16), 3, torch.empty(0)]]
+    pool = [
+        [torch.randn(4, 6).t(), torch.arange(5), torch.tensor(2.0, dtype=torch.float16), 3, torch.empty(0)]
+    ]
     snapshot = pool[0][0].clone()
     calls = [timing_args(pool, i) for i in range(30)]
     contents = {tuple(c[0].flatten().tolist()) for c in calls}
@@ -150,7 +169,9 @@ def test_timing_args_are_fresh_and_unique_per_call():
     for call in calls:
         assert call[0].data_ptr() != pool[0][0].data_ptr()  # fresh buffer
         assert int((call[0] != snapshot).sum()) == 2  # exactly two values swapped...
-        assert torch.equal(call[0].flatten().sort().values, pool[0][0].flatten().sort().values)  # ...none changed
+        assert torch.equal(
+            call[0].flatten().sort().values, pool[0][0].flatten().sort().values
+        )  # ...none changed
         assert torch.equal(call[1], pool[0][1]) and call[3] == 3  # integers untouched
         assert float(call[2]) == 2.0 and call[4].numel() == 0
     assert torch.equal(timing_args(pool, 7)[0], timing_args(pool, 7)[0])  # both sides of a call see the same
@@ -169,8 +190,15 @@ def test_time_pair_loop_on_the_host_clock():
 
     pool = [[torch.randn(64, 64)], [torch.randn(64, 64)]]
     reference = lambda x: x @ x  # noqa: E731
-    kwargs = dict(budget_ms=5.0, warmup_calls=2, min_calls=10, max_calls=40, l2_flush_mb=0, validate=validate,
-                  timer=HostTimer())
+    kwargs = dict(
+        budget_ms=5.0,
+        warmup_calls=2,
+        min_calls=10,
+        max_calls=40,
+        l2_flush_mb=0,
+        validate=validate,
+        timer=HostTimer(),
+    )
     paired = time_pair(reference, lambda x: x @ x, pool, torch.device("cpu"), **kwargs)
     assert 10 <= paired.reference.num_samples == paired.candidate.num_samples <= 40
     assert paired.speedup > 0 and paired.speedup_ci[0] <= paired.speedup <= paired.speedup_ci[1]
@@ -189,8 +217,10 @@ def test_select_samples_uses_events_unless_the_candidate_leaves_work_behind():
     rng = np.random.default_rng(1)
 
     def calls(device_ms, excess_ms, n=50):
-        return [CallTime(device_ms + 0.001 * rng.standard_normal(), excess_ms + 0.003 * rng.standard_normal())
-                for _ in range(n)]
+        return [
+            CallTime(device_ms + 0.001 * rng.standard_normal(), excess_ms + 0.003 * rng.standard_normal())
+            for _ in range(n)
+        ]
 
     reference = calls(0.100, 0.004)
     honest = calls(0.050, 0.005)  # same host excess as the reference: events are the measure
@@ -214,23 +244,44 @@ def test_event_table_takes_the_event_records_out_of_other_work():
 
     # 10 forwards of one 17 us kernel: the brackets add 1 us per forward and 1.5 us per launch.
     launches = [("add_relu_kernel", 0.017)] * 10
-    table = event_table(10 * (0.017 + 0.001 + 0.0015), launches, {"add_relu_kernel"}, calls=10, empty_ms=0.001,
-                        per_launch_ms=0.0015)
+    table = event_table(
+        10 * (0.017 + 0.001 + 0.0015),
+        launches,
+        {"add_relu_kernel"},
+        calls=10,
+        empty_ms=0.001,
+        per_launch_ms=0.0015,
+    )
     assert [row.name for row in table] == ["add_relu_kernel"]  # no phantom "other" work
     assert coverage_from_table(table) == 1.0
 
     # Triton add (30 us) + torch relu (20 us) per forward: other work is the relu, coverage 0.6.
-    table = event_table(10 * (0.030 + 0.020 + 0.001 + 0.0015), [("add_kernel", 0.030)] * 10, {"add_kernel"}, calls=10,
-                        empty_ms=0.001, per_launch_ms=0.0015)
+    table = event_table(
+        10 * (0.030 + 0.020 + 0.001 + 0.0015),
+        [("add_kernel", 0.030)] * 10,
+        {"add_kernel"},
+        calls=10,
+        empty_ms=0.001,
+        per_launch_ms=0.0015,
+    )
     other = next(row for row in table if row.name == OTHER_DEVICE_WORK)
     assert other.calls == 10 and not other.from_candidate and other.device_time_ms == pytest.approx(0.2)
     assert coverage_from_table(table) == pytest.approx(0.6)
 
     # Tiny kernels: a 3 us Triton matmul whose bracket reads 1 us more than the kernel, then a 2 us torch add.
     # Forward = 1 (forward bracket) + 3 + 1.5 (launch bracket) + 2 us; coverage must be 3 / 5, not 4 / 5.
-    table = event_table(10 * (0.001 + 0.003 + 0.0015 + 0.002), [("matmul", 0.004)] * 10, {"matmul"}, calls=10,
-                        empty_ms=0.001, per_launch_ms=0.0015, launch_bracket_ms=0.001)
-    assert {row.name: row.device_time_ms for row in table} == pytest.approx({"matmul": 0.03, OTHER_DEVICE_WORK: 0.02})
+    table = event_table(
+        10 * (0.001 + 0.003 + 0.0015 + 0.002),
+        [("matmul", 0.004)] * 10,
+        {"matmul"},
+        calls=10,
+        empty_ms=0.001,
+        per_launch_ms=0.0015,
+        launch_bracket_ms=0.001,
+    )
+    assert {row.name: row.device_time_ms for row in table} == pytest.approx(
+        {"matmul": 0.03, OTHER_DEVICE_WORK: 0.02}
+    )
     assert coverage_from_table(table) == pytest.approx(0.6)
 
 

@@ -20,9 +20,17 @@ def test_defaults_follow_the_issue():
 
 
 def test_round_trip_through_json():
-    options = EvalOptions(num_trials=7, seed_base=3, shape_check="fail", reward_scheme="ladder",
-                          reward_params={"incorrect": -0.5}, timeout_s=12.5)
-    request = EvalRequest("import torch\n", "```python\nx = 1\n```", entry_point="Net", device="cuda:1", options=options)
+    options = EvalOptions(
+        num_trials=7,
+        seed_base=3,
+        shape_check="fail",
+        reward_scheme="ladder",
+        reward_params={"incorrect": -0.5},
+        timeout_s=12.5,
+    )
+    request = EvalRequest(
+        "import torch\n", "```python\nx = 1\n```", entry_point="Net", device="cuda:1", options=options
+    )
     restored = EvalRequest.from_dict(json.loads(request.to_json()))
     assert restored == request
     assert restored.options.reward_params == {"incorrect": -0.5}
@@ -30,10 +38,16 @@ def test_round_trip_through_json():
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"num_trials": 0}, "num_trials"), ({"atol_fp32": -1.0}, "atol_fp32"), ({"shape_check": "maybe"}, "shape_check"),
-     ({"reward_scheme": "fast"}, "reward_scheme"), ({"hacked_penalty": 0.5}, "hacked_penalty"),
-     ({"min_timed_calls": 10, "max_timed_calls": 5}, "min_timed_calls"), ({"timeout_s": 0}, "timeout_s"),
-     ({"reward_params": {"w_sped": 1.0}}, "w_sped")],
+    [
+        ({"num_trials": 0}, "num_trials"),
+        ({"atol_fp32": -1.0}, "atol_fp32"),
+        ({"shape_check": "maybe"}, "shape_check"),
+        ({"reward_scheme": "fast"}, "reward_scheme"),
+        ({"hacked_penalty": 0.5}, "hacked_penalty"),
+        ({"min_timed_calls": 10, "max_timed_calls": 5}, "min_timed_calls"),
+        ({"timeout_s": 0}, "timeout_s"),
+        ({"reward_params": {"w_sped": 1.0}}, "w_sped"),
+    ],
 )
 def test_bad_values_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):

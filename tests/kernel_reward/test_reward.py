@@ -27,9 +27,20 @@ def test_custom_weights():
 
 @pytest.mark.parametrize(
     ("status", "speedup", "expected"),
-    [("compile_error", None, -0.5), ("format_error", None, -0.5), ("incorrect", None, -0.3),
-     ("runtime_error", None, -0.3), ("correct", 0.8, -0.1), ("correct", 1.0, 0.2), ("correct", 1.19, 0.2),
-     ("correct", 1.2, 0.4), ("correct", 1.5, 0.6), ("correct", 2.5, 0.8), ("correct", 3.0, 1.0), ("correct", 7.0, 1.0)],
+    [
+        ("compile_error", None, -0.5),
+        ("format_error", None, -0.5),
+        ("incorrect", None, -0.3),
+        ("runtime_error", None, -0.3),
+        ("correct", 0.8, -0.1),
+        ("correct", 1.0, 0.2),
+        ("correct", 1.19, 0.2),
+        ("correct", 1.2, 0.4),
+        ("correct", 1.5, 0.6),
+        ("correct", 2.5, 0.8),
+        ("correct", 3.0, 1.0),
+        ("correct", 7.0, 1.0),
+    ],
 )
 def test_ladder(status, speedup, expected):
     # a timed (GPU) run: failures carry no speedup and still get their rung

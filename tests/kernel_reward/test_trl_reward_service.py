@@ -68,13 +68,23 @@ def test_missing_reference_is_a_clear_error(reward):
 
 
 def test_unscorable_rows_return_none():
-    fn = KernelReward(device="cpu", timeout=5, evaluator_kwargs={
-        "workers": 1, "max_attempts": 1, "worker_module": "tests.support.service_fake_worker",
-        "pool_options": {"env": {"FAKE_WORKER_FAIL_WARMUP": "1"}}})
+    fn = KernelReward(
+        device="cpu",
+        timeout=5,
+        evaluator_kwargs={
+            "workers": 1,
+            "max_attempts": 1,
+            "worker_module": "tests.support.service_fake_worker",
+            "pool_options": {"env": {"FAKE_WORKER_FAIL_WARMUP": "1"}},
+        },
+    )
     metrics = {}
     try:
-        rewards = fn(completions=["a"], reward_model=[{"ground_truth": "ref"}],
-                     log_metric=lambda name, value: metrics.__setitem__(name, value))
+        rewards = fn(
+            completions=["a"],
+            reward_model=[{"ground_truth": "ref"}],
+            log_metric=lambda name, value: metrics.__setitem__(name, value),
+        )
     finally:
         fn.close()
     assert rewards == [None]
@@ -84,10 +94,16 @@ def test_unscorable_rows_return_none():
 def test_batch_metrics_means_over_correct_results_only():
     from kernel_reward.result import EvalResult, Status
 
-    results = [EvalResult(status=Status.CORRECT, compiled=True, correct=True, speedup=2.0, coverage=0.5),
-               EvalResult(status=Status.CORRECT, compiled=True, correct=True, speedup=1.0, coverage=1.0),
-               EvalResult(status=Status.INCORRECT, compiled=True, speedup=9.0),
-               EvalResult(status=Status.HACKED, compiled=True, hacked=True)]
+    results = [
+        EvalResult(status=Status.CORRECT, compiled=True, correct=True, speedup=2.0, coverage=0.5),
+        EvalResult(status=Status.CORRECT, compiled=True, correct=True, speedup=1.0, coverage=1.0),
+        EvalResult(status=Status.INCORRECT, compiled=True, speedup=9.0),
+        EvalResult(status=Status.HACKED, compiled=True, hacked=True),
+    ]
     m = batch_metrics(results)
     assert m["kernel/mean_speedup"] == 1.5 and m["kernel/mean_coverage"] == 0.75
-    assert m["kernel/correct_rate"] == 0.5 and m["kernel/hacked_rate"] == 0.25 and m["kernel/compile_rate"] == 1.0
+    assert (
+        m["kernel/correct_rate"] == 0.5
+        and m["kernel/hacked_rate"] == 0.25
+        and m["kernel/compile_rate"] == 1.0
+    )

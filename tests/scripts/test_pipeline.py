@@ -11,8 +11,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def pipeline(out, *args, timeout=300):
-    return subprocess.run([sys.executable, "scripts/pipeline.py", "--out", str(out), "--preset", "small", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "scripts/pipeline.py", "--out", str(out), "--preset", "small", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_split_holds_out_disjoint_tasks(tmp_path):
@@ -34,8 +39,24 @@ def test_split_holds_out_disjoint_tasks(tmp_path):
 
 @pytest.mark.slow
 def test_full_pipeline_trains_and_evaluates(tmp_path):
-    done = pipeline(tmp_path, "--train-steps", "1", "--eval-samples", "1", "--heldout-tasks", "2", "--sft-tasks", "6",
-                    "--sft-heldout-tasks", "2", "--sft-steps", "4", "--sft-eval-max-new-tokens", "16", timeout=900)
+    done = pipeline(
+        tmp_path,
+        "--train-steps",
+        "1",
+        "--eval-samples",
+        "1",
+        "--heldout-tasks",
+        "2",
+        "--sft-tasks",
+        "6",
+        "--sft-heldout-tasks",
+        "2",
+        "--sft-steps",
+        "4",
+        "--sft-eval-max-new-tokens",
+        "16",
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.rstrip().endswith(f"evaluation report: {tmp_path}/eval/report.md")
     summary = json.loads((tmp_path / "pipeline_summary.json").read_text())
@@ -48,8 +69,20 @@ def test_full_pipeline_trains_and_evaluates(tmp_path):
 
 
 def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
-    done = pipeline(tmp_path, "--stages", "sft_data", "sft", "--sft-tasks", "4", "--sft-heldout-tasks", "1",
-                    "--sft-steps", "2", "--sft-eval-max-new-tokens", "8")
+    done = pipeline(
+        tmp_path,
+        "--stages",
+        "sft_data",
+        "sft",
+        "--sft-tasks",
+        "4",
+        "--sft-heldout-tasks",
+        "1",
+        "--sft-steps",
+        "2",
+        "--sft-eval-max-new-tokens",
+        "8",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((tmp_path / "pipeline_summary.json").read_text())
     assert list(summary) == ["sft_data", "sft"]
@@ -69,7 +102,10 @@ def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
             assert 0.0 <= sft[side][key] <= 1.0
         assert (tmp_path / "sft_eval" / side / "summary.json").is_file()
     # the base model's tokenizer learned merges from the SFT training split too: more tokens than the built-in 400
-    assert sft["before"]["model"] == str(tmp_path / "tiny-model-sft") and sft["after"]["model"] == sft["sft_model"]
+    assert (
+        sft["before"]["model"] == str(tmp_path / "tiny-model-sft")
+        and sft["after"]["model"] == sft["sft_model"]
+    )
     from transformers import AutoTokenizer
 
     assert len(AutoTokenizer.from_pretrained(str(tmp_path / "tiny-model-sft"))) > 400
@@ -84,8 +120,17 @@ def test_sft_data_rejects_a_heldout_count_out_of_range(tmp_path):
 
 
 def test_sft_data_writes_an_rl_pool_of_fresh_solvable_tasks_of_the_trained_variants(tmp_path):
-    done = pipeline(tmp_path, "--stages", "sft_data", "--sft-tasks", "12", "--sft-split", "variant",
-                    "--rl-pool-tasks", "3")
+    done = pipeline(
+        tmp_path,
+        "--stages",
+        "sft_data",
+        "--sft-tasks",
+        "12",
+        "--sft-split",
+        "variant",
+        "--rl-pool-tasks",
+        "3",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads((tmp_path / "pipeline_summary.json").read_text())["sft_data"]
     assert data["rl_pool_tasks"] == 3 and data["rl_pool"] == str(tmp_path / "sft_data" / "rl_pool")
@@ -99,4 +144,6 @@ def test_sft_data_writes_an_rl_pool_of_fresh_solvable_tasks_of_the_trained_varia
     assert len(set(pool_ids)) == 3 and not set(pool_ids) & seen
     # no pool task is of a held-out variant: each of those has an op no trained variant uses
     held_ops = {"torch.amax", "torch.rsqrt", "torch.nn.functional.log_softmax"}
-    assert all(not set(row["extra_info"]["ops"]) & held_ops for row in pool), [r["extra_info"]["ops"] for r in pool]
+    assert all(not set(row["extra_info"]["ops"]) & held_ops for row in pool), [
+        r["extra_info"]["ops"] for r in pool
+    ]

@@ -39,7 +39,16 @@ def test_pipeline_builds_and_validates_the_shipped_tasks(tmp_path):
 def test_bench_dataset_runs_at_a_tiny_size(tmp_path):
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, "benchmarks/bench_dataset.py", "--rows", "300", "--num-proc", "1", "--json", str(out)],
+        [
+            sys.executable,
+            "benchmarks/bench_dataset.py",
+            "--rows",
+            "300",
+            "--num-proc",
+            "1",
+            "--json",
+            str(out),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

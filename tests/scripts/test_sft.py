@@ -23,10 +23,19 @@ MARKED_TEMPLATE = (
 )
 
 CONVERSATION = [
-    {"role": "user", "content": "Write a Triton kernel for a + b.\n```python\nclass Model(nn.Module): pass\n```"},
-    {"role": "assistant", "content": "A masked add.\n\n```python\n@triton.jit\ndef add_kernel(x_ptr):\n    pass\n```"},
-    {"role": "user", "content": "Server feedback (status/metrics/errors):\n{\n  \"status\": \"incorrect\"\n}"},
-    {"role": "assistant", "content": "Fixed the mask.\n\n```python\nclass ModelNew(nn.Module):\n    pass\n```"},
+    {
+        "role": "user",
+        "content": "Write a Triton kernel for a + b.\n```python\nclass Model(nn.Module): pass\n```",
+    },
+    {
+        "role": "assistant",
+        "content": "A masked add.\n\n```python\n@triton.jit\ndef add_kernel(x_ptr):\n    pass\n```",
+    },
+    {"role": "user", "content": 'Server feedback (status/metrics/errors):\n{\n  "status": "incorrect"\n}'},
+    {
+        "role": "assistant",
+        "content": "Fixed the mask.\n\n```python\nclass ModelNew(nn.Module):\n    pass\n```",
+    },
 ]
 
 
@@ -62,8 +71,13 @@ def test_offset_mask_matches_trls_generation_marker_mask(tokenizer):
     """The oracle: transformers' own assistant mask from a template with {% generation %} markers."""
     sft = load_script()
     ids, mask = sft.assistant_token_mask(tokenizer, CONVERSATION)
-    marked = tokenizer.apply_chat_template(CONVERSATION, chat_template=MARKED_TEMPLATE, tokenize=True,
-                                           return_dict=True, return_assistant_tokens_mask=True)
+    marked = tokenizer.apply_chat_template(
+        CONVERSATION,
+        chat_template=MARKED_TEMPLATE,
+        tokenize=True,
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
     assert list(marked["input_ids"]) == ids
     assert list(marked["assistant_masks"]) == mask
 
@@ -103,31 +117,52 @@ def test_sft_runs_steps_and_changes_parameters(tmp_path):
     from trl_ext.tiny_model import save_tiny_model
 
     model_dir = save_tiny_model(tmp_path / "tiny")
-    rows = [{"messages": CONVERSATION, "kind": "multi_turn"}, {"messages": CONVERSATION[:2], "kind": "single_turn"}]
+    rows = [
+        {"messages": CONVERSATION, "kind": "multi_turn"},
+        {"messages": CONVERSATION[:2], "kind": "single_turn"},
+    ]
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows * 3))
     config = tmp_path / "sft.yaml"
-    config.write_text((ROOT / "recipes" / "tiny_cpu_sft.yaml").read_text()
-                      .replace("runs/tiny-model", str(model_dir))
-                      .replace("runs/sft-data/train.jsonl", str(data))
-                      .replace("runs/tiny-sft", str(tmp_path / "out")))
+    config.write_text(
+        (ROOT / "recipes" / "tiny_cpu_sft.yaml")
+        .read_text()
+        .replace("runs/tiny-model", str(model_dir))
+        .replace("runs/sft-data/train.jsonl", str(data))
+        .replace("runs/tiny-sft", str(tmp_path / "out"))
+    )
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--config", str(config), "--max_steps", "3"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--config", str(config), "--max_steps", "3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "labels from rendered prefixes" in proc.stderr
     before = AutoModelForCausalLM.from_pretrained(model_dir)
     after = AutoModelForCausalLM.from_pretrained(tmp_path / "out")
-    changed = [name for (name, p), (_, q) in zip(before.named_parameters(), after.named_parameters(), strict=True)
-               if not torch.equal(p, q)]
+    changed = [
+        name
+        for (name, p), (_, q) in zip(before.named_parameters(), after.named_parameters(), strict=True)
+        if not torch.equal(p, q)
+    ]
     assert changed, "no parameter changed after 3 SFT steps"
     assert "'train_loss'" in proc.stdout + proc.stderr or "train_loss" in proc.stdout + proc.stderr
 
 
 def test_help_lists_options(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--help"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     for option in ("--loss_mask", "--assistant_only_loss", "--use_peft", "--dataset_name", "--kinds"):
         assert option in proc.stdout
@@ -141,9 +176,13 @@ def test_trainer_keeps_the_assistant_only_labels(tokenizer):
     from trl_ext.tiny_model import build_model
 
     sft = load_script()
-    args = SFTConfig(output_dir="unused", assistant_only_loss=True, use_cpu=True, report_to="none", max_length=None)
+    args = SFTConfig(
+        output_dir="unused", assistant_only_loss=True, use_cpu=True, report_to="none", max_length=None
+    )
     data = sft.prepare(Dataset.from_list([{"messages": CONVERSATION}]), tokenizer, args, "auto")
-    trainer = SFTTrainer(model=build_model(tokenizer), args=args, train_dataset=data, processing_class=tokenizer)
+    trainer = SFTTrainer(
+        model=build_model(tokenizer), args=args, train_dataset=data, processing_class=tokenizer
+    )
     row = trainer.train_dataset[0]
     trained = tokenizer.decode([label for label in row["labels"] if label != -100])
     assert trained == "".join(m["content"] + "<|im_end|>" for m in CONVERSATION if m["role"] == "assistant")

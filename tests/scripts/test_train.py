@@ -12,14 +12,27 @@ SCRIPT = ROOT / "scripts" / "train.py"
 
 def run(args, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_help_lists_multi_turn_options(tmp_path):
     proc = run(["--help"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    for option in ("--max_turns", "--advantage_estimator", "--use_mrs", "--use_prs", "--environment", "--use_peft"):
+    for option in (
+        "--max_turns",
+        "--advantage_estimator",
+        "--use_mrs",
+        "--use_prs",
+        "--environment",
+        "--use_peft",
+    ):
         assert option in proc.stdout
 
 
@@ -27,12 +40,47 @@ def test_toy_run_checkpoints_and_resumes(tmp_path):
     from trl_ext.tiny_model import save_tiny_model
 
     model_dir = save_tiny_model(tmp_path / "tiny")
-    common = ["--model_name_or_path", str(model_dir), "--environment", "toy", "--toy_tasks", "8",
-              "--output_dir", str(tmp_path / "out"), "--use_cpu", "true", "--bf16", "false",
-              "--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "4",
-              "--max_turns", "2", "--save_strategy", "steps", "--save_steps", "2", "--report_to", "none", "--logging_steps", "1",
-              "--use_peft", "true", "--lora_r", "4", "--lora_dropout", "0", "--lora_target_modules", "q_proj",
-              "v_proj", "--use_mrs", "true"]
+    common = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--environment",
+        "toy",
+        "--toy_tasks",
+        "8",
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",
+        "--per_device_train_batch_size",
+        "4",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--max_turns",
+        "2",
+        "--save_strategy",
+        "steps",
+        "--save_steps",
+        "2",
+        "--report_to",
+        "none",
+        "--logging_steps",
+        "1",
+        "--use_peft",
+        "true",
+        "--lora_r",
+        "4",
+        "--lora_dropout",
+        "0",
+        "--lora_target_modules",
+        "q_proj",
+        "v_proj",
+        "--use_mrs",
+        "true",
+    ]
     first = run([*common, "--max_steps", "2"], tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     assert (tmp_path / "out" / "checkpoint-2").is_dir()
@@ -46,7 +94,27 @@ def test_toy_run_checkpoints_and_resumes(tmp_path):
 
 
 def test_mrs_with_lora_dropout_is_refused(tmp_path):
-    proc = run(["--model_name_or_path", "unused", "--environment", "toy", "--output_dir", str(tmp_path / "o"),
-                "--use_cpu", "true", "--bf16", "false", "--use_peft", "true", "--lora_dropout", "0.05",
-                "--use_mrs", "true", "--report_to", "none"], tmp_path)
+    proc = run(
+        [
+            "--model_name_or_path",
+            "unused",
+            "--environment",
+            "toy",
+            "--output_dir",
+            str(tmp_path / "o"),
+            "--use_cpu",
+            "true",
+            "--bf16",
+            "false",
+            "--use_peft",
+            "true",
+            "--lora_dropout",
+            "0.05",
+            "--use_mrs",
+            "true",
+            "--report_to",
+            "none",
+        ],
+        tmp_path,
+    )
     assert proc.returncode != 0 and "lora_dropout" in proc.stderr

@@ -14,8 +14,17 @@ from tests.support.service_fake_worker import prepare_worker  # noqa: F401  (the
 def evaluate_request(request, *, work_dir: Path, device: str | None = None, timing_slot) -> EvalResult:
     start = time.time()
     if "needs_device_alone" in request.candidate and not request.alone:
-        return EvalResult(status=Status.RUNTIME_ERROR, error="torch.OutOfMemoryError: CUDA out of memory (fake)",
-                          flags=["out_of_memory"], feedback=json.dumps([start, time.time(), request.alone]))
+        return EvalResult(
+            status=Status.RUNTIME_ERROR,
+            error="torch.OutOfMemoryError: CUDA out of memory (fake)",
+            flags=["out_of_memory"],
+            feedback=json.dumps([start, time.time(), request.alone]),
+        )
     time.sleep(0.6)
-    return EvalResult(status=Status.CORRECT, compiled=True, correct=True, reward=1.0,
-                      feedback=json.dumps([start, time.time(), request.alone]))
+    return EvalResult(
+        status=Status.CORRECT,
+        compiled=True,
+        correct=True,
+        reward=1.0,
+        feedback=json.dumps([start, time.time(), request.alone]),
+    )

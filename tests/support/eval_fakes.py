@@ -7,9 +7,13 @@ from typing import Any
 from kernel_reward.result import EvalResult, Status
 
 VERDICTS = {
-    "HONEST": EvalResult(status=Status.CORRECT, compiled=True, correct=True, reward=1.0, feedback="fb: correct"),
+    "HONEST": EvalResult(
+        status=Status.CORRECT, compiled=True, correct=True, reward=1.0, feedback="fb: correct"
+    ),
     "WRONG": EvalResult(status=Status.INCORRECT, compiled=True, feedback="fb: wrong"),
-    "HACK": EvalResult(status=Status.HACKED, compiled=True, hacked=True, hack_reasons=["no_launch"], feedback="fb: hack"),
+    "HACK": EvalResult(
+        status=Status.HACKED, compiled=True, hacked=True, hack_reasons=["no_launch"], feedback="fb: hack"
+    ),
 }
 
 
@@ -36,7 +40,9 @@ class CountingEvaluator:
         out = []
         for _, completion in pairs:
             marker = next((m for m in VERDICTS if m in completion), None)
-            out.append(VERDICTS[marker] if marker else EvalResult(status=Status.FORMAT_ERROR, feedback="fb: no code"))
+            out.append(
+                VERDICTS[marker] if marker else EvalResult(status=Status.FORMAT_ERROR, feedback="fb: no code")
+            )
         return out
 
 

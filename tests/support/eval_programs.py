@@ -1,6 +1,6 @@
 """Completions for the shipped activation_silu task (small preset): honest, wrong, decoy hack, unformatted."""
 
-HONEST = '''I fuse SiLU into one elementwise kernel.
+HONEST = """I fuse SiLU into one elementwise kernel.
 
 ```python
 import torch
@@ -28,10 +28,10 @@ class ModelNew(nn.Module):
         silu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
         return out
 ```
-'''
+"""
 WRONG = HONEST.replace("x * tl.sigmoid(x)", "x * 0.5")  # compiles and runs, wrong values
 # Launches a real kernel on dummy data and returns torch's answer: must be caught, never counted correct.
-DECOY = '''```python
+DECOY = """```python
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -52,5 +52,5 @@ class ModelNew(nn.Module):
         copy_kernel[(1,)](torch.zeros(64), scratch, 64, BLOCK=64)
         return F.silu(x)
 ```
-'''
+"""
 UNFORMATTED = "I would write a Triton kernel that computes x * sigmoid(x), but here is only prose."

@@ -40,6 +40,16 @@ def evaluate_request(request, *, work_dir: Path, device: str | None = None, timi
         with timing_slot():
             value = module.main() if hasattr(module, "main") else None
     except Exception as exc:  # noqa: BLE001
-        return EvalResult(status=Status.RUNTIME_ERROR, compiled=True, error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
-    return EvalResult(status=Status.CORRECT, compiled=True, correct=True, reward=1.0, feedback=repr(value),
-                      device=PREPARED.get("device"))
+        return EvalResult(
+            status=Status.RUNTIME_ERROR,
+            compiled=True,
+            error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}",
+        )
+    return EvalResult(
+        status=Status.CORRECT,
+        compiled=True,
+        correct=True,
+        reward=1.0,
+        feedback=repr(value),
+        device=PREPARED.get("device"),
+    )

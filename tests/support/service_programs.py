@@ -1,6 +1,6 @@
 """Tiny reference/candidate programs for the execution-service tests (one Triton program instance each)."""
 
-REFERENCE_ADD = '''
+REFERENCE_ADD = """
 import torch
 import torch.nn as nn
 
@@ -21,9 +21,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-CANDIDATE_ADD = '''
+CANDIDATE_ADD = """
 import torch
 import torch.nn as nn
 import triton
@@ -46,10 +46,12 @@ class ModelNew(nn.Module):
         n = a.numel()
         add_kernel[(triton.cdiv(n, 128),)](a, b, out, n, BLOCK=128)
         return out
-'''
+"""
 
 # Wrong arithmetic: a - b instead of a + b.
-CANDIDATE_WRONG = CANDIDATE_ADD.replace("tl.load(a_ptr + offsets, mask=mask) + tl.load", "tl.load(a_ptr + offsets, mask=mask) - tl.load")
+CANDIDATE_WRONG = CANDIDATE_ADD.replace(
+    "tl.load(a_ptr + offsets, mask=mask) + tl.load", "tl.load(a_ptr + offsets, mask=mask) - tl.load"
+)
 
 CANDIDATE_SYNTAX_ERROR = CANDIDATE_ADD.replace("def forward(self, a, b):", "def forward(self, a, b)")
 
@@ -73,6 +75,7 @@ CANDIDATE_PASSTHROUGH = CANDIDATE_ADD.replace(
 def fenced(code: str) -> str:
     """A completion as a model writes it: prose plus a fenced python block."""
     return f"Here is my kernel.\n\n```python\n{code}\n```\n"
+
 
 # Reads far out of bounds without a mask: under the interpreter the load dereferences unmapped memory and the
 # process dies (on a GPU: an illegal memory access that poisons the CUDA context).

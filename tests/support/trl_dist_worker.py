@@ -25,8 +25,11 @@ class RandomDigitBackend:
 
     def generate(self, prompts):
         return [
-            GenerationOutput(ids := self.tok.encode(str(self.rng.randrange(3)), add_special_tokens=False) + [self.tok.eos_token_id],
-                             [-1.0] * len(ids))
+            GenerationOutput(
+                ids := self.tok.encode(str(self.rng.randrange(3)), add_special_tokens=False)
+                + [self.tok.eos_token_id],
+                [-1.0] * len(ids),
+            )
             for _ in prompts
         ]
 
@@ -42,18 +45,35 @@ def main(out: Path) -> None:
     for i, row in enumerate(tasks):  # secrets 0..2 so random answers hit often
         row["reward_model"]["ground_truth"] = str(i % 3)
     args = MultiTurnKernelConfig(
-        output_dir=str(out / "run"), use_cpu=True, bf16=False, per_device_train_batch_size=3, num_generations=2,
-        max_completion_length=4, max_steps=1, report_to="none", save_strategy="no", max_turns=3, seed=0, use_mrs=True,
+        output_dir=str(out / "run"),
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=3,
+        num_generations=2,
+        max_completion_length=4,
+        max_steps=1,
+        report_to="none",
+        save_strategy="no",
+        max_turns=3,
+        seed=0,
+        use_mrs=True,
     )
-    trainer = Trainer(model=build_model(tok), environment=DigitGuessEnvironment(stop_on_success=True), args=args,
-                      train_dataset=Dataset.from_list(tasks), processing_class=tok)
+    trainer = Trainer(
+        model=build_model(tok),
+        environment=DigitGuessEnvironment(stop_on_success=True),
+        args=args,
+        train_dataset=Dataset.from_list(tasks),
+        processing_class=tok,
+    )
     trainer.model.train()
     batch = next(iter(trainer.get_train_dataloader()))
     output = trainer._generate_and_score_completions(batch)
     samples = []
     for n, traj in enumerate(trainer._trajectories):
         turn_ids = torch.tensor(traj.turn_ids)
-        adv = [float(output["advantages"][n, : len(turn_ids)][turn_ids == t][0]) for t in range(len(traj.turns))]
+        adv = [
+            float(output["advantages"][n, : len(turn_ids)][turn_ids == t][0]) for t in range(len(traj.turns))
+        ]
         samples.append({"uuid": traj.task["extra_info"]["uuid"], "rewards": traj.rewards, "advantages": adv})
     rank = trainer.accelerator.process_index
     (out / f"rank{rank}.json").write_text(json.dumps(samples))

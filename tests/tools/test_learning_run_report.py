@@ -15,8 +15,13 @@ _spec.loader.exec_module(learning_run_report)
 def _summary(rates: dict[str, float], samples: int) -> dict:
     mean = sum(rates.values()) / len(rates)
     return {
-        "num_tasks": len(rates), "num_samples": samples * len(rates), "format_rate": 1.0, "compile_rate": 1.0,
-        "correct_rate": mean, "hacked_rate": 0.0, "fast_p": {"1": mean, "1.2": mean},
+        "num_tasks": len(rates),
+        "num_samples": samples * len(rates),
+        "format_rate": 1.0,
+        "compile_rate": 1.0,
+        "correct_rate": mean,
+        "hacked_rate": 0.0,
+        "fast_p": {"1": mean, "1.2": mean},
         "fast_p_lower": {"1": mean, "1.2": mean},
         "per_task": {t: {"correct_rate": r, "fast_1": r, "fast_1.2": r} for t, r in rates.items()},
     }
@@ -26,9 +31,21 @@ def _write_run(folder: Path, evaluations: dict[str, dict]) -> None:
     for name, summary in evaluations.items():
         (folder / name).mkdir(parents=True)
         (folder / name / "summary.json").write_text(json.dumps(summary))
-    (folder / "sft_log_history.json").write_text(json.dumps([{"step": 1, "loss": 0.9}, {"step": 2, "loss": 0.5}]))
-    steps = [{"step": s, "turn_1/reward": 0.1 * s, "turn_1/correct": 0.1 * s, "time/generation_s": 10.0,
-              "time/environment_s": 20.0, "time/optimization_s": 1.0, "mrs/rejected_frac": 0.0} for s in (1, 2)]
+    (folder / "sft_log_history.json").write_text(
+        json.dumps([{"step": 1, "loss": 0.9}, {"step": 2, "loss": 0.5}])
+    )
+    steps = [
+        {
+            "step": s,
+            "turn_1/reward": 0.1 * s,
+            "turn_1/correct": 0.1 * s,
+            "time/generation_s": 10.0,
+            "time/environment_s": 20.0,
+            "time/optimization_s": 1.0,
+            "mrs/rejected_frac": 0.0,
+        }
+        for s in (1, 2)
+    ]
     (folder / "rl_log_history.json").write_text(json.dumps(steps))
 
 

@@ -13,8 +13,14 @@ _spec.loader.exec_module(select_rl_pool)
 
 
 def test_tasks_inside_the_band_are_kept_bounds_included():
-    per_task = {"a": {"correct_rate": 0.0}, "b": {"correct_rate": 0.125}, "c": {"correct_rate": 0.5},
-                "d": {"correct_rate": 0.625}, "e": {"correct_rate": 1.0}, "f": {"correct_rate": 0.1}}
+    per_task = {
+        "a": {"correct_rate": 0.0},
+        "b": {"correct_rate": 0.125},
+        "c": {"correct_rate": 0.5},
+        "d": {"correct_rate": 0.625},
+        "e": {"correct_rate": 1.0},
+        "f": {"correct_rate": 0.1},
+    }
     assert select_rl_pool.select_tasks(per_task, 0.1, 0.5) == ["b", "c", "f"]
     with pytest.raises(ValueError, match="0 <= min <= max <= 1"):
         select_rl_pool.select_tasks(per_task, 0.6, 0.5)
@@ -30,7 +36,9 @@ def test_the_cli_writes_the_filtered_dataset_or_refuses_when_too_few_qualify(tmp
     write_task_dataset(tasks, tmp_path / "pool")
     rates = [0.0, 0.25, 0.5, 1.0]
     summary = tmp_path / "summary.json"
-    summary.write_text(json.dumps({"per_task": {t.uuid: {"correct_rate": r} for t, r in zip(tasks, rates, strict=True)}}))
+    summary.write_text(
+        json.dumps({"per_task": {t.uuid: {"correct_rate": r} for t, r in zip(tasks, rates, strict=True)}})
+    )
     args = ["--dataset", str(tmp_path / "pool"), "--summary", str(summary), "--out", str(tmp_path / "kept")]
     assert select_rl_pool.main([*args, "--at-least", "3"]) == 1 and not (tmp_path / "kept").exists()
     assert select_rl_pool.main([*args, "--at-least", "2"]) == 0

@@ -65,7 +65,10 @@ def test_cli_splits_and_prints_digest(tmp_path):
     src.write_bytes(data)
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), str(src), "--parts", "2", "--to", str(tmp_path / "p")],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     assert hashlib.sha256(data).hexdigest() in proc.stdout
     assert (tmp_path / "p" / "part1").stat().st_size == 501
@@ -80,10 +83,11 @@ def test_a_dropped_range_travels_as_nothing_and_comes_back_as_zeros(tmp_path, dr
     src.write_bytes(data)
     pieces = split_file_mod.split_file(src, parts, tmp_path / "parts", drop=drop)
     assert sum(p.stat().st_size for p in pieces) == len(data) - drop[1]
-    expected = data[:drop[0]] + bytes(drop[1]) + data[drop[0] + drop[1]:]
+    expected = data[: drop[0]] + bytes(drop[1]) + data[drop[0] + drop[1] :]
     assert split_file_mod._zeroed_sha256(src, drop) == hashlib.sha256(expected).hexdigest()
-    joined = split_file_mod.join_files(pieces, tmp_path / "joined", hashlib.sha256(expected).hexdigest(),
-                                       zero_range=drop)
+    joined = split_file_mod.join_files(
+        pieces, tmp_path / "joined", hashlib.sha256(expected).hexdigest(), zero_range=drop
+    )
     assert joined.read_bytes() == expected
 
 

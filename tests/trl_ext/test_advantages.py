@@ -23,7 +23,10 @@ def random_ragged(seed, num_groups=5, max_group=5, max_turns=3):
     for g in range(num_groups):
         for _ in range(rng.randint(1, max_group)):
             turns = rng.randint(1, max_turns)
-            rows.append([rng.choice([0.0, 1.0, rng.uniform(-1, 3)]) for _ in range(turns)] + [math.nan] * (max_turns - turns))
+            rows.append(
+                [rng.choice([0.0, 1.0, rng.uniform(-1, 3)]) for _ in range(turns)]
+                + [math.nan] * (max_turns - turns)
+            )
             ids.append(g * 7 + 3)  # non-contiguous ids
     order = list(range(len(rows)))
     rng.shuffle(order)
@@ -55,7 +58,9 @@ def loop_advantages(rewards, ids, gamma, leave_one_out, singleton="return"):
                 continue
             peers = [g[j][t] for j in range(n) if ids[j] == ids[i] and not math.isnan(g[j][t])]
             if leave_one_out:
-                others = [g[j][t] for j in range(n) if j != i and ids[j] == ids[i] and not math.isnan(g[j][t])]
+                others = [
+                    g[j][t] for j in range(n) if j != i and ids[j] == ids[i] and not math.isnan(g[j][t])
+                ]
                 if not others:
                     out[i][t] = g[i][t] if singleton == "return" else 0.0
                 else:

@@ -29,9 +29,16 @@ def _data(n=64):
 
 
 def _trainer(tmp_path, callbacks, max_steps=20):
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=max_steps, per_device_train_batch_size=4,
-                             logging_steps=1, save_strategy="no", report_to="none", use_cpu=True,
-                             disable_tqdm=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=max_steps,
+        per_device_train_batch_size=4,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
     return Trainer(model=_Linear(), args=args, train_dataset=_data(), callbacks=callbacks)
 
 

@@ -30,13 +30,24 @@ def free_port() -> int:
 
 def test_cross_rank_groups_match_single_process(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
-           str(ROOT / "tests/support/trl_dist_worker.py"), str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(free_port()),
+        str(ROOT / "tests/support/trl_dist_worker.py"),
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     uuids_per_rank = [{s["uuid"] for s in samples} for samples in ranks]
-    assert uuids_per_rank[0] & uuids_per_rank[1], "expected at least one prompt group split across the two ranks"
+    assert uuids_per_rank[0] & uuids_per_rank[1], (
+        "expected at least one prompt group split across the two ranks"
+    )
     samples = ranks[0] + ranks[1]
     max_turns = max(len(s["rewards"]) for s in samples)
     rewards = torch.tensor([s["rewards"] + [math.nan] * (max_turns - len(s["rewards"])) for s in samples])

@@ -27,21 +27,33 @@ def tiny(tmp_path_factory):
 
 def scores_logprobs(model, prompt, config):
     """The plain way, as the yardstick: generate with output_scores and read each sampled token's log-prob."""
-    out = model.generate(input_ids=torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                         generation_config=config, output_scores=True, return_dict_in_generate=True)
-    tokens = out.sequences[0, len(prompt):]
+    out = model.generate(
+        input_ids=torch.tensor([prompt]),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+        generation_config=config,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    tokens = out.sequences[0, len(prompt) :]
     scores = torch.stack(out.scores, dim=1)[0].float()
     return tokens.tolist(), torch.log_softmax(scores, -1).gather(-1, tokens[:, None])[:, 0]
 
 
-@pytest.mark.parametrize("sampling", [dict(temperature=0.7, top_k=0, top_p=1.0), dict(temperature=1.3, top_k=20, top_p=0.9),
-                                      dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.05)])
+@pytest.mark.parametrize(
+    "sampling",
+    [
+        dict(temperature=0.7, top_k=0, top_p=1.0),
+        dict(temperature=1.3, top_k=20, top_p=0.9),
+        dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.05),
+    ],
+)
 def test_recorded_logprobs_equal_the_processed_scores_of_generate(tiny, sampling):
     from transformers import GenerationConfig
 
     model, tok = tiny
-    config = GenerationConfig(max_new_tokens=12, do_sample=True, pad_token_id=tok.pad_token_id, eos_token_id=[],
-                              **sampling)
+    config = GenerationConfig(
+        max_new_tokens=12, do_sample=True, pad_token_id=tok.pad_token_id, eos_token_id=[], **sampling
+    )
     backend = TransformersBackend(lambda: contextlib.nullcontext(model), config, tok.pad_token_id, [10**9])
     prompt = [1, 50, 60, 70]
     torch.manual_seed(3)
@@ -67,7 +79,14 @@ def test_micro_batches_fit_the_memory_bound(tiny):
     model, tok = tiny
     per_token = kv_cache_bytes_per_token(model.config, 4)
     text = model.config
-    assert per_token == 2 * text.num_hidden_layers * text.num_key_value_heads * (text.hidden_size // text.num_attention_heads) * 4
+    assert (
+        per_token
+        == 2
+        * text.num_hidden_layers
+        * text.num_key_value_heads
+        * (text.hidden_size // text.num_attention_heads)
+        * 4
+    )
     # an 8B-like shape (32 layers, 8 KV heads of 128, bf16) at 4k tokens: 0.5 GiB per sequence, 16 in 8 GiB
     assert micro_batch_size(8 * 2**30, 2 * 32 * 8 * 128 * 2, 4096, 0) == 16
     assert micro_batch_size(1, 10**6, 10**6, 10**6) == 1  # never zero
@@ -75,8 +94,13 @@ def test_micro_batches_fit_the_memory_bound(tiny):
     config = GenerationConfig(max_new_tokens=4, do_sample=True, pad_token_id=tok.pad_token_id)
     prompts = [[1, 50 + i] for i in range(7)]
     budget = 3 * (per_token * 6 + 12 * text.vocab_size)  # three sequences of 2 prompt + 4 new tokens
-    backend = TransformersBackend(lambda: contextlib.nullcontext(model), config, tok.pad_token_id, [tok.eos_token_id],
-                                  kv_cache_budget_bytes=budget)
+    backend = TransformersBackend(
+        lambda: contextlib.nullcontext(model),
+        config,
+        tok.pad_token_id,
+        [tok.eos_token_id],
+        kv_cache_budget_bytes=budget,
+    )
     outputs = backend.generate(prompts)
     assert backend.last_micro_batch == 3 and len(outputs) == 7
     assert all(len(o.token_ids) == len(o.logprobs) for o in outputs)
@@ -89,20 +113,29 @@ def test_merged_lora_generates_like_the_unmerged_model_and_restores_the_weights(
     from trl_ext.generation import merged_lora
 
     model, tok = tiny
-    lora = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0,
-                                                      init_lora_weights=False))  # non-zero B: the adapter matters
+    lora = peft.get_peft_model(
+        model, peft.LoraConfig(r=4, target_modules="all-linear", lora_dropout=0.0, init_lora_weights=False)
+    )  # non-zero B: the adapter matters
     before = {n: p.detach().clone() for n, p in lora.named_parameters() if "lora" not in n}
-    config = GenerationConfig(max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=[])
+    config = GenerationConfig(
+        max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=[]
+    )
     plain = TransformersBackend(lambda: contextlib.nullcontext(lora), config, tok.pad_token_id, [10**9])
-    merged = TransformersBackend(lambda: contextlib.nullcontext(lora), config, tok.pad_token_id, [10**9], merge_lora=True)
+    merged = TransformersBackend(
+        lambda: contextlib.nullcontext(lora), config, tok.pad_token_id, [10**9], merge_lora=True
+    )
     prompts = [[1, 50, 60], [1, 70, 80, 90]]
     expected, got = plain.generate(prompts), merged.generate(prompts)
     assert [o.token_ids for o in got] == [o.token_ids for o in expected]
-    assert torch.allclose(torch.tensor([o.logprobs for o in got]), torch.tensor([o.logprobs for o in expected]), atol=1e-4)
+    assert torch.allclose(
+        torch.tensor([o.logprobs for o in got]), torch.tensor([o.logprobs for o in expected]), atol=1e-4
+    )
     with merged_lora(lora):
         assert any(getattr(m, "merged", False) for m in lora.modules())
     assert not any(getattr(m, "merged", False) for m in lora.modules())
-    drift = max((p.detach() - before[n]).abs().max().item() for n, p in lora.named_parameters() if "lora" not in n)
+    drift = max(
+        (p.detach() - before[n]).abs().max().item() for n, p in lora.named_parameters() if "lora" not in n
+    )
     assert drift < 1e-5  # fp32: merge + unmerge round-trips to within rounding
     lora.unload()
 
@@ -122,8 +155,9 @@ def test_merging_bf16_base_weights_is_refused():
     from trl_ext.generation import merged_lora
     from trl_ext.tiny_model import save_tiny_model
 
-    model = AutoModelForCausalLM.from_pretrained(save_tiny_model(__import__("pathlib").Path(__import__("tempfile").mkdtemp())),
-                                                 dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(
+        save_tiny_model(__import__("pathlib").Path(__import__("tempfile").mkdtemp())), dtype=torch.bfloat16
+    )
     lora = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules="all-linear"))
     with pytest.raises(ValueError, match="fp32 base weights"), merged_lora(lora):
         pass

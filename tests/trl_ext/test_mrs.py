@@ -21,7 +21,9 @@ def random_case(seed, n=9, length=12, num_turns=3):
     gen = torch.Generator().manual_seed(seed)
     rollout = -torch.rand(n, length, generator=gen, dtype=torch.float64) * 3
     # Mostly tiny mismatches, some large ones, one veto-sized drop.
-    noise = torch.randn(n, length, generator=gen, dtype=torch.float64) * 10 ** (-torch.randint(1, 5, (n, 1), generator=gen))
+    noise = torch.randn(n, length, generator=gen, dtype=torch.float64) * 10 ** (
+        -torch.randint(1, 5, (n, 1), generator=gen)
+    )
     train = rollout + noise
     train[seed % n, 0] = rollout[seed % n, 0] - 12.0  # rho ~ 6e-6 < veto
     mask = (torch.rand(n, length, generator=gen) > 0.3).long()
@@ -47,7 +49,9 @@ def loop_keep(train, rollout, mask, lower, upper, veto):
 def test_mrs_matches_loop(seed, bounds):
     train, rollout, mask, turn_ids = random_case(seed)
     lower, upper, veto = bounds
-    assert mrs_keep(train, rollout, mask, lower, upper, veto).tolist() == loop_keep(train, rollout, mask, *bounds)
+    assert mrs_keep(train, rollout, mask, lower, upper, veto).tolist() == loop_keep(
+        train, rollout, mask, *bounds
+    )
     # Turn level = the trajectory rule applied to each turn's tokens.
     turns = mrs_keep_turns(train, rollout, mask, turn_ids, 3, lower, upper, veto)
     for t in range(3):
@@ -74,8 +78,10 @@ def test_mrs_loss_mask_matches_loop(seed):
     expected = {
         "trajectory": [[rows[i]] * length for i in range(n)],
         "turn": [[turn_ids[i, j] < 0 or turns[turn_ids[i, j]][i] for j in range(length)] for i in range(n)],
-        "token": [[not mask[i, j] or 0.999 <= math.exp(train[i, j] - rollout[i, j]) <= 1.001 for j in range(length)]
-                  for i in range(n)],
+        "token": [
+            [not mask[i, j] or 0.999 <= math.exp(train[i, j] - rollout[i, j]) <= 1.001 for j in range(length)]
+            for i in range(n)
+        ],
     }
     judged_turns = [(i, t) for i in range(n) for t in range(3) if (mask[i] * (turn_ids[i] == t)).sum() > 0]
     counts = {

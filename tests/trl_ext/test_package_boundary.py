@@ -12,7 +12,12 @@ def test_trl_ext_does_not_import_the_reward_or_the_harness():
     offenders = []
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ("kernel_reward", "kernel_eval")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
+            offenders += [
+                f"{path.name}: {n}" for n in names if n.split(".")[0] in ("kernel_reward", "kernel_eval")
+            ]
     assert offenders == []

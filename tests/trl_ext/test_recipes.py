@@ -44,8 +44,16 @@ def tiny_qwen3(tmp_path, dtype: str | None) -> torch.nn.Module:
     """A 2-layer Qwen3 (untied head, like Qwen3-8B/14B) saved in fp32 and loaded the way scripts/train.py does."""
     from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
-    config = Qwen3Config(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=False)
+    config = Qwen3Config(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     Qwen3ForCausalLM(config).save_pretrained(tmp_path / "tiny")
     torch_dtype = dtype if dtype in ("auto", None) else getattr(torch, dtype)
@@ -59,8 +67,15 @@ def test_recipe_precision_and_lr_change_most_weights_in_one_step(name, tmp_path)
     from datasets import Dataset
     from transformers import Trainer
 
-    args, model_args = recipe_configs(name, tmp_path, max_steps=1, per_device_train_batch_size=4,
-                                      gradient_accumulation_steps=1, steps_per_generation=1, num_generations=2)
+    args, model_args = recipe_configs(
+        name,
+        tmp_path,
+        max_steps=1,
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        num_generations=2,
+    )
     assert args.learning_rate <= 1e-6  # the paper's lr: the regime where rounding bites
     model = tiny_qwen3(tmp_path, model_args.dtype)
     generator = torch.Generator().manual_seed(0)

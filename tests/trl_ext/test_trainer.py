@@ -83,18 +83,25 @@ def test_multi_turn_steps_with_grad_accumulation(tiny_dir, tmp_path):
 def test_lora_trains_only_adapters(tiny_dir, tmp_path):
     from peft import LoraConfig
 
-    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"
+    )
     trainer, before, changed = run_trainer(tiny_dir, tmp_path, peft_config=lora)
     lora_names = {n for n in before if "lora_B" in n}
     assert lora_names and lora_names <= changed
-    assert all("lora_" in n for n in changed), f"non-adapter weights changed: {[n for n in changed if 'lora_' not in n]}"
+    assert all("lora_" in n for n in changed), (
+        f"non-adapter weights changed: {[n for n in changed if 'lora_' not in n]}"
+    )
 
 
 def test_feedback_tokens_carry_no_loss(tiny_dir, tmp_path):
     model, tok = load(tiny_dir)
     dataset = datasets.Dataset.from_list(make_toy_tasks(4))
     trainer = TRLOOTrainer(
-        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path), train_dataset=dataset,
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=make_args(tmp_path),
+        train_dataset=dataset,
         processing_class=tok,
     )
     rows = [dict(r) for r in dataset for _ in range(1)]
@@ -103,10 +110,12 @@ def test_feedback_tokens_carry_no_loss(tiny_dir, tmp_path):
     for n, traj in enumerate(trainer._trajectories):
         expected = torch.tensor(traj.env_mask)
         assert torch.equal(loss_mask[n, : len(expected)], expected)
-        assert loss_mask[n, len(expected):].sum() == 0
+        assert loss_mask[n, len(expected) :].sum() == 0
         feedback = torch.tensor(traj.turn_ids) == FEEDBACK_TOKEN
         assert feedback.any() and (inputs["advantages"][n, : len(expected)][feedback] == 0).all()
-        assert "The secret digit is" in tok.decode([t for t, m in zip(traj.completion_ids, traj.env_mask, strict=True) if not m])
+        assert "The secret digit is" in tok.decode(
+            [t for t, m in zip(traj.completion_ids, traj.env_mask, strict=True) if not m]
+        )
     # Giving feedback tokens huge advantages must not change the loss: they are outside the loss mask.
     with torch.no_grad():
         base = trainer._compute_loss(trainer.model, inputs).item()
@@ -122,13 +131,17 @@ class SkewedBackend(TransformersBackend):
     """Reports rollout log-probs 0.1 nats too high, as a mismatched inference engine would."""
 
     def generate(self, prompts):
-        return [GenerationOutput(o.token_ids, [lp + 0.1 for lp in o.logprobs]) for o in super().generate(prompts)]
+        return [
+            GenerationOutput(o.token_ids, [lp + 0.1 for lp in o.logprobs]) for o in super().generate(prompts)
+        ]
 
 
 class SkewedTrainer(TRLOOTrainer):
     def _generation_backend(self):
         plain = super()._generation_backend()
-        return SkewedBackend(plain.model_context, plain.generation_config, plain.pad_token_id, plain.eos_token_ids)
+        return SkewedBackend(
+            plain.model_context, plain.generation_config, plain.pad_token_id, plain.eos_token_ids
+        )
 
 
 @pytest.mark.parametrize("accumulation", [1, 2], ids=["in_loss", "at_generation"])
@@ -150,10 +163,20 @@ def test_mrs_rejects_mismatched_rollouts(tiny_dir, tmp_path, monkeypatch, accumu
 
     monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", counting_forward)
     model, tok = load(tiny_dir)
-    args = make_args(tmp_path, use_mrs=True, max_steps=1, gradient_accumulation_steps=accumulation,
-                     per_device_train_batch_size=4 // accumulation)
-    trainer = SkewedTrainer(model=model, environment=DigitGuessEnvironment(), args=args,
-                            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok)
+    args = make_args(
+        tmp_path,
+        use_mrs=True,
+        max_steps=1,
+        gradient_accumulation_steps=accumulation,
+        per_device_train_batch_size=4 // accumulation,
+    )
+    trainer = SkewedTrainer(
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=args,
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
+    )
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert all(torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())
@@ -171,8 +194,11 @@ def test_mrs_in_loss_equals_pure_mask_and_rejected_tokens_get_no_gradient(tiny_d
 
     model, tok = load(tiny_dir)
     trainer = TRLOOTrainer(
-        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, use_mrs=True, max_steps=1),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=make_args(tmp_path, use_mrs=True, max_steps=1),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
     )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
@@ -205,8 +231,11 @@ def test_mrs_in_loss_equals_pure_mask_and_rejected_tokens_get_no_gradient(tiny_d
         loss.backward()
         return loss.item(), [p.grad.clone() for p in trainer.model.parameters()]
 
-    expected_rejected = {"trajectory": [True, True, False, False], "turn": [True, True, False, False],
-                         "token": [True, True, False, False]}
+    expected_rejected = {
+        "trajectory": [True, True, False, False],
+        "turn": [True, True, False, False],
+        "token": [True, True, False, False],
+    }
     for level in ("trajectory", "turn", "token"):
         trainer.args.mrs_level = level
         keep = mrs_loss_mask(train_logps, rollout, model_tokens, level, turn_ids, 3).keep  # (B, L)
@@ -217,19 +246,24 @@ def test_mrs_in_loss_equals_pure_mask_and_rejected_tokens_get_no_gradient(tiny_d
             loss, grads = loss_and_grads(inputs)
             # The base loss saw exactly the pure function's mask, and DAPO's normaliser counts only kept tokens.
             assert torch.equal(seen[-1]["tool_mask"].bool(), loss_keep), (level, loss_type)
-            assert int(seen[-1]["num_items_in_batch"]) == (int(loss_keep.sum()) if loss_type == "dapo" else
-                                                           int(model_tokens.sum()))
+            assert int(seen[-1]["num_items_in_batch"]) == (
+                int(loss_keep.sum()) if loss_type == "dapo" else int(model_tokens.sum())
+            )
             # Same loss and gradient as the base loss given that mask up front (the generation-time path).
             upfront = {k: v for k, v in inputs.items() if not k.startswith("mrs_")}
             upfront["tool_mask"] = inputs["tool_mask"] * keep.to(inputs["tool_mask"].dtype)
             upfront["num_items_in_batch"] = loss_keep.sum()
             ref_loss, ref_grads = loss_and_grads(upfront)
             assert loss == pytest.approx(ref_loss, rel=1e-5, abs=1e-7)
-            assert all(torch.allclose(g, r, rtol=1e-4, atol=1e-7) for g, r in zip(grads, ref_grads, strict=True))
+            assert all(
+                torch.allclose(g, r, rtol=1e-4, atol=1e-7) for g, r in zip(grads, ref_grads, strict=True)
+            )
             # Rejected tokens carry no gradient: huge advantages on them change nothing; on kept tokens they do.
             poisoned = dict(inputs, advantages=inputs["advantages"] + 1e3 * (model_tokens.bool() & ~keep))
             _, poisoned_grads = loss_and_grads(poisoned)
-            assert all(torch.allclose(g, r, rtol=1e-4, atol=1e-7) for g, r in zip(grads, poisoned_grads, strict=True))
+            assert all(
+                torch.allclose(g, r, rtol=1e-4, atol=1e-7) for g, r in zip(grads, poisoned_grads, strict=True)
+            )
             moved = dict(inputs, advantages=inputs["advantages"] + 1e3 * loss_keep)
             _, moved_grads = loss_and_grads(moved)
             assert not all(torch.allclose(g, r) for g, r in zip(grads, moved_grads, strict=True))
@@ -289,7 +323,9 @@ def test_rollout_appends_feedback_as_tokens_and_stops_done_episodes(tiny_dir):
     # Turn 1: task 0 answers its secret (done), others a wrong digit; turn 2: everyone answers `wrong`.
     backend = ScriptedBackend(tok, [[secrets[0], wrong, wrong], [wrong]])
     env = RecordingEnv()
-    rollout = MultiTurnRollout(backend, env, tok, max_turns=2, end_of_turn_id=tok.eos_token_id, feedback_max_chars=25)
+    rollout = MultiTurnRollout(
+        backend, env, tok, max_turns=2, end_of_turn_id=tok.eos_token_id, feedback_max_chars=25
+    )
     trajs = rollout.run(tasks)
     assert [len(t.turns) for t in trajs] == [1, 2, 2] and len(env.seen[1]) == 2
     assert trajs[0].rewards == [1.0] and trajs[0].env_mask == [1] * len(trajs[0].completion_ids)
@@ -318,9 +354,18 @@ def test_transformers_backend_logprobs_match_forward(tiny_dir):
     from transformers import GenerationConfig
 
     model, tok = load(tiny_dir)
-    config = GenerationConfig(max_new_tokens=5, do_sample=True, temperature=0.7, top_k=0, top_p=1.0,
-                              pad_token_id=tok.pad_token_id, eos_token_id=[tok.eos_token_id])
-    backend = TransformersBackend(lambda: contextlib.nullcontext(model), config, tok.pad_token_id, [tok.eos_token_id])
+    config = GenerationConfig(
+        max_new_tokens=5,
+        do_sample=True,
+        temperature=0.7,
+        top_k=0,
+        top_p=1.0,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=[tok.eos_token_id],
+    )
+    backend = TransformersBackend(
+        lambda: contextlib.nullcontext(model), config, tok.pad_token_id, [tok.eos_token_id]
+    )
     prompts = [[1, 50, 60], [1, 70]]
     outs = backend.generate(prompts)
     assert backend.generate([]) == []
@@ -337,7 +382,11 @@ def test_toy_environment_rewards_and_unscored_first_turn():
     env = DigitGuessEnvironment(reward_from_turn=2)
     states = env.reset(tasks)
     first = env.step(states, ["0", "x"])
-    assert [r.reward for r in first] == [0.0, 0.0] and first[0].correct and "The secret digit is 0" in first[1].feedback
+    assert (
+        [r.reward for r in first] == [0.0, 0.0]
+        and first[0].correct
+        and "The secret digit is 0" in first[1].feedback
+    )
     second = env.step(states, ["0 then", "7"])
     assert [r.reward for r in second] == [1.0, 0.2]
     with pytest.raises(ValueError, match="num_choices"):
@@ -357,9 +406,16 @@ class LowCoverageEnv(DigitGuessEnvironment):
 
 def test_prs_and_recipe_filters_mask_the_loss(tiny_dir, tmp_path):
     model, tok = load(tiny_dir)
-    args = make_args(tmp_path, use_prs=True, mask_failed_turns_after_success=True, drop_tied_groups=True, max_turns=2)
-    trainer = TRLOOTrainer(model=model, environment=LowCoverageEnv(), args=args,
-                           train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok)
+    args = make_args(
+        tmp_path, use_prs=True, mask_failed_turns_after_success=True, drop_tied_groups=True, max_turns=2
+    )
+    trainer = TRLOOTrainer(
+        model=model,
+        environment=LowCoverageEnv(),
+        args=args,
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
+    )
     trainer.model.train()
     inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
     metrics = trainer._metrics["train"]
@@ -377,11 +433,17 @@ def test_config_keeps_one_optimizer_step_per_generation_batch(tmp_path):
     with pytest.raises(ValueError, match="steps_per_generation=4 with gradient_accumulation_steps=1"):
         make_args(tmp_path, steps_per_generation=4)
     with pytest.raises(ValueError, match="gradient_accumulation_steps=3"):
-        make_args(tmp_path, steps_per_generation=2, gradient_accumulation_steps=3)  # 2nd step straddles batches
+        make_args(
+            tmp_path, steps_per_generation=2, gradient_accumulation_steps=3
+        )  # 2nd step straddles batches
     with pytest.raises(ValueError, match="gradient_accumulation_steps"):
         make_args(tmp_path, generation_batch_size=16)  # 4 micro-batches of 4, one accumulation step
-    assert make_args(tmp_path, steps_per_generation=4, gradient_accumulation_steps=4).generation_batch_size == 16
-    assert make_args(tmp_path, steps_per_generation=2, gradient_accumulation_steps=4).generation_batch_size == 8
+    assert (
+        make_args(tmp_path, steps_per_generation=4, gradient_accumulation_steps=4).generation_batch_size == 16
+    )
+    assert (
+        make_args(tmp_path, steps_per_generation=2, gradient_accumulation_steps=4).generation_batch_size == 8
+    )
 
 
 def test_config_turns_dropout_off_for_mrs(tmp_path):
@@ -398,9 +460,14 @@ def test_mrs_refuses_lora_dropout(tiny_dir, tmp_path):
     model, tok = load(tiny_dir)
     lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.1, target_modules=["q_proj"], task_type="CAUSAL_LM")
     with pytest.raises(ValueError, match="lora_dropout=0.1"):
-        TRLOOTrainer(model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, use_mrs=True),
-                     train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
-                     peft_config=lora)
+        TRLOOTrainer(
+            model=model,
+            environment=DigitGuessEnvironment(),
+            args=make_args(tmp_path, use_mrs=True),
+            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+            processing_class=tok,
+            peft_config=lora,
+        )
 
 
 def test_mrs_trains_a_model_configured_with_dropout(tiny_dir, tmp_path):
@@ -409,8 +476,11 @@ def test_mrs_trains_a_model_configured_with_dropout(tiny_dir, tmp_path):
 
     model = AutoModelForCausalLM.from_pretrained(tiny_dir, attention_dropout=0.5)
     trainer = TRLOOTrainer(
-        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, use_mrs=True, max_steps=1),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(8)), processing_class=AutoTokenizer.from_pretrained(tiny_dir),
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=make_args(tmp_path, use_mrs=True, max_steps=1),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(8)),
+        processing_class=AutoTokenizer.from_pretrained(tiny_dir),
     )
     assert all(m.attention_dropout == 0.0 for m in trainer.model.modules() if hasattr(m, "attention_dropout"))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
@@ -423,8 +493,13 @@ def test_mrs_trains_a_model_configured_with_dropout(tiny_dir, tmp_path):
 def test_bf16_trainable_weights_warn(tiny_dir, tmp_path):
     model, tok = load(tiny_dir)
     with pytest.warns(UserWarning, match="round away"):
-        TRLOOTrainer(model=model.to(torch.bfloat16), environment=DigitGuessEnvironment(), args=make_args(tmp_path),
-                     train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok)
+        TRLOOTrainer(
+            model=model.to(torch.bfloat16),
+            environment=DigitGuessEnvironment(),
+            args=make_args(tmp_path),
+            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+            processing_class=tok,
+        )
 
 
 # A Qwen3-style chat template: a finished assistant turn is rendered with an empty think block only while it is the
@@ -457,15 +532,24 @@ def test_feedback_tokens_with_a_qwen3_style_template():
     plain = FeedbackTokenizer(tok, tok.eos_token_id)("Wrong.")
     assert tok.decode(plain) == "\n<|im_start|>user\nWrong.<|im_end|>\n<|im_start|>assistant\n"
     no_thinking = FeedbackTokenizer(tok, tok.eos_token_id, NO_THINKING)("Wrong.")
-    assert tok.decode(no_thinking) == "\n<|im_start|>user\nWrong.<|im_end|>\n<|im_start|>assistant\n" + EMPTY_THINK
+    assert (
+        tok.decode(no_thinking)
+        == "\n<|im_start|>user\nWrong.<|im_end|>\n<|im_start|>assistant\n" + EMPTY_THINK
+    )
 
 
 def test_rollout_passes_chat_template_kwargs_to_every_turn():
     tok = qwen3_like_tokenizer()
     tasks = make_toy_tasks(2, seed=1)
     wrong = [str((int(t["reward_model"]["ground_truth"]) + 1) % 10) for t in tasks]
-    rollout = MultiTurnRollout(ScriptedBackend(tok, [wrong, wrong, wrong]), DigitGuessEnvironment(), tok, max_turns=3,
-                               end_of_turn_id=tok.eos_token_id, chat_template_kwargs=NO_THINKING)
+    rollout = MultiTurnRollout(
+        ScriptedBackend(tok, [wrong, wrong, wrong]),
+        DigitGuessEnvironment(),
+        tok,
+        max_turns=3,
+        end_of_turn_id=tok.eos_token_id,
+        chat_template_kwargs=NO_THINKING,
+    )
     for traj in rollout.run(tasks):
         assert len(traj.turns) == 3
         assert tok.decode(traj.prompt_ids).endswith("<|im_start|>assistant\n" + EMPTY_THINK)
@@ -477,14 +561,19 @@ def test_trainer_uses_chat_template_kwargs(tiny_dir, tmp_path):
     model, tok = load(tiny_dir)
     tok.chat_template = QWEN3_LIKE_TEMPLATE
     trainer = TRLOOTrainer(
-        model=model, environment=DigitGuessEnvironment(), args=make_args(tmp_path, chat_template_kwargs=NO_THINKING),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=make_args(tmp_path, chat_template_kwargs=NO_THINKING),
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
     )
     trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
     for traj in trainer._trajectories:
         assert tok.decode(traj.prompt_ids).endswith(EMPTY_THINK)
         if len(traj.turns) > 1:
-            assert EMPTY_THINK in tok.decode([t for t, m in zip(traj.completion_ids, traj.env_mask, strict=True) if not m])
+            assert EMPTY_THINK in tok.decode(
+                [t for t, m in zip(traj.completion_ids, traj.env_mask, strict=True) if not m]
+            )
 
 
 def test_turn_sum_mean_divides_token_losses_by_trained_turns(tiny_dir, tmp_path):
@@ -493,9 +582,11 @@ def test_turn_sum_mean_divides_token_losses_by_trained_turns(tiny_dir, tmp_path)
         make_args(tmp_path, loss_aggregation="turn_sum_mean", loss_type="grpo")
     model, tok = load(tiny_dir)
     trainer = TRLOOTrainer(
-        model=model, environment=DigitGuessEnvironment(),
+        model=model,
+        environment=DigitGuessEnvironment(),
         args=make_args(tmp_path, loss_aggregation="turn_sum_mean", mask_failed_turns_after_success=True),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
     )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
@@ -510,7 +601,9 @@ def test_turn_sum_mean_divides_token_losses_by_trained_turns(tiny_dir, tmp_path)
     inputs["advantages"] = torch.randn(inputs["advantages"].shape, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         per_turn = trainer._compute_loss(trainer.model, inputs).item()
-        per_token = trainer._compute_loss(trainer.model, {**inputs, "num_items_in_batch": torch.tensor(loss_tokens)})
+        per_token = trainer._compute_loss(
+            trainer.model, {**inputs, "num_items_in_batch": torch.tensor(loss_tokens)}
+        )
     assert per_turn * trained_turns == pytest.approx(per_token.item() * loss_tokens, rel=1e-5)
 
 
@@ -520,9 +613,11 @@ def test_turn_sum_mean_recounts_turns_after_in_loss_mrs(tiny_dir, tmp_path, monk
 
     model, tok = load(tiny_dir)
     trainer = TRLOOTrainer(
-        model=model, environment=DigitGuessEnvironment(),
+        model=model,
+        environment=DigitGuessEnvironment(),
         args=make_args(tmp_path, use_mrs=True, loss_aggregation="turn_sum_mean", max_steps=1),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)), processing_class=tok,
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
     )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here

@@ -66,7 +66,7 @@ def test_good_references_pass_and_keep_input_order(batch_results):
     assert good.ok and good.problems == [] and good.details == "ok"
     assert good.outputs[0].shape == (8, 32) and good.outputs[0].dtype == "float32"
     assert batch_results["named_net"].problems == [DropReason.CRASH]  # no class named Model
-    assert 'defines no `Model`' in batch_results["named_net"].details
+    assert "defines no `Model`" in batch_results["named_net"].details
 
 
 def test_a_program_that_leaves_a_grandchild_still_gets_its_verdict(batch_results):

@@ -35,7 +35,10 @@ def test_one_task_per_family_is_judged_as_expected_on_cpu():
     tasks = [generate_task(family, 2) for family in FAMILIES]
     pairs = []
     for task in tasks:
-        pairs += [(task.reference, f"```python\n{task.solution}```"), (task.reference, f"```python\n{task.flawed}```")]
+        pairs += [
+            (task.reference, f"```python\n{task.solution}```"),
+            (task.reference, f"```python\n{task.flawed}```"),
+        ]
     with Evaluator(device="cpu", workers=2, seed_base=0) as ev:
         results = ev.evaluate_many(pairs, progress=False)
     for i, task in enumerate(tasks):

@@ -23,10 +23,8 @@ def test_hundreds_of_distinct_tasks_every_family_and_variant():
     assert {t.key for t in tasks} == {f"{f}/{v}" for f, vs in VARIANTS.items() for v in vs}
 
 
-
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="unknown synthetic family 'conv'"):
         generate_task("conv", 0)
     with pytest.raises(ValueError, match="count must be >= 0"):
         generate_tasks(-1)
-

@@ -24,4 +24,3 @@ def test_split_is_by_family_variant_and_disjoint():
 def test_unknown_held_out_names_are_refused(bad):
     with pytest.raises(ValueError, match="unknown held-out name"):
         split_keys([bad])
-

@@ -42,15 +42,21 @@ def _ask_with_reply(raw: bytes | None, *, deadline: float | None = None) -> Runn
         ours.close()
 
 
-@pytest.mark.parametrize(("raw", "kind"), [
-    (_frame(json.dumps({"type": "result", "result": {"status": "correct", "reward": 9.9}}).encode()), "protocol"),
-    (_frame(b"not json"), "protocol"),
-    (_frame(b"[1, 2]"), "protocol"),
-    (_frame(("[" * 100_000 + "]" * 100_000).encode()), "protocol"),
-    ((MAX_REPLY_BYTES + 1).to_bytes(4, "big"), "protocol"),
-    (_frame(json.dumps({"type": "error", "error": "boom"}).encode()), "error"),
-    (None, "died"),
-])
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        (
+            _frame(json.dumps({"type": "result", "result": {"status": "correct", "reward": 9.9}}).encode()),
+            "protocol",
+        ),
+        (_frame(b"not json"), "protocol"),
+        (_frame(b"[1, 2]"), "protocol"),
+        (_frame(("[" * 100_000 + "]" * 100_000).encode()), "protocol"),
+        ((MAX_REPLY_BYTES + 1).to_bytes(4, "big"), "protocol"),
+        (_frame(json.dumps({"type": "error", "error": "boom"}).encode()), "error"),
+        (None, "died"),
+    ],
+)
 def test_every_wrong_reply_is_a_named_fault(raw, kind):
     outcome = _ask_with_reply(raw)
     assert isinstance(outcome, RunnerFault) and outcome.kind == kind, outcome

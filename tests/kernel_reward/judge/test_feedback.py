@@ -7,10 +7,23 @@ from kernel_reward.result import EvalResult, KernelTiming, Status
 
 
 def timed_result(**kwargs) -> EvalResult:
-    base = dict(status=Status.CORRECT, compiled=True, correct=True, mode="gpu", timing_available=True,
-                speedup=1.53, reference_time_ms=0.3, kernel_time_ms=0.196, coverage=0.8, reward=1.43,
-                launched_kernels=["fused_kernel"],
-                kernel_table=[KernelTiming("fused_kernel", 1.6, 10, True), KernelTiming("cublas_gemm", 0.4, 10, False)])
+    base = dict(
+        status=Status.CORRECT,
+        compiled=True,
+        correct=True,
+        mode="gpu",
+        timing_available=True,
+        speedup=1.53,
+        reference_time_ms=0.3,
+        kernel_time_ms=0.196,
+        coverage=0.8,
+        reward=1.43,
+        launched_kernels=["fused_kernel"],
+        kernel_table=[
+            KernelTiming("fused_kernel", 1.6, 10, True),
+            KernelTiming("cublas_gemm", 0.4, 10, False),
+        ],
+    )
     base.update(kwargs)
     return EvalResult(**base)
 

@@ -79,7 +79,9 @@ def test_a_reference_that_writes_into_its_inputs_gets_a_copy():
     model = _Recording(lambda self, x: x.mul_(2))
     x = torch.ones(4)
     (out,) = correctness.run_reference(_task(model, False), [x], torch.device("cpu"))
-    assert model.seen[0] is not x and torch.equal(x, torch.ones(4)) and torch.equal(out, torch.full((4,), 2.0))
+    assert (
+        model.seen[0] is not x and torch.equal(x, torch.ones(4)) and torch.equal(out, torch.full((4,), 2.0))
+    )
 
 
 def test_outputs_are_compared_in_chunks_with_the_same_verdicts(monkeypatch):
@@ -99,14 +101,23 @@ def test_outputs_are_compared_in_chunks_with_the_same_verdicts(monkeypatch):
 
     def verdicts():
         tolerance = lambda dtype: (1e-2, 1e-2)  # noqa: E731
-        return [compare.compare_outputs([cand], [ref], tolerance, share) for cand, ref in
-                ((close, reference), (wrong, reference), (nan_both, reference_nan), (wrong_inf, reference))
-                for share in (0.0, 0.001)]
+        return [
+            compare.compare_outputs([cand], [ref], tolerance, share)
+            for cand, ref in (
+                (close, reference),
+                (wrong, reference),
+                (nan_both, reference_nan),
+                (wrong_inf, reference),
+            )
+            for share in (0.0, 0.001)
+        ]
 
     whole = verdicts()
     monkeypatch.setattr(compare, "COMPARE_CHUNK", 999)
     chunked = verdicts()
-    assert [(v.ok, v.max_abs_error, v.reason) for v in chunked] == [(v.ok, v.max_abs_error, v.reason) for v in whole]
+    assert [(v.ok, v.max_abs_error, v.reason) for v in chunked] == [
+        (v.ok, v.max_abs_error, v.reason) for v in whole
+    ]
     assert [v.ok for v in whole] == [True, True, False, False, True, True, False, False]
     assert whole[2].max_abs_error == pytest.approx(4.0, abs=0.01)  # fp16 rounding of the nudged value
 
@@ -118,7 +129,9 @@ def test_coverage_calls_cycle_over_one_clone_per_input_set():
     sets = cycled_clones(pool, 5)
     assert len(sets) == 5 and sets[0] is sets[2] is sets[4] and sets[1] is sets[3]
     assert sets[0][0] is not pool[0][0] and torch.equal(sets[0][0], pool[0][0]) and sets[1][1] == 5
-    assert len({id(t) for args in sets for t in args if isinstance(t, torch.Tensor)}) == 2  # two clones, not five
+    assert (
+        len({id(t) for args in sets for t in args if isinstance(t, torch.Tensor)}) == 2
+    )  # two clones, not five
 
 
 def _slots(shapes_dtypes):
@@ -126,8 +139,9 @@ def _slots(shapes_dtypes):
     from kernel_reward.ipc import exchange
     from kernel_reward.judge.remote import OutputSpec, RemoteCandidate, SlotOutputs
 
-    spec = OutputSpec(f"tuple:{len(shapes_dtypes)}", tuple(s for s, _ in shapes_dtypes),
-                      tuple(d for _, d in shapes_dtypes))
+    spec = OutputSpec(
+        f"tuple:{len(shapes_dtypes)}", tuple(s for s, _ in shapes_dtypes), tuple(d for _, d in shapes_dtypes)
+    )
     arena = exchange.Arena(spec.nbytes + exchange.ALIGN * (len(shapes_dtypes) + 1), torch.device("cpu"))
     candidate = RemoteCandidate(client=None, arena=arena, spec=spec)
     refs = [arena.reserve(shape, dtype) for shape, dtype in shapes_dtypes]
@@ -152,7 +166,10 @@ def test_slot_outputs_are_read_a_chunk_at_a_time_with_compare_outputs_verdicts(m
             wrong[0][index] += 1.0
             got = outputs.compare(wrong, tolerance)
             assert not got.ok and "1 of 10000 values" in got.reason, (index, got)
-            assert got.reason == compare.compare_outputs([v.clone() for v in outputs.views], wrong, tolerance).reason
+            assert (
+                got.reason
+                == compare.compare_outputs([v.clone() for v in outputs.views], wrong, tolerance).reason
+            )
         other = [reference[0], reference[1].flip(0)]
         assert "integer/bool values differ" in outputs.compare(other, tolerance).reason
         assert "shape" in outputs.compare([torch.randn(10_001), reference[1]], tolerance).reason
@@ -185,7 +202,7 @@ def test_slot_fingerprints_follow_the_outputs_values_and_not_the_padding_around_
         arena.close()
 
 
-_HUGE_TASK = '''
+_HUGE_TASK = """
 import torch
 N = 1048576
 class Model(torch.nn.Module):
@@ -195,7 +212,7 @@ def get_inputs():
     return [torch.randn(N, N)]
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_resized_inputs_that_cannot_fit_the_arena_are_never_drawn():
@@ -207,7 +224,9 @@ def test_resized_inputs_that_cannot_fit_the_arena_are_never_drawn():
     from kernel_reward.options import EvalOptions
 
     arena = SimpleNamespace(nbytes=1 << 20)
-    got = shapes.check_shape_generalization(_HUGE_TASK, None, arena, "Model", torch.device("cpu"), EvalOptions(), 0)
+    got = shapes.check_shape_generalization(
+        _HUGE_TASK, None, arena, "Model", torch.device("cpu"), EvalOptions(), 0
+    )
     assert got["ran"] is False and "do not fit the 1048576-byte exchange arena" in got["reason"], got
 
 

@@ -64,7 +64,9 @@ def test_a_gpu_evaluation_reports_the_judges_peak_per_phase_beside_the_tasks_byt
     from hack_corpus import as_completion, load_corpus
 
     entry = next(e for e in load_corpus() if e.name == "honest_add_relu_big_gpu")
-    result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=50.0)
+    result = evaluate_subprocess(
+        entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=50.0
+    )
     assert result.status.value == "correct", (result.status, result.error)
     peaks = result.memory["judge_peak_bytes"]
     assert {"build", "correctness", "timing"} <= set(peaks), peaks

@@ -24,16 +24,34 @@ def fenced(path_name: str) -> str:
 
 
 def test_cli_help():
-    proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--help"], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_reward.judge.pipeline", "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0 and "--request" in proc.stdout
 
 
 def test_cli_rejects_a_bad_request_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"reference_code": "x", "candidate": "y", "options": {"num_trails": 1}}))
-    proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(bad), "--out",
-                           str(tmp_path / "out.json")], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernel_reward.judge.pipeline",
+            "--request",
+            str(bad),
+            "--out",
+            str(tmp_path / "out.json"),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "num_trails" in proc.stderr
     assert not (tmp_path / "out.json").exists()
 
@@ -57,7 +75,11 @@ def test_honest_linear_result_fields(evaluate_subprocess):
     assert result.launched_kernels == ["linear_kernel"]
     assert result.shape_generalization["ran"] and result.shape_generalization["passed"]
     assert result.shape_generalization["constants"]["K"] == [32, 47]
-    assert (result.mode, result.timing_available, result.reward_scheme) == ("interpreter", False, "correctness")
+    assert (result.mode, result.timing_available, result.reward_scheme) == (
+        "interpreter",
+        False,
+        "correctness",
+    )
     assert result.speedup is None and result.kernel_time_ms is None and result.coverage is None
     assert "timing_unavailable_interpreter" in result.flags
     assert {"screen", "load", "build", "correctness", "shape_check", "total"} <= set(result.phase_seconds)
@@ -104,8 +126,9 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
                           "prepare": [r.phase_seconds.get("prepare") for r in results]}}))
     """)
     env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     assert data["mode"] == "interpreter" and data["entered"] == 0
@@ -113,7 +136,7 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     assert all(seconds < 0.05 for seconds in data["prepare"])  # paid once, before the candidates
 
 
-HONEST_ELU = '''
+HONEST_ELU = """
 import torch
 import torch.nn as nn
 import triton
@@ -138,7 +161,7 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         elu_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), self.alpha, BLOCK=256)
         return out
-'''
+"""
 
 
 def test_shipped_task_small_preset_with_an_honest_candidate(evaluate_subprocess):
@@ -166,8 +189,14 @@ def test_known_answer_check_names_a_broken_interpreter():
         except RuntimeError as exc:
             print("REFUSED:", exc)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=dict(os.environ, TRITON_INTERPRET="1"),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO_ROOT,
+        env=dict(os.environ, TRITON_INTERPRET="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "REFUSED: Triton known-answer check failed" in proc.stdout and "numpy" in proc.stdout
 
@@ -192,29 +221,37 @@ def test_out_of_memory_outside_the_candidate_is_runtime_error_naming_the_cap(mon
 def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
     """When the events method cannot measure a forward gap-free, the runner asks the profiler and says so; when
     the profiler fails too, its reply is an error, which the judge only flags (the verdict stands)."""
-    from kernel_reward.judge.verdict import _coverage_from_reply
+    from kernel_reward.judge.coverage import coverage_from_reply
     from kernel_reward.result import EvalResult, KernelTiming
     from kernel_reward.runner import profiling
     from kernel_reward.runner.runner import measure_coverage
 
     def gappy(*_args):
-        raise profiling.LaunchGapError("events coverage: a forward's launch (60.00 ms) outlasted its lead spin")
+        raise profiling.LaunchGapError(
+            "events coverage: a forward's launch (60.00 ms) outlasted its lead spin"
+        )
 
     table = [KernelTiming("add_kernel", 0.3, 10, True), KernelTiming("relu", 0.2, 10, False)]
     monkeypatch.setattr(profiling, "event_coverage", gappy)
-    monkeypatch.setattr(profiling, "profile_candidate",
-                        lambda *_args: profiling.ProfileResult(0.6, table, 0.5, ["add_kernel"]))
+    monkeypatch.setattr(
+        profiling,
+        "profile_candidate",
+        lambda *_args: profiling.ProfileResult(0.6, table, 0.5, ["add_kernel"]),
+    )
     result = EvalResult()
-    _coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
+    coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
     assert result.coverage == 0.6 and result.kernel_table == table
-    assert [flag.split(":")[0] for flag in result.flags] == ["coverage_self_reported", "coverage_from_profiler"]
+    assert [flag.split(":")[0] for flag in result.flags] == [
+        "coverage_self_reported",
+        "coverage_from_profiler",
+    ]
 
     def broken(*_args):
         raise RuntimeError("CUPTI unavailable")
 
     monkeypatch.setattr(profiling, "profile_candidate", broken)
     result = EvalResult()
-    _coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
+    coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
     assert result.coverage is None and result.kernel_table == []
     assert result.flags[0].startswith("profile_failed") and "CUPTI unavailable" in result.flags[0]
     assert "coverage_from_profiler" in result.flags[0]
@@ -222,14 +259,16 @@ def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
 
 def test_forged_coverage_is_clipped_and_flagged():
     """Coverage is the runner's word: the judge keeps it within [0, 1], drops malformed rows and says so."""
-    from kernel_reward.judge.verdict import _coverage_from_reply
+    from kernel_reward.judge.coverage import coverage_from_reply
     from kernel_reward.result import EvalResult
 
     result = EvalResult()
-    _coverage_from_reply({"type": "coverage", "coverage": 7.5, "table": [{"name": "x"}, "junk"], "flag": None}, result)
+    coverage_from_reply(
+        {"type": "coverage", "coverage": 7.5, "table": [{"name": "x"}, "junk"], "flag": None}, result
+    )
     assert result.coverage == 1.0 and result.kernel_table == [] and "coverage_self_reported" in result.flags
     result = EvalResult()
-    _coverage_from_reply({"type": "coverage", "coverage": float("nan"), "table": None}, result)
+    coverage_from_reply({"type": "coverage", "coverage": float("nan"), "table": None}, result)
     assert result.coverage is None
 
 
@@ -238,7 +277,7 @@ def test_strict_mode_floor_on_coverage():
     (low_coverage); no floor, or no coverage measured (CPU), leaves the verdict alone."""
     import pytest
 
-    from kernel_reward.judge.verdict import below_coverage_floor
+    from kernel_reward.judge.coverage import below_coverage_floor
     from kernel_reward.options import EvalOptions
 
     assert "0.120" in below_coverage_floor(0.12, 0.3)
@@ -251,14 +290,31 @@ def test_strict_mode_floor_on_coverage():
 def test_one_shot_path_enforces_the_wall_clock_on_its_own_runner(tmp_path):
     """Without an execution service around it, the judge holds its runner to timeout_s: a forward that never
     returns is a timeout (and the runner is killed), not a hung evaluation."""
-    hang = fenced("honest_add_relu.py").replace("    def forward(self, x, y):\n", "    def forward(self, x, y):\n        while True:\n            pass\n", 1)
+    hang = fenced("honest_add_relu.py").replace(
+        "    def forward(self, x, y):\n",
+        "    def forward(self, x, y):\n        while True:\n            pass\n",
+        1,
+    )
     assert "while True" in hang
     request = EvalRequest(ADD_RELU, hang, device="cpu", options=EvalOptions(timeout_s=6.0, seed_base=1))
     (tmp_path / "request.json").write_text(request.to_json())
     env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-m", "kernel_reward.judge.pipeline", "--request", str(tmp_path / "request.json"),
-                           "--out", str(tmp_path / "result.json")], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernel_reward.judge.pipeline",
+            "--request",
+            str(tmp_path / "request.json"),
+            "--out",
+            str(tmp_path / "result.json"),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = EvalResult.from_dict(json.loads((tmp_path / "result.json").read_text()))
     assert result.status.value == "timeout" and "wall-clock" in result.error

@@ -24,8 +24,10 @@ from kernel_reward.screen.static_checks import check_candidate
 from tests.kernel_reward.conftest import REPO_ROOT
 
 NAMES = [kernel.name for kernel in liger.KERNELS]
-needs_liger = pytest.mark.skipif(importlib.util.find_spec("liger_kernel") is None,
-                                 reason="liger-kernel is not installed (bash scripts/bootstrap.sh dev)")
+needs_liger = pytest.mark.skipif(
+    importlib.util.find_spec("liger_kernel") is None,
+    reason="liger-kernel is not installed (bash scripts/bootstrap.sh dev)",
+)
 
 
 def test_pinned_wheel_is_installed():
@@ -43,8 +45,12 @@ def test_candidate_is_self_contained_and_passes_the_static_screen(name):
 
 
 def test_self_containment_check_names_every_spelling():
-    for source in ("import liger_kernel.ops\n", "from liger_kernel.ops.utils import x\n", "from .utils import x\n",
-                   "import importlib\nm = importlib.import_module('liger_kernel.utils')\n"):
+    for source in (
+        "import liger_kernel.ops\n",
+        "from liger_kernel.ops.utils import x\n",
+        "from .utils import x\n",
+        "import importlib\nm = importlib.import_module('liger_kernel.utils')\n",
+    ):
         with pytest.raises(ValueError, match="line"):
             liger.assert_self_contained(source, "liger_kernel")
 
@@ -79,8 +85,9 @@ def test_candidates_run_without_liger_importable(tmp_path):
         print(json.dumps(errors))
     """)
     env = dict(os.environ, TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     errors = json.loads(proc.stdout.strip().splitlines()[-1])
     assert sorted(errors) == sorted(NAMES)
@@ -91,8 +98,13 @@ def test_candidates_run_without_liger_importable(tmp_path):
 def cpu_report(tmp_path_factory):
     """One CLI run over all ten kernels on the CPU interpreter (what `--device cpu` prints and writes)."""
     out = tmp_path_factory.mktemp("production_cpu") / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.production_kernels", "--device", "cpu", "--out", str(out)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.production_kernels", "--device", "cpu", "--out", str(out)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(out.read_text()), proc.stdout
 
@@ -104,7 +116,8 @@ def test_interpreter_scores_every_kernel_correct(name, cpu_report):
     row = next(row for row in report["kernels"] if row["kernel"] == name)
     assert row["verdict"] == "correct", (
         f"{name}: {row['verdict']} (interpreter gap: {row['interpreter_gap']}; hack reasons {row['hack_reasons']}; "
-        f"static {row['static_findings']}); error: {(row['error'] or '')[-1500:]}")
+        f"static {row['static_findings']}); error: {(row['error'] or '')[-1500:]}"
+    )
     assert row["hack_reasons"] == [] and row["static_findings"] == []
     assert row["result"]["mode"] == "interpreter" and row["result"]["launched_kernels"]
 
@@ -124,10 +137,16 @@ def test_interpreter_gaps_are_named_not_bare_runtime_errors():
     from kernel_reward.judge.pipeline import mark_interpreter_gap
     from kernel_reward.result import EvalResult, Status
 
-    shim_error = ("Traceback ...\nNotImplementedError: triton.language.extra.libdevice.nextafter has no implementation "
-                  "under the Triton interpreter (an interpreter gap, not a fault of the kernel: it runs on the GPU)")
-    assert "libdevice function" in interpreter_gap(shim_error) and "libdevice.nextafter" in interpreter_gap(shim_error)
-    assert "inline-asm" in interpreter_gap("NotImplementedError: inline_asm not supported in interpreter mode")
+    shim_error = (
+        "Traceback ...\nNotImplementedError: triton.language.extra.libdevice.nextafter has no implementation "
+        "under the Triton interpreter (an interpreter gap, not a fault of the kernel: it runs on the GPU)"
+    )
+    assert "libdevice function" in interpreter_gap(shim_error) and "libdevice.nextafter" in interpreter_gap(
+        shim_error
+    )
+    assert "inline-asm" in interpreter_gap(
+        "NotImplementedError: inline_asm not supported in interpreter mode"
+    )
     assert interpreter_gap("IndexError: list index out of range") is None
 
     def marked(mode, status, error):
@@ -138,17 +157,24 @@ def test_interpreter_gaps_are_named_not_bare_runtime_errors():
     gap = marked("interpreter", Status.RUNTIME_ERROR, shim_error)
     assert gap.status == Status.INTERPRETER_UNSUPPORTED and gap.scored and "libdevice.nextafter" in gap.error
     assert EvalResult.from_dict(gap.to_dict()).status == Status.INTERPRETER_UNSUPPORTED
-    assert marked("gpu", Status.RUNTIME_ERROR, shim_error).status == Status.RUNTIME_ERROR  # only the interpreter's
-    assert marked("interpreter", Status.INCORRECT, shim_error).status == Status.INCORRECT  # a wrong answer is no gap
+    assert (
+        marked("gpu", Status.RUNTIME_ERROR, shim_error).status == Status.RUNTIME_ERROR
+    )  # only the interpreter's
+    assert (
+        marked("interpreter", Status.INCORRECT, shim_error).status == Status.INCORRECT
+    )  # a wrong answer is no gap
     plain = marked("interpreter", Status.RUNTIME_ERROR, "IndexError: list index out of range")
     assert plain.status == Status.RUNTIME_ERROR and plain.scored
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--kernels", "rms_norm,nope"], "unknown ['nope']"),
-    (["--device", "tpu"], "expected cpu, cuda or cuda:N"),
-    (["--workers", "0"], "--workers must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--kernels", "rms_norm,nope"], "unknown ['nope']"),
+        (["--device", "tpu"], "expected cpu, cuda or cuda:N"),
+        (["--workers", "0"], "--workers must be >= 1"),
+    ],
+)
 def test_cli_rejects_bad_arguments(argv, message, capsys):
     from benchmarks.production_kernels.__main__ import main
 
@@ -159,8 +185,13 @@ def test_cli_rejects_bad_arguments(argv, message, capsys):
 
 
 def test_cli_help():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.production_kernels", "--help"], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.production_kernels", "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "do_bench" in proc.stdout and "--device" in proc.stdout
 
 
@@ -174,13 +205,19 @@ def _package(tmp_path, monkeypatch, files: dict[str, str]) -> None:
 
 
 def test_inliner_follows_re_exports_and_aliases_and_keeps_only_what_is_reached(tmp_path, monkeypatch):
-    _package(tmp_path, monkeypatch, {
-        "__init__.py": "",
-        "base.py": "import math\n\ndef scale(x):\n    return x * math.pi\n\nUNUSED = 1\n",
-        "mid.py": "from fakepkg.base import scale\n",
-        "ops.py": ("from fakepkg.mid import scale as s\n\ndef unused():\n    pass\n\n"
-                   "def op(x):\n    return s(x) + 1\n"),
-    })
+    _package(
+        tmp_path,
+        monkeypatch,
+        {
+            "__init__.py": "",
+            "base.py": "import math\n\ndef scale(x):\n    return x * math.pi\n\nUNUSED = 1\n",
+            "mid.py": "from fakepkg.base import scale\n",
+            "ops.py": (
+                "from fakepkg.mid import scale as s\n\ndef unused():\n    pass\n\n"
+                "def op(x):\n    return s(x) + 1\n"
+            ),
+        },
+    )
     source = inline_module("fakepkg.ops", ["op"])
     assert "fakepkg" not in source.replace("# ---- from fakepkg", "")
     assert "UNUSED" not in source and "def unused" not in source
@@ -189,14 +226,31 @@ def test_inliner_follows_re_exports_and_aliases_and_keeps_only_what_is_reached(t
     assert namespace["op"](1.0) == pytest.approx(3.141592653589793 + 1)
 
 
-@pytest.mark.parametrize("files, root, message", [
-    ({"ops.py": "import fakepkg.base\n\ndef op():\n    return fakepkg.base.helper()\n"}, "op", "cannot be inlined"),
-    ({"ops.py": "from fakepkg.base import *\n\ndef op():\n    pass\n"}, "op", "star import"),
-    ({"ops.py": "def op():\n    from fakepkg.base import helper\n    return helper()\n"}, "op", "nested import"),
-    ({"ops.py": "def op():\n    pass\n"}, "missing", "does not define 'missing'"),
-    ({"ops.py": "from fakepkg.base import helper\n\nhelper2 = 1\n\ndef op():\n    return helper() + helper2\n",
-      "base.py": "helper2 = 2\n\ndef helper():\n    return helper2\n"}, "op", "bound differently"),
-])
+@pytest.mark.parametrize(
+    "files, root, message",
+    [
+        (
+            {"ops.py": "import fakepkg.base\n\ndef op():\n    return fakepkg.base.helper()\n"},
+            "op",
+            "cannot be inlined",
+        ),
+        ({"ops.py": "from fakepkg.base import *\n\ndef op():\n    pass\n"}, "op", "star import"),
+        (
+            {"ops.py": "def op():\n    from fakepkg.base import helper\n    return helper()\n"},
+            "op",
+            "nested import",
+        ),
+        ({"ops.py": "def op():\n    pass\n"}, "missing", "does not define 'missing'"),
+        (
+            {
+                "ops.py": "from fakepkg.base import helper\n\nhelper2 = 1\n\ndef op():\n    return helper() + helper2\n",
+                "base.py": "helper2 = 2\n\ndef helper():\n    return helper2\n",
+            },
+            "op",
+            "bound differently",
+        ),
+    ],
+)
 def test_inliner_refuses_what_it_cannot_inline_faithfully(tmp_path, monkeypatch, files, root, message):
     _package(tmp_path, monkeypatch, {"__init__.py": "", "base.py": "def helper():\n    return 1\n", **files})
     with pytest.raises(InlineError, match=message):
@@ -212,9 +266,23 @@ def test_inliner_needs_the_package_installed():
 @pytest.fixture(scope="module")
 def gpu_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("production_gpu") / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.production_kernels", "--device", "cuda",
-                           "--do-bench-repeats", "1", "--out", str(out)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.production_kernels",
+            "--device",
+            "cuda",
+            "--do-bench-repeats",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(out.read_text())
 
@@ -225,19 +293,35 @@ def gpu_report(tmp_path_factory):
 def test_gpu_scores_every_kernel_correct_beside_do_bench(name, gpu_report):
     """Full (realistic) sizes on the GPU: correct, timed, and the independent do_bench run agrees on outputs."""
     row = next(row for row in gpu_report["kernels"] if row["kernel"] == name)
-    assert row["verdict"] == "correct", (row["verdict"], row["hack_reasons"], row["flags"], (row["error"] or "")[-1500:])
+    assert row["verdict"] == "correct", (
+        row["verdict"],
+        row["hack_reasons"],
+        row["flags"],
+        (row["error"] or "")[-1500:],
+    )
     assert row["result"]["mode"] == "gpu" and row["speedup"] is not None and row["speedup"] > 0
     assert row["do_bench_error"] is None, row["do_bench_error"]
-    assert row["do_bench"]["outputs_match"] and row["do_bench"]["inputs_unchanged"] and row["do_bench"]["speedup"] > 0
+    assert (
+        row["do_bench"]["outputs_match"]
+        and row["do_bench"]["inputs_unchanged"]
+        and row["do_bench"]["speedup"] > 0
+    )
 
 
 def test_inliner_ignores_what_the_roots_never_reach(tmp_path, monkeypatch):
     """A statement it could not inline is only an error when a root needs it."""
-    _package(tmp_path, monkeypatch, {
-        "__init__.py": "", "base.py": "def helper():\n    return 1\n",
-        "ops.py": ("import fakepkg.base\n\ndef other():\n    from fakepkg.base import helper\n    return helper()\n\n"
-                   "def op():\n    return 2\n"),
-    })
+    _package(
+        tmp_path,
+        monkeypatch,
+        {
+            "__init__.py": "",
+            "base.py": "def helper():\n    return 1\n",
+            "ops.py": (
+                "import fakepkg.base\n\ndef other():\n    from fakepkg.base import helper\n    return helper()\n\n"
+                "def op():\n    return 2\n"
+            ),
+        },
+    )
     namespace: dict = {}
     exec(compile(inline_module("fakepkg.ops", ["op"]), "<inlined>", "exec"), namespace)
     assert namespace["op"]() == 2 and "other" not in namespace
@@ -245,9 +329,14 @@ def test_inliner_ignores_what_the_roots_never_reach(tmp_path, monkeypatch):
 
 def test_inliner_refuses_a_def_shadowing_a_helpers_import(tmp_path, monkeypatch):
     """In one file the op module's own `log` would replace the math.log the helper calls: refused."""
-    _package(tmp_path, monkeypatch, {
-        "__init__.py": "", "base.py": "from math import log\n\ndef helper(x):\n    return log(x)\n",
-        "ops.py": "from fakepkg.base import helper\n\ndef log(x):\n    return -1\n\ndef op(x):\n    return helper(x) + log(x)\n",
-    })
+    _package(
+        tmp_path,
+        monkeypatch,
+        {
+            "__init__.py": "",
+            "base.py": "from math import log\n\ndef helper(x):\n    return log(x)\n",
+            "ops.py": "from fakepkg.base import helper\n\ndef log(x):\n    return -1\n\ndef op(x):\n    return helper(x) + log(x)\n",
+        },
+    )
     with pytest.raises(InlineError, match="'log' is bound differently"):
         inline_module("fakepkg.ops", ["op"])

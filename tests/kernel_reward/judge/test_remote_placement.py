@@ -30,6 +30,8 @@ def test_a_calls_outputs_never_overlap_its_inputs_whatever_the_arena_held_before
             placed_inputs = [exchange.TensorRef.from_json(item["tensor"]) for item in encoded]
             for out in _ranges(outs):
                 assert out[1] <= arena.layout.capacity
-                assert not any(_overlap(out, inp) for inp in _ranges(placed_inputs)), f"overlap after used={used}"
+                assert not any(_overlap(out, inp) for inp in _ranges(placed_inputs)), (
+                    f"overlap after used={used}"
+                )
     finally:
         arena.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-REFERENCE = '''
+REFERENCE = """
 import torch
 import torch.nn as nn
 
@@ -29,9 +29,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-CANDIDATE = '''
+CANDIDATE = """
 import torch
 import torch.nn as nn
 import triton
@@ -52,25 +52,34 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), 0.5, BLOCK=128)
         return out
-'''
+"""
 
 CASES = {
     "float_argument_to": ("", "x * scale.to(tl.float32)", "x * 0.5"),
-    "libdevice_module_tanh": ("from triton.language.extra import libdevice", "libdevice.tanh(x) * scale",
-                              "torch.tanh(x) * 0.5"),
-    "libdevice_imported_names": ("from triton.language.extra.libdevice import rsqrt, tanh, pow",
-                                 "tanh(x) + rsqrt(x * x + 1.0) + pow(x * x, scale)",
-                                 "torch.tanh(x) + torch.rsqrt(x * x + 1.0) + (x * x) ** 0.5"),
-    "cuda_libdevice_module": ("from triton.language.extra.cuda import libdevice", "libdevice.tanh(x) - libdevice.exp(x)",
-                              "torch.tanh(x) - torch.exp(x)"),
+    "libdevice_module_tanh": (
+        "from triton.language.extra import libdevice",
+        "libdevice.tanh(x) * scale",
+        "torch.tanh(x) * 0.5",
+    ),
+    "libdevice_imported_names": (
+        "from triton.language.extra.libdevice import rsqrt, tanh, pow",
+        "tanh(x) + rsqrt(x * x + 1.0) + pow(x * x, scale)",
+        "torch.tanh(x) + torch.rsqrt(x * x + 1.0) + (x * x) ** 0.5",
+    ),
+    "cuda_libdevice_module": (
+        "from triton.language.extra.cuda import libdevice",
+        "libdevice.tanh(x) - libdevice.exp(x)",
+        "torch.tanh(x) - torch.exp(x)",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gpu_semantics_run_under_the_interpreter(name, evaluate_subprocess):
     imports, body, expression = CASES[name]
-    result = evaluate_subprocess(REFERENCE.format(expression=expression),
-                                 CANDIDATE.format(imports=imports, body=body), device="cpu")
+    result = evaluate_subprocess(
+        REFERENCE.format(expression=expression), CANDIDATE.format(imports=imports, body=body), device="cpu"
+    )
     assert result.mode == "interpreter"
     assert result.status.value == "correct", (result.status, (result.error or "")[-1500:])
 
@@ -81,11 +90,15 @@ def test_libdevice_function_without_interpreter_version_names_the_gap(evaluate_s
     ``interpreter_unsupported`` (scored all the same: the runner's text could be forged, see below)."""
     result = evaluate_subprocess(
         REFERENCE.format(expression="x"),
-        CANDIDATE.format(imports="from triton.language.extra import libdevice", body="libdevice.nextafter(x, x)"),
+        CANDIDATE.format(
+            imports="from triton.language.extra import libdevice", body="libdevice.nextafter(x, x)"
+        ),
         device="cpu",
     )
     assert result.status.value == "interpreter_unsupported" and result.scored, (result.status, result.scored)
-    assert "libdevice.nextafter has no implementation under the Triton interpreter" in result.error, result.error[-1500:]
+    assert "libdevice.nextafter has no implementation under the Triton interpreter" in result.error, (
+        result.error[-1500:]
+    )
 
 
 def test_a_forged_interpreter_gap_gains_the_candidate_nothing(evaluate_subprocess):
@@ -94,7 +107,8 @@ def test_a_forged_interpreter_gap_gains_the_candidate_nothing(evaluate_subproces
     ``interpreter_unsupported`` (the label is only a hint), but it stays scored, with a failure's reward."""
     forged = CANDIDATE.format(imports="", body="x").replace(
         "        out = torch.empty_like(x)\n",
-        "        raise NotImplementedError('libdevice.erf has no implementation under the Triton interpreter')\n")
+        "        raise NotImplementedError('libdevice.erf has no implementation under the Triton interpreter')\n",
+    )
     result = evaluate_subprocess(REFERENCE.format(expression="x"), forged, device="cpu")
     assert result.status.value in ("interpreter_unsupported", "runtime_error"), result.status
     assert result.scored and result.reward == 0.0, (result.scored, result.reward)

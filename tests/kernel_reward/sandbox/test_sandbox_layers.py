@@ -48,8 +48,13 @@ class SandboxedChild:
     """A forked process that entered the layers and runs ``body(isolation, report)`` as pid 1 of its namespace;
     ``pid`` is the reaper's (the process the test forked). The body's return value is the exit code."""
 
-    def __init__(self, body: Callable[[Isolation, Report], int], *, writable: tuple[str, ...] = PRIVATE_TMPFS_MOUNTS,
-                 before_pid: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        body: Callable[[Isolation, Report], int],
+        *,
+        writable: tuple[str, ...] = PRIVATE_TMPFS_MOUNTS,
+        before_pid: Callable[[], None] | None = None,
+    ) -> None:
         self.buffer = b""
         self.status: int | None = None
         read_end, write_end = os.pipe()
@@ -151,7 +156,7 @@ def sandboxed():
 
 
 def _write_errno(directory: str) -> str:
-    """"ok" when a new file can be created in ``directory``, else the errno name (the file is removed again)."""
+    """ "ok" when a new file can be created in ``directory``, else the errno name (the file is removed again)."""
     path = os.path.join(directory, f".sandbox-layers-probe-{os.getpid()}-{time.monotonic_ns()}")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -182,23 +187,27 @@ def _c_getenv(name: str) -> str | None:
     return None if value is None else value.decode()
 
 
-def test_child_is_pid_1_sees_only_itself_writes_only_tmp_and_keeps_only_allowed_variables(sandboxed, monkeypatch):
+def test_child_is_pid_1_sees_only_itself_writes_only_tmp_and_keeps_only_allowed_variables(
+    sandboxed, monkeypatch
+):
     monkeypatch.setenv(SECRET, "hunter2")
 
     def body(isolation: Isolation, report: Report) -> int:
         with open("/proc/self/environ", "rb") as f:
             exec_block = f.read()
-        report({
-            "pid": os.getpid(),
-            "proc_pids": sorted(name for name in os.listdir("/proc") if name.isdigit()),
-            "tasks": os.listdir("/proc/1/task"),
-            "writes": {d: _write_errno(d) for d in ("/", "/usr", str(REPO_ROOT), "/tmp", "/dev/shm")},
-            "environ": sorted(os.environ),
-            "c_environ": _c_environ_names(),
-            "exec_block": _environ_block_names(exec_block),
-            "secret_in_exec_block": b"hunter2" in exec_block,
-            "getenv_secret": _c_getenv(SECRET),
-        })
+        report(
+            {
+                "pid": os.getpid(),
+                "proc_pids": sorted(name for name in os.listdir("/proc") if name.isdigit()),
+                "tasks": os.listdir("/proc/1/task"),
+                "writes": {d: _write_errno(d) for d in ("/", "/usr", str(REPO_ROOT), "/tmp", "/dev/shm")},
+                "environ": sorted(os.environ),
+                "c_environ": _c_environ_names(),
+                "exec_block": _environ_block_names(exec_block),
+                "secret_in_exec_block": b"hunter2" in exec_block,
+                "getenv_secret": _c_getenv(SECRET),
+            }
+        )
         return 7
 
     child = sandboxed(body)
@@ -208,7 +217,12 @@ def test_child_is_pid_1_sees_only_itself_writes_only_tmp_and_keeps_only_allowed_
 
     iso = child.isolation
     assert iso["missing"] == [], iso["missing"]
-    assert iso["pid_namespace"] and iso["proc_private"] and iso["read_only_root"] and iso["read_only_mounts"] >= 1
+    assert (
+        iso["pid_namespace"]
+        and iso["proc_private"]
+        and iso["read_only_root"]
+        and iso["read_only_mounts"] >= 1
+    )
     assert set(iso["requested"]) == {"pid_namespace", "clean_environment", "read_only_filesystem"}
     assert iso["level"] == "partial", iso  # no private uid in this test: drop_privileges was not applied
     assert seen["pid"] == 1
@@ -218,7 +232,9 @@ def test_child_is_pid_1_sees_only_itself_writes_only_tmp_and_keeps_only_allowed_
         assert seen["writes"][directory] in ("EROFS", "EACCES"), seen["writes"]
     # A checkout under /tmp (a CI clone) is not even there: the child's /tmp is a fresh private tmpfs.
     checkout_hidden = str(REPO_ROOT).startswith(("/tmp/", "/var/tmp/", "/dev/shm/"))
-    assert seen["writes"][str(REPO_ROOT)] in (("ENOENT",) if checkout_hidden else ("EROFS", "EACCES")), seen["writes"]
+    assert seen["writes"][str(REPO_ROOT)] in (("ENOENT",) if checkout_hidden else ("EROFS", "EACCES")), seen[
+        "writes"
+    ]
     allowed = set(ENV_ALLOW_LIST) | set(SET_VARS)
     assert set(seen["environ"]) <= allowed and set(SET_VARS) <= set(seen["environ"]), seen["environ"]
     assert seen["c_environ"] == seen["environ"]
@@ -254,7 +270,9 @@ def test_sigterm_to_the_reaper_reaches_pid_1(sandboxed, catches):
         if catches:
             signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(3))
         else:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # pid 1 would drop it: the reaper turns it into SIGKILL
+            signal.signal(
+                signal.SIGTERM, signal.SIG_DFL
+            )  # pid 1 would drop it: the reaper turns it into SIGKILL
         return _sleep_with_a_grandchild(report)
 
     child = sandboxed(body)
@@ -269,7 +287,9 @@ def test_sigterm_to_the_reaper_reaches_pid_1(sandboxed, catches):
 
 
 # A file Docker masks with /dev/null that this kernel has (kernels differ in which of them they provide).
-MASKED = next((p for p in ("/proc/kcore", "/proc/keys", "/proc/timer_list") if os.path.exists(p)), "/proc/cpuinfo")
+MASKED = next(
+    (p for p in ("/proc/kcore", "/proc/keys", "/proc/timer_list") if os.path.exists(p)), "/proc/cpuinfo"
+)
 
 
 def _mask_proc_like_a_container() -> None:
@@ -277,8 +297,11 @@ def _mask_proc_like_a_container() -> None:
     test's private mount namespace only)."""
     libc = ctypes.CDLL(None, use_errno=True)
     ms_rdonly, ms_remount, ms_bind = 1, 32, 4096
-    for source, target, flags in ((b"/dev/null", MASKED.encode(), ms_bind), (b"/proc/sys", b"/proc/sys", ms_bind),
-                                  (b"none", b"/proc/sys", ms_remount | ms_bind | ms_rdonly)):
+    for source, target, flags in (
+        (b"/dev/null", MASKED.encode(), ms_bind),
+        (b"/proc/sys", b"/proc/sys", ms_bind),
+        (b"none", b"/proc/sys", ms_remount | ms_bind | ms_rdonly),
+    ):
         assert libc.mount(source, target, None, flags, None) == 0, os.strerror(ctypes.get_errno())
 
 
@@ -289,9 +312,14 @@ def test_fresh_proc_keeps_the_masks_of_the_old_one(sandboxed):
             hostname = "ok"
         except OSError as exc:
             hostname = errno.errorcode[exc.errno]
-        report({"masked_is_null": os.stat(MASKED).st_rdev == os.stat("/dev/null").st_rdev,
-                "sys_read_only": bool(os.statvfs("/proc/sys").f_flag & os.ST_RDONLY), "hostname": hostname,
-                "proc_pids": sorted(name for name in os.listdir("/proc") if name.isdigit())})
+        report(
+            {
+                "masked_is_null": os.stat(MASKED).st_rdev == os.stat("/dev/null").st_rdev,
+                "sys_read_only": bool(os.statvfs("/proc/sys").f_flag & os.ST_RDONLY),
+                "hostname": hostname,
+                "proc_pids": sorted(name for name in os.listdir("/proc") if name.isdigit()),
+            }
+        )
         return 0
 
     seen = sandboxed(body, before_pid=_mask_proc_like_a_container).report()
@@ -310,15 +338,28 @@ def _mounts_with_odd_names() -> None:
 
 def test_read_only_remount_decodes_escapes_skips_hidden_mounts_and_keeps_writable_dirs(sandboxed):
     def body(isolation: Isolation, report: Report) -> int:
-        report({"writes": {d: _write_errno(d) for d in ("/tmp", "/tmp/with space", "/tmp/cover", "/tmp/keep me",
-                                                       "/var/tmp")}})
+        report(
+            {
+                "writes": {
+                    d: _write_errno(d)
+                    for d in ("/tmp", "/tmp/with space", "/tmp/cover", "/tmp/keep me", "/var/tmp")
+                }
+            }
+        )
         return 0
 
-    child = sandboxed(body, writable=("/tmp/keep me", "/var/tmp", "/dev/shm"), before_pid=_mounts_with_odd_names)
+    child = sandboxed(
+        body, writable=("/tmp/keep me", "/var/tmp", "/dev/shm"), before_pid=_mounts_with_odd_names
+    )
     seen = child.report()
     assert child.isolation["missing"] == [], child.isolation["missing"]
-    assert seen["writes"] == {"/tmp": "EROFS", "/tmp/with space": "EROFS", "/tmp/cover": "EROFS",
-                              "/tmp/keep me": "ok", "/var/tmp": "ok"}
+    assert seen["writes"] == {
+        "/tmp": "EROFS",
+        "/tmp/with space": "EROFS",
+        "/tmp/cover": "EROFS",
+        "/tmp/keep me": "ok",
+        "/var/tmp": "ok",
+    }
 
 
 def test_layers_refuse_without_a_private_mount_namespace():
@@ -326,7 +367,9 @@ def test_layers_refuse_without_a_private_mount_namespace():
     isolation = Isolation()
     make_filesystem_read_only(isolation, ["/tmp"])
     assert isolation.read_only_mounts == 0 and not isolation.read_only_root
-    assert isolation.missing and isolation.missing[0].startswith("read_only_filesystem: no private mount namespace")
+    assert isolation.missing and isolation.missing[0].startswith(
+        "read_only_filesystem: no private mount namespace"
+    )
     off = SandboxPolicy(isolate_pids=False)
     enter_pid_namespace(off, isolation)  # disabled: returns here, in this process, without forking
     assert not isolation.pid_namespace and os.getpid() != 1
@@ -343,6 +386,8 @@ def test_level_holds_the_policy_to_its_optional_layers():
     assert isolation.level == "partial"  # the environment was not cleaned
     isolation.env_kept = []
     assert isolation.level == "full" and json.loads(json.dumps(isolation.to_dict()))["level"] == "full"
-    off = Isolation.for_policy(SandboxPolicy(isolate_pids=False, clean_environment=False, read_only_filesystem=False))
+    off = Isolation.for_policy(
+        SandboxPolicy(isolate_pids=False, clean_environment=False, read_only_filesystem=False)
+    )
     assert off.requested == []
     assert Isolation(env_kept=["PATH"]).level == "partial"

@@ -53,7 +53,9 @@ def test_isolation_level():
 
 
 def test_kill_process_group_and_uid_scan():
-    proc = subprocess.Popen([sys.executable, "-c", "import time, os; os.fork(); time.sleep(60)"], start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time, os; os.fork(); time.sleep(60)"], start_new_session=True
+    )
     try:
         assert rss_bytes(proc.pid) > 0
         assert proc.pid in processes_of_uid(os.getuid())
@@ -86,6 +88,12 @@ def test_paths_inside_keeps_outermost_existing_paths_and_never_the_directory_its
 
     (tmp_path / "repo" / "pkg").mkdir(parents=True)
     (tmp_path / "venv" / "lib").mkdir(parents=True)
-    paths = [str(tmp_path), str(tmp_path / "repo"), str(tmp_path / "repo" / "pkg"), str(tmp_path / "venv" / "lib"),
-             str(tmp_path / "missing"), "/usr/lib"]
+    paths = [
+        str(tmp_path),
+        str(tmp_path / "repo"),
+        str(tmp_path / "repo" / "pkg"),
+        str(tmp_path / "venv" / "lib"),
+        str(tmp_path / "missing"),
+        "/usr/lib",
+    ]
     assert paths_inside(str(tmp_path), paths) == [str(tmp_path / "repo"), str(tmp_path / "venv" / "lib")]

@@ -4,7 +4,7 @@ import pytest
 
 from kernel_reward.screen.static_checks import StaticReason, check_candidate
 
-HONEST = '''
+HONEST = """
 import math
 import torch
 import torch.nn as nn
@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
         y = x.clone()
         kernel[(triton.cdiv(y.numel(), 128),)](y, y.numel(), BLOCK=128)
         return y
-'''
+"""
 
 
 def reasons(source: str) -> set[str]:
@@ -38,9 +38,17 @@ def test_honest_code_has_no_findings():
     assert check_candidate(HONEST).findings == []
 
 
-@pytest.mark.parametrize("handler", [
-    "return False", "return None", "pass", "raise", "flag = None", "warnings.warn('no libdevice')",
-])
+@pytest.mark.parametrize(
+    "handler",
+    [
+        "return False",
+        "return None",
+        "pass",
+        "raise",
+        "flag = None",
+        "warnings.warn('no libdevice')",
+    ],
+)
 def test_environment_probes_are_not_fallbacks(handler):
     """A try whose handler only answers a question about the environment (a version compare, a device lookup, as
     production Triton libraries write them) cannot hide a failing kernel."""
@@ -48,7 +56,9 @@ def test_environment_probes_are_not_fallbacks(handler):
     assert "try_except" not in reasons(HONEST + probe) and "forbidden_import" not in reasons(HONEST + probe)
 
 
-@pytest.mark.parametrize("handler", ["return torch.relu(x + y)", "return x + y", "out = x.relu()", "return F.gelu(x)"])
+@pytest.mark.parametrize(
+    "handler", ["return torch.relu(x + y)", "return x + y", "out = x.relu()", "return F.gelu(x)"]
+)
 def test_handlers_that_compute_are_fallbacks(handler):
     source = f"def f(x, y):\n    try:\n        return add(x, y)\n    except Exception:\n        {handler}\n"
     assert "try_except" in reasons(HONEST + source)
@@ -64,7 +74,10 @@ def test_autotuned_kernel_counts_as_triton():
     [
         ("class ModelNew(Model):\n    pass\n", StaticReason.INHERITS_REFERENCE),
         ("def f(x):\n    return Model()(x)\n", StaticReason.USES_REFERENCE),
-        ("def f(x):\n    try:\n        return x\n    except Exception:\n        return x\n", StaticReason.TRY_EXCEPT),
+        (
+            "def f(x):\n    try:\n        return x\n    except Exception:\n        return x\n",
+            StaticReason.TRY_EXCEPT,
+        ),
         ("import threading\n", StaticReason.FORBIDDEN_IMPORT),
         ("from multiprocessing import Pool\n", StaticReason.FORBIDDEN_IMPORT),
         ("import subprocess as sp\n", StaticReason.FORBIDDEN_IMPORT),
@@ -125,7 +138,9 @@ def test_main_guard_self_test_is_not_checked():
     )
     assert check_candidate(HONEST + harness).findings == []
     # ...but only that guard: the same code at module level is checked.
-    assert {"uses_reference", "try_except"} <= set(check_candidate(HONEST + harness.replace("if __name__ == '__main__':", "if True:")).reasons)
+    assert {"uses_reference", "try_except"} <= set(
+        check_candidate(HONEST + harness.replace("if __name__ == '__main__':", "if True:")).reasons
+    )
 
 
 def test_import_fallback_try_is_allowed():

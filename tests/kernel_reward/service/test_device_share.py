@@ -17,7 +17,9 @@ FAKE = "tests.support.alone_fake_worker"
 
 
 def test_an_evaluation_alone_waits_for_the_running_ones_and_keeps_new_ones_out(tmp_path):
-    share = DeviceShare(timing_lock_file(tmp_path, "cuda:0", ".share"))  # threads of one process, as in a pool
+    share = DeviceShare(
+        timing_lock_file(tmp_path, "cuda:0", ".share")
+    )  # threads of one process, as in a pool
     events: list[str] = []
     first_running, release_first = threading.Event(), threading.Event()
 
@@ -52,13 +54,17 @@ def test_an_evaluation_alone_waits_for_the_running_ones_and_keeps_new_ones_out(t
 
 
 def test_out_of_memory_failures_are_marked_from_the_judge_or_the_runner():
-    for error in ("out of GPU memory under this worker's cap (fewer workers per GPU raise it): ...",
-                  "candidate raised torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB"):
+    for error in (
+        "out of GPU memory under this worker's cap (fewer workers per GPU raise it): ...",
+        "candidate raised torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB",
+    ):
         result = EvalResult(status=Status.RUNTIME_ERROR, error=error)
         mark_out_of_memory(result)
         assert needs_device_alone(result), error
-    for result in (EvalResult(status=Status.RUNTIME_ERROR, error="MemoryError"),  # host memory: not the device's
-                   EvalResult(status=Status.INCORRECT, error="CUDA out of memory")):  # a verdict is never retried
+    for result in (
+        EvalResult(status=Status.RUNTIME_ERROR, error="MemoryError"),  # host memory: not the device's
+        EvalResult(status=Status.INCORRECT, error="CUDA out of memory"),
+    ):  # a verdict is never retried
         mark_out_of_memory(result)
         assert not needs_device_alone(result)
 
@@ -67,11 +73,15 @@ def test_only_a_task_large_against_its_share_is_worth_running_alone():
     gib = 1 << 30
 
     def oom(call_bytes: int | None, share_bytes: int | None) -> EvalResult:
-        memory = {k: v for k, v in (("call_bytes", call_bytes), ("share_bytes", share_bytes)) if v is not None}
+        memory = {
+            k: v for k, v in (("call_bytes", call_bytes), ("share_bytes", share_bytes)) if v is not None
+        }
         return EvalResult(status=Status.RUNTIME_ERROR, flags=["out_of_memory"], memory=memory)
 
     assert needs_device_alone(oom(12 * gib, 8 * gib))  # a 6 GiB-in / 6 GiB-out task under an 8 GiB share
-    assert not needs_device_alone(oom(10 << 20, 8 * gib))  # 10 MB: the candidate allocated too much, not the judge
+    assert not needs_device_alone(
+        oom(10 << 20, 8 * gib)
+    )  # 10 MB: the candidate allocated too much, not the judge
     assert needs_device_alone(oom(None, 8 * gib))  # failed before the reference was sized: give it the retry
     assert EvalRequest.from_dict(EvalRequest("ref", "x", alone=True).to_dict()).alone
 
@@ -87,8 +97,11 @@ def test_the_service_retries_an_out_of_memory_evaluation_alone_and_says_so():
     assert alone
     others = [(s, e) for i, (s, e, _) in enumerate(intervals) if i != 4]
     assert all(e <= start or s >= end for s, e in others), (intervals[4], others)  # nothing overlapped it
-    assert all(r.status == Status.CORRECT and "retried_alone_after_out_of_memory" not in r.flags
-               for i, r in enumerate(results) if i != 4)
+    assert all(
+        r.status == Status.CORRECT and "retried_alone_after_out_of_memory" not in r.flags
+        for i, r in enumerate(results)
+        if i != 4
+    )
 
 
 def test_with_one_worker_there_is_nothing_to_wait_for_and_no_retry():

@@ -30,7 +30,8 @@ HUNG_KERNEL = programs.CANDIDATE_ADD.replace(
 )
 
 GPU_OOM = programs.CANDIDATE_ADD.replace(
-    "out = torch.empty_like(a)", "hog = torch.empty(1 << 40, dtype=torch.uint8, device=a.device)\n        out = torch.empty_like(a)"
+    "out = torch.empty_like(a)",
+    "hog = torch.empty(1 << 40, dtype=torch.uint8, device=a.device)\n        out = torch.empty_like(a)",
 )
 
 CASES = {
@@ -52,8 +53,15 @@ def gpu_evaluator():
 def test_gpu_fault(gpu_evaluator, kind):
     code, statuses, needle = CASES[kind]
     start = time.monotonic()
-    result = gpu_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(code), timeout=8 if kind == "hung_kernel" else 20)
-    print(kind, result.status.value, round(time.monotonic() - start, 2), (result.error or "")[:300].replace("\n", " | "))
+    result = gpu_evaluator.evaluate(
+        programs.REFERENCE_ADD, programs.fenced(code), timeout=8 if kind == "hung_kernel" else 20
+    )
+    print(
+        kind,
+        result.status.value,
+        round(time.monotonic() - start, 2),
+        (result.error or "")[:300].replace("\n", " | "),
+    )
     assert result.status in statuses, (kind, result.status, result.error)
     assert needle in (result.error or "").lower(), result.error
     assert result.attempts == 1

@@ -24,7 +24,9 @@ from tests.support.service_helpers import pool_ids, wait_no_pool_processes
 
 FAKE = "tests.support.service_fake_worker"
 ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not ROOT, reason="namespaces and the uid drop need root (they degrade otherwise)")
+needs_root = pytest.mark.skipif(
+    not ROOT, reason="namespaces and the uid drop need root (they degrade otherwise)"
+)
 
 HOSTILE = {
     "syntax_error": ("def main(:\n    pass\n", Status.COMPILE_ERROR, "SyntaxError"),
@@ -36,8 +38,16 @@ HOSTILE = {
     "os_exit_in_call": ("import os\ndef main():\n    os._exit(7)\n", Status.CRASHED, "exited with code 7"),
     "sys_exit_in_call": ("import sys\ndef main():\n    sys.exit(0)\n", Status.CRASHED, "SystemExit"),
     "infinite_loop": ("def main():\n    while True:\n        pass\n", Status.TIMEOUT, "wall-clock limit"),
-    "sleep_forever": ("import time\ndef main():\n    time.sleep(10**6)\n", Status.TIMEOUT, "process group was killed"),
-    "huge_allocation": ("def main():\n    return len(bytearray(1 << 37))\n", Status.RUNTIME_ERROR, "MemoryError"),
+    "sleep_forever": (
+        "import time\ndef main():\n    time.sleep(10**6)\n",
+        Status.TIMEOUT,
+        "process group was killed",
+    ),
+    "huge_allocation": (
+        "def main():\n    return len(bytearray(1 << 37))\n",
+        Status.RUNTIME_ERROR,
+        "MemoryError",
+    ),
     "thread_bomb": (
         "import threading, time\ndef main():\n    threads = []\n    while True:\n"
         "        t = threading.Thread(target=time.sleep, args=(60,), daemon=True)\n        t.start()\n"
@@ -51,8 +61,14 @@ HOSTILE = {
 @pytest.fixture(scope="module")
 def evaluator():
     policy = SandboxPolicy(limits=SandboxLimits(processes=48))
-    with Evaluator(device="cpu", workers=2, timeout=3, policy=policy, worker_module=FAKE,
-                   pool_options={"wall_clock_grace_s": 0.5}) as ev:
+    with Evaluator(
+        device="cpu",
+        workers=2,
+        timeout=3,
+        policy=policy,
+        worker_module=FAKE,
+        pool_options={"wall_clock_grace_s": 0.5},
+    ) as ev:
         yield ev
     ids = pool_ids(ev)
     for pool_id in ids:
@@ -103,8 +119,10 @@ def test_fifty_megabytes_of_printing_is_truncated_not_fatal(evaluator):
 
 def test_host_memory_watchdog_kills_a_growing_process():
     policy = SandboxPolicy(limits=SandboxLimits(address_space_bytes=None, memory_bytes=900 * 1024**2))
-    code = ("import time\nchunks = []\ndef main():\n    for _ in range(40):\n"
-            "        chunks.append(b'\\x01' * (100 << 20))\n        time.sleep(0.05)\n")
+    code = (
+        "import time\nchunks = []\ndef main():\n    for _ in range(40):\n"
+        "        chunks.append(b'\\x01' * (100 << 20))\n        time.sleep(0.05)\n"
+    )
     with Evaluator(device="cpu", workers=1, timeout=30, policy=policy, worker_module=FAKE) as ev:
         result = ev.evaluate("ref", code)
         assert result.status == Status.RUNTIME_ERROR, result.error
@@ -115,9 +133,11 @@ def test_host_memory_watchdog_kills_a_growing_process():
 def test_host_memory_watchdog_counts_forked_helpers():
     """Memory held by forked helpers counts: three 400 MB children exceed 900 MB while the main process is small."""
     policy = SandboxPolicy(limits=SandboxLimits(address_space_bytes=None, memory_bytes=900 * 1024**2))
-    code = ("import os, time\ndef main():\n    pids = []\n    for _ in range(3):\n        pid = os.fork()\n"
-            "        if pid == 0:\n            block = b'\\x01' * (400 << 20)\n            time.sleep(6)\n            os._exit(0)\n"
-            "        pids.append(pid)\n    for pid in pids:\n        os.waitpid(pid, 0)\n    return 'survived'\n")
+    code = (
+        "import os, time\ndef main():\n    pids = []\n    for _ in range(3):\n        pid = os.fork()\n"
+        "        if pid == 0:\n            block = b'\\x01' * (400 << 20)\n            time.sleep(6)\n            os._exit(0)\n"
+        "        pids.append(pid)\n    for pid in pids:\n        os.waitpid(pid, 0)\n    return 'survived'\n"
+    )
     with Evaluator(device="cpu", workers=1, timeout=30, policy=policy, worker_module=FAKE) as ev:
         result = ev.evaluate("ref", code)
         assert result.status == Status.RUNTIME_ERROR, (result.status, result.feedback, result.error)
@@ -142,8 +162,10 @@ def test_sockets_cannot_reach_the_host(evaluator):
     server.settimeout(3)
     accepted = []
     threading.Thread(target=lambda: accepted.append(_accept(server)), daemon=True).start()
-    code = (f"import socket\ndef main():\n    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-            "        return 'connected'\n    except OSError as exc:\n        return type(exc).__name__ + ': ' + str(exc)\n")
+    code = (
+        f"import socket\ndef main():\n    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "        return 'connected'\n    except OSError as exc:\n        return type(exc).__name__ + ': ' + str(exc)\n"
+    )
     result = evaluator.evaluate("ref", code)
     server.close()
     assert result.status == Status.CORRECT
@@ -164,10 +186,12 @@ def test_writes_outside_its_dir_do_not_reach_the_host(evaluator, tmp_path):
     repo_target = Path(__file__).parent / f"escape-{token}.txt"
     os.chmod(tmp_path, 0o777)  # even a world-writable host directory is out of reach
     host_target = tmp_path / f"escape-{token}.txt"
-    code = ("def main():\n    out = {}\n"
-            f"    for path in [{str(repo_target)!r}, {str(host_target)!r}, '/tmp/escape-{token}.txt', 'inside.txt']:\n"
-            "        try:\n            open(path, 'w').write('pwned')\n            out[path] = 'written'\n"
-            "        except OSError as exc:\n            out[path] = type(exc).__name__\n    return out\n")
+    code = (
+        "def main():\n    out = {}\n"
+        f"    for path in [{str(repo_target)!r}, {str(host_target)!r}, '/tmp/escape-{token}.txt', 'inside.txt']:\n"
+        "        try:\n            open(path, 'w').write('pwned')\n            out[path] = 'written'\n"
+        "        except OSError as exc:\n            out[path] = type(exc).__name__\n    return out\n"
+    )
     result = evaluator.evaluate("ref", code)
     outcome = eval(result.feedback)  # our own fake worker's repr of a dict of str
     assert outcome["inside.txt"] == "written"
@@ -182,24 +206,28 @@ def test_writes_outside_its_dir_do_not_reach_the_host(evaluator, tmp_path):
 @needs_root
 def test_cannot_read_protected_or_other_candidates_files(evaluator):
     secret = uuid.uuid4().hex
-    writer = ("import time, os\ndef main():\n"
-              f"    open('secret.txt', 'w').write({secret!r})\n    time.sleep(2)\n    return os.getcwd()\n")
+    writer = (
+        "import time, os\ndef main():\n"
+        f"    open('secret.txt', 'w').write({secret!r})\n    time.sleep(2)\n    return os.getcwd()\n"
+    )
     # The reader reports only files that hold the secret: /tmp may also show our own code, bound back read-only
     # when the checkout lives under /tmp, and returning every file's text would swamp the feedback.
-    reader = ("import os\ndef main():\n    found = []\n"
-              "    for top in ['/tmp', '/var/tmp', '/dev/shm']:\n"
-              "        for root, dirs, files in os.walk(top):\n"
-              # its own bytecode cache holds the secret (the compiler folds the two halves): skip caches; and a
-              # checkout under /tmp (a CI clone) is bound back read-only with its .venv: thousands of files, ours
-              f"            if '__pycache__' in root or root.startswith({str(Path(__file__).resolve().parents[3])!r}):\n"
-              "                dirs[:] = []\n                continue\n"
-              "            for name in files:\n"
-              "                try:\n                    text = open(os.path.join(root, name), errors='ignore').read(4096)\n"
-              "                except OSError:\n                    continue\n"
-              # the secret is joined at run time so that the reader's own source file does not contain it
-              f"                if {secret[:16]!r} + {secret[16:]!r} in text:\n                    found.append(os.path.join(root, name))\n"
-              "    try:\n        open('/etc/shadow').read()\n        shadow = 'read'\n"
-              "    except OSError as exc:\n        shadow = type(exc).__name__\n    return (found, shadow)\n")
+    reader = (
+        "import os\ndef main():\n    found = []\n"
+        "    for top in ['/tmp', '/var/tmp', '/dev/shm']:\n"
+        "        for root, dirs, files in os.walk(top):\n"
+        # its own bytecode cache holds the secret (the compiler folds the two halves): skip caches; and a
+        # checkout under /tmp (a CI clone) is bound back read-only with its .venv: thousands of files, ours
+        f"            if '__pycache__' in root or root.startswith({str(Path(__file__).resolve().parents[3])!r}):\n"
+        "                dirs[:] = []\n                continue\n"
+        "            for name in files:\n"
+        "                try:\n                    text = open(os.path.join(root, name), errors='ignore').read(4096)\n"
+        "                except OSError:\n                    continue\n"
+        # the secret is joined at run time so that the reader's own source file does not contain it
+        f"                if {secret[:16]!r} + {secret[16:]!r} in text:\n                    found.append(os.path.join(root, name))\n"
+        "    try:\n        open('/etc/shadow').read()\n        shadow = 'read'\n"
+        "    except OSError as exc:\n        shadow = type(exc).__name__\n    return (found, shadow)\n"
+    )
     first = evaluator.submit("ref", writer)
     time.sleep(0.5)
     found, shadow = eval(evaluator.evaluate("ref", reader).feedback)
@@ -210,8 +238,14 @@ def test_cannot_read_protected_or_other_candidates_files(evaluator):
 
 
 def test_infrastructure_failure_in_warmup_is_retried_then_reported():
-    with Evaluator(device="cpu", workers=1, timeout=5, worker_module=FAKE, max_attempts=2,
-                   pool_options={"env": {"FAKE_WORKER_FAIL_WARMUP": "1"}}) as ev:
+    with Evaluator(
+        device="cpu",
+        workers=1,
+        timeout=5,
+        worker_module=FAKE,
+        max_attempts=2,
+        pool_options={"env": {"FAKE_WORKER_FAIL_WARMUP": "1"}},
+    ) as ev:
         result = ev.evaluate("ref", "def main():\n    return 1\n")
     assert result.status == Status.CRASHED
     assert "infrastructure failure" in result.error and "warm-up" in result.error
@@ -273,19 +307,28 @@ def test_statically_rejected_candidates_take_no_worker(real_evaluator):
     """Format errors, syntax errors and static hacks are answered by the service itself: the pool's warm
     children stay untouched (no spawn beyond the spares the slots keep), and the results are complete."""
     pool = real_evaluator.backend.pools[0]
-    real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD))  # slots are warm now
+    real_evaluator.evaluate(
+        programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD)
+    )  # slots are warm now
     spawned = pool.spawned
-    cases = [("no code block here", Status.FORMAT_ERROR), (programs.fenced(programs.CANDIDATE_SYNTAX_ERROR),
-             Status.COMPILE_ERROR), (programs.fenced(programs.CANDIDATE_TRY_EXCEPT), Status.HACKED)]
+    cases = [
+        ("no code block here", Status.FORMAT_ERROR),
+        (programs.fenced(programs.CANDIDATE_SYNTAX_ERROR), Status.COMPILE_ERROR),
+        (programs.fenced(programs.CANDIDATE_TRY_EXCEPT), Status.HACKED),
+    ]
     results = real_evaluator.evaluate_many([(programs.REFERENCE_ADD, text) for text, _ in cases])
     assert [r.status for r in results] == [status for _, status in cases], [r.error for r in results]
-    assert all(r.isolation["level"] == "not_run" and r.attempts == 0 and r.error and r.feedback for r in results)
+    assert all(
+        r.isolation["level"] == "not_run" and r.attempts == 0 and r.error and r.feedback for r in results
+    )
     assert results[2].hack_reasons == ["try_except"] and results[2].reward <= 0
     assert pool.spawned == spawned
 
 
 def test_real_worker_hang_times_out(real_evaluator):
-    result = real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_HANGS), timeout=2)
+    result = real_evaluator.evaluate(
+        programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_HANGS), timeout=2
+    )
     assert result.status == Status.TIMEOUT, result.error
     ok = real_evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD))
     assert ok.status == Status.CORRECT, ok.error
@@ -294,11 +337,13 @@ def test_real_worker_hang_times_out(real_evaluator):
 def test_runtime_tools_work_inside_the_sandbox(evaluator):
     # Regression (seen on the GPU host): under a private uid with no passwd entry, getpass.getuser() raised and
     # torch's inductor/profiler start-up failed, which broke the profiling (coverage) phase.
-    code = ("import getpass, tempfile, torch\nfrom torch.profiler import ProfilerActivity, profile\n"
-            "def main():\n    import torch._inductor.config\n"
-            "    with profile(activities=[ProfilerActivity.CPU]) as prof:\n        torch.ones(8).sum()\n"
-            "    with tempfile.NamedTemporaryFile() as f:\n        f.write(b'x')\n"
-            "    return (getpass.getuser(), len(prof.events()) > 0)\n")
+    code = (
+        "import getpass, tempfile, torch\nfrom torch.profiler import ProfilerActivity, profile\n"
+        "def main():\n    import torch._inductor.config\n"
+        "    with profile(activities=[ProfilerActivity.CPU]) as prof:\n        torch.ones(8).sum()\n"
+        "    with tempfile.NamedTemporaryFile() as f:\n        f.write(b'x')\n"
+        "    return (getpass.getuser(), len(prof.events()) > 0)\n"
+    )
     result = evaluator.evaluate("ref", code, timeout=60)
     assert result.status == Status.CORRECT, result.error
     user, profiled = eval(result.feedback)
@@ -309,8 +354,13 @@ def test_waiting_for_the_timing_slot_does_not_count_against_the_wall_clock():
     # Both candidates hold the (per-device) timing slot for 1.5 s; the second queues ~1.5 s for it. With a 2 s
     # timeout (+0.5 s grace) the second would be killed if the queueing counted.
     code = "import time\ndef main():\n    time.sleep(1.5)\n    return 'timed'\n"
-    with Evaluator(device="cpu", workers=2, timeout=2, worker_module=FAKE, pool_options={"wall_clock_grace_s": 0.5,
-                   "lock_dir": None}) as ev:
+    with Evaluator(
+        device="cpu",
+        workers=2,
+        timeout=2,
+        worker_module=FAKE,
+        pool_options={"wall_clock_grace_s": 0.5, "lock_dir": None},
+    ) as ev:
         ev.evaluate("ref", "def main():\n    return 0\n")  # both slots warm
         futures = [ev.submit("ref", code) for _ in range(2)]
         results = [f.result(timeout=60) for f in futures]

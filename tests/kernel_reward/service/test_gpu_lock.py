@@ -57,6 +57,7 @@ def test_timing_waits_for_gpu_phases_under_way_and_blocks_new_ones(new_lock):
     order: list[str] = []
     timer_in, late_in = threading.Event(), threading.Event()
     with reader.shared():
+
         def time_it():
             with timer.exclusive():
                 order.append("timing")

@@ -14,7 +14,9 @@ def test_a_device_pool_is_the_service_config_plus_the_device():
 
 
 def test_the_config_crosses_to_a_ray_actor_as_plain_data():
-    service = ServiceConfig(workers=2, policy=SandboxPolicy(isolate_network=False), pool_options={"warm_spares": 3})
+    service = ServiceConfig(
+        workers=2, policy=SandboxPolicy(isolate_network=False), pool_options={"warm_spares": 3}
+    )
     data = service.to_dict()
     assert isinstance(data["policy"], dict)
     assert ServiceConfig.from_dict(data) == service

@@ -46,14 +46,20 @@ def test_500_submissions_ten_percent_faulty_one_result_each_in_order():
         reference = programs.REFERENCE_ADD.replace("N = 64", f"N = {16 + i % 48}")
         pairs.append((reference, programs.fenced(code)))
         expected.append(status)
-    with Evaluator(device="cpu", workers=2, timeout=30, num_trials=2, shape_check="off", progress=False) as ev:
+    with Evaluator(
+        device="cpu", workers=2, timeout=30, num_trials=2, shape_check="off", progress=False
+    ) as ev:
         ids = pool_ids(ev)
         start = time.monotonic()
         results = ev.evaluate_many(pairs)
         elapsed = time.monotonic() - start
     assert len(results) == total
     statuses = [r.status for r in results]
-    mismatches = [(i, s.value, e.value, results[i].error) for i, (s, e) in enumerate(zip(statuses, expected, strict=True)) if s != e]
+    mismatches = [
+        (i, s.value, e.value, results[i].error)
+        for i, (s, e) in enumerate(zip(statuses, expected, strict=True))
+        if s != e
+    ]
     assert not mismatches, mismatches[:5]
     assert collections.Counter(statuses)[Status.CORRECT] == 450
     # Syntax errors are answered by the service's static screen (no worker, no attempt); everything else ran
@@ -61,7 +67,9 @@ def test_500_submissions_ten_percent_faulty_one_result_each_in_order():
     screened = [r for r in results if r.isolation.get("level") == "not_run"]
     assert {r.status for r in screened} == {Status.COMPILE_ERROR} and all(r.attempts == 0 for r in screened)
     ran = [r for r in results if r.isolation.get("level") != "not_run"]
-    assert len(ran) == total - len(screened) and all(r.attempts == 1 and r.isolation.get("wall_clock_s") for r in ran)
+    assert len(ran) == total - len(screened) and all(
+        r.attempts == 1 and r.isolation.get("wall_clock_s") for r in ran
+    )
     for pool_id in ids:
         assert wait_no_pool_processes(pool_id) == []
     print(f"500 submissions in {elapsed:.1f} s ({total / elapsed:.1f}/s)")
@@ -104,7 +112,8 @@ def test_async_cancellation_kills_the_running_candidate():
 
 def test_ctrl_c_leaves_no_process_behind(tmp_path):
     script = tmp_path / "ctrl_c.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import faulthandler
         import sys
         from kernel_reward.evaluator import Evaluator
@@ -117,13 +126,21 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path):
             except KeyboardInterrupt:  # still alive 20 s into the shutdown: every thread's stack to stderr
                 faulthandler.dump_traceback_later(20)
                 raise
-    """))
+    """)
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     # SIGINT as a terminal gives it: something in the full test run leaves SIGINT ignored in the pytest process, an
     # ignored disposition survives exec, and Python then installs no KeyboardInterrupt handler (the script never
     # saw the Ctrl-C: two full-suite runs timed out with an empty stderr)
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     pool_id = proc.stdout.readline().split()[1]
     assert proc.stdout.readline().strip() == "RUNNING"
     deadline = time.monotonic() + 30
@@ -135,7 +152,9 @@ def test_ctrl_c_leaves_no_process_behind(tmp_path):
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail(f"no exit within 30 s of Ctrl-C; the script's stderr (stacks at 20 s):\n{proc.communicate()[1][-6000:]}")
+        pytest.fail(
+            f"no exit within 30 s of Ctrl-C; the script's stderr (stacks at 20 s):\n{proc.communicate()[1][-6000:]}"
+        )
     assert "KeyboardInterrupt" in proc.stderr.read()
     assert wait_no_pool_processes(pool_id, timeout=10) == []
 
@@ -144,9 +163,16 @@ def test_evaluate_api_reuses_a_shared_pool_and_closes_cleanly():
     import kernel_reward
     from kernel_reward.api import close_shared, shared_evaluator
 
-    first = kernel_reward.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD), device="cpu",
-                                   timeout=60, num_trials=2)
-    second = kernel_reward.evaluate(programs.REFERENCE_ADD, programs.CANDIDATE_WRONG, device="cpu", timeout=60)
+    first = kernel_reward.evaluate(
+        programs.REFERENCE_ADD,
+        programs.fenced(programs.CANDIDATE_ADD),
+        device="cpu",
+        timeout=60,
+        num_trials=2,
+    )
+    second = kernel_reward.evaluate(
+        programs.REFERENCE_ADD, programs.CANDIDATE_WRONG, device="cpu", timeout=60
+    )
     assert first.status == Status.CORRECT and second.status == Status.INCORRECT
     assert first.isolation["wall_clock_s"] > 60
     ids = pool_ids(shared_evaluator("cpu"))
@@ -207,13 +233,27 @@ def _session_with_messages(messages, timeout_s=30.0):
     read_end, write_end = os.pipe()
     queue = collections.deque(messages)
     reader = SimpleNamespace(pop=lambda: queue.popleft() if queue else None, eof=False, feed=lambda: None)
-    child = SimpleNamespace(ready=True, isolation={}, warmup_seconds={}, channel=ours, reader=reader,
-                            output_fd=read_end, pid=os.getpid(), next_group_scan=0.0,
-                            exited=concurrent.futures.Future())
-    config = SimpleNamespace(policy=sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(memory_bytes=None)),
-                             warmup_timeout_s=5.0, wall_clock_grace_s=0.0, max_slot_wait_s=5.0)
-    job = SimpleNamespace(request=EvalRequest("x = 1", "y = 2", options=EvalOptions(timeout_s=timeout_s)),
-                          cancel=threading.Event())
+    child = SimpleNamespace(
+        ready=True,
+        isolation={},
+        warmup_seconds={},
+        channel=ours,
+        reader=reader,
+        output_fd=read_end,
+        pid=os.getpid(),
+        next_group_scan=0.0,
+        exited=concurrent.futures.Future(),
+    )
+    config = SimpleNamespace(
+        policy=sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(memory_bytes=None)),
+        warmup_timeout_s=5.0,
+        wall_clock_grace_s=0.0,
+        max_slot_wait_s=5.0,
+    )
+    job = SimpleNamespace(
+        request=EvalRequest("x = 1", "y = 2", options=EvalOptions(timeout_s=timeout_s)),
+        cancel=threading.Event(),
+    )
     session = ChildSession(config, SimpleNamespace(kill=lambda c: None), child, job, threading.Event())
     return session, (ours, theirs, read_end, write_end)
 
@@ -226,8 +266,14 @@ def test_a_message_that_says_timeout_is_not_the_parent_s_timeout():
     from kernel_reward.result import EvalResult, Status
 
     honest = EvalResult(status=Status.CORRECT, correct=True)
-    session, ends = _session_with_messages([{"type": "accepted"}, {"type": "timeout"}, {"type": "memory", "rss": 1},
-                                            {"type": "result", "result": honest.to_dict()}])
+    session, ends = _session_with_messages(
+        [
+            {"type": "accepted"},
+            {"type": "timeout"},
+            {"type": "memory", "rss": 1},
+            {"type": "result", "result": honest.to_dict()},
+        ]
+    )
     try:
         outcome = session.run()
     finally:

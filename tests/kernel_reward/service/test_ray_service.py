@@ -22,18 +22,29 @@ pytestmark = pytest.mark.ray
 @pytest.fixture(scope="module")
 def local_ray():
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    ray.init(address="local", include_dashboard=False, num_cpus=2, _node_ip_address="127.0.0.1",
-             log_to_driver=False, namespace="kernel_reward_test")
+    ray.init(
+        address="local",
+        include_dashboard=False,
+        num_cpus=2,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        namespace="kernel_reward_test",
+    )
     yield ray
     ray.shutdown()
 
 
 def _pairs(count):
     pairs, expected = [], []
-    faults = [(programs.CANDIDATE_WRONG, Status.INCORRECT), (programs.CANDIDATE_SYNTAX_ERROR, Status.COMPILE_ERROR),
-              (programs.CANDIDATE_OOB_CRASH, Status.CRASHED)]
+    faults = [
+        (programs.CANDIDATE_WRONG, Status.INCORRECT),
+        (programs.CANDIDATE_SYNTAX_ERROR, Status.COMPILE_ERROR),
+        (programs.CANDIDATE_OOB_CRASH, Status.CRASHED),
+    ]
     for i in range(count):
-        code, status = faults[i // 10 % len(faults)] if i % 10 == 9 else (programs.CANDIDATE_ADD, Status.CORRECT)
+        code, status = (
+            faults[i // 10 % len(faults)] if i % 10 == 9 else (programs.CANDIDATE_ADD, Status.CORRECT)
+        )
         pairs.append((programs.REFERENCE_ADD.replace("N = 64", f"N = {16 + i}"), programs.fenced(code)))
         expected.append(status)
     return pairs, expected
@@ -41,8 +52,9 @@ def _pairs(count):
 
 def test_ray_backend_end_to_end_with_actor_failure(local_ray):
     pairs, expected = _pairs(60)
-    with Evaluator(backend="ray", device="cpu", num_actors=2, workers=1, timeout=30, num_trials=2,
-                   shape_check="off") as ev:
+    with Evaluator(
+        backend="ray", device="cpu", num_actors=2, workers=1, timeout=30, num_trials=2, shape_check="off"
+    ) as ev:
         actors = ev.backend.actors
         assert len(actors) == 2
         pool_ids = [ray.get(a.info.remote())["pool_id"] for a in actors]
@@ -53,7 +65,9 @@ def test_ray_backend_end_to_end_with_actor_failure(local_ray):
         elapsed = time.monotonic() - start
         killer.join()
     assert len(results) == len(pairs)
-    assert [r.status for r in results] == expected, [(i, r.status, r.error) for i, r in enumerate(results) if r.status != expected[i]][:5]
+    assert [r.status for r in results] == expected, [
+        (i, r.status, r.error) for i, r in enumerate(results) if r.status != expected[i]
+    ][:5]
     assert any(r.attempts >= 2 for r in results), "the killed actor's in-flight work should have been retried"
     assert max(r.attempts for r in results) <= 3
     for pool_id in pool_ids:

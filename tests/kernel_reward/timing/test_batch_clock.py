@@ -70,7 +70,7 @@ def test_unpaired_interval_holds_the_ratio_of_medians():
     assert low <= statistics.median(ref) / statistics.median(cand) <= high
 
 
-SCRIPT_TEMPLATE = textwrap.dedent('''
+SCRIPT_TEMPLATE = textwrap.dedent("""
     import json, statistics, torch
     from kernel_reward.ipc import exchange
     from kernel_reward.judge import remote, verdict
@@ -126,8 +126,8 @@ SCRIPT_TEMPLATE = textwrap.dedent('''
         runner.close()
         arena.close()
     print(json.dumps(out))
-''')
-SOURCE = '''
+""")
+SOURCE = """
 import torch
 import torch.nn as nn
 
@@ -145,15 +145,21 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_judge_clock_times_a_runner_and_verifies_every_call(tmp_path):
     source = tmp_path / "reference.py"
     source.write_text(SOURCE)
     env = dict(os.environ, TRITON_INTERPRET="1", OMP_NUM_THREADS="1")  # both sides with the same CPU threads
-    proc = subprocess.run([sys.executable, "-c", SCRIPT_TEMPLATE % str(source)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT_TEMPLATE % str(source)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
 
@@ -173,16 +179,36 @@ def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_
     an absurd speedup; the fallback leaves each side's fixed cost in, which only slows the candidate down."""
     from kernel_reward.timing.batch_stats import BatchTiming, calibration_artefact, unsubtracted
 
-    overhead = Overhead(reference_ms=0.25, candidate_ms=0.9, spread_ms=0.05)  # hand-over calibrated while busy
+    overhead = Overhead(
+        reference_ms=0.25, candidate_ms=0.9, spread_ms=0.05
+    )  # hand-over calibrated while busy
     reference_batches = [0.38] * 20  # 0.13 ms of work + 0.25 fixed
     candidate_batches = [0.68] * 20  # the same work + a 0.55 ms hand-over: below the calibration
-    subtracted = BatchTiming([per_call_ms(ms, 0.25, 1) for ms in reference_batches],
-                             [per_call_ms(ms, 0.9, 1) for ms in candidate_batches], 1, overhead, "interleaved", 0.13,
-                             "judge_gpu_events", [], {}, (reference_batches, candidate_batches))
+    subtracted = BatchTiming(
+        [per_call_ms(ms, 0.25, 1) for ms in reference_batches],
+        [per_call_ms(ms, 0.9, 1) for ms in candidate_batches],
+        1,
+        overhead,
+        "interleaved",
+        0.13,
+        "judge_gpu_events",
+        [],
+        {},
+        (reference_batches, candidate_batches),
+    )
     assert subtracted.speedup > 1e4 and calibration_artefact(subtracted)
-    honest_fast = BatchTiming([per_call_ms(ms, 0.25, 1) for ms in reference_batches],
-                              [per_call_ms(ms, 0.9, 1) for ms in [0.95] * 20], 1, overhead, "interleaved", 0.13,
-                              "judge_gpu_events", [], {}, (reference_batches, [0.95] * 20))
+    honest_fast = BatchTiming(
+        [per_call_ms(ms, 0.25, 1) for ms in reference_batches],
+        [per_call_ms(ms, 0.9, 1) for ms in [0.95] * 20],
+        1,
+        overhead,
+        "interleaved",
+        0.13,
+        "judge_gpu_events",
+        [],
+        {},
+        (reference_batches, [0.95] * 20),
+    )
     assert honest_fast.speedup > 2 and not calibration_artefact(honest_fast)  # 0.05 ms of work: a real 2.6x
     fallback = unsubtracted(subtracted)
     assert fallback.speedup == pytest.approx(0.38 / 0.68)
@@ -212,7 +238,10 @@ def test_calibration_blocks_outvote_one_caught_in_a_slow_hand_over_state():
     assert blocks_agree(usual, also_usual) and not blocks_agree(usual, slow)
     overhead = overhead_from([slow, usual, also_usual])
     assert overhead.candidate_ms == pytest.approx(0.605) and overhead.reference_ms == pytest.approx(0.305)
-    assert overhead_from([usual]).candidate_ms == pytest.approx(0.60) and overhead_from([usual]).reference_wall_ms == 1.0
+    assert (
+        overhead_from([usual]).candidate_ms == pytest.approx(0.60)
+        and overhead_from([usual]).reference_wall_ms == 1.0
+    )
 
 
 def test_the_dry_batch_kernels_own_cost_is_not_subtracted_as_hand_over():
@@ -222,7 +251,9 @@ def test_the_dry_batch_kernels_own_cost_is_not_subtracted_as_hand_over():
     block = CalibrationBlock([0.30] * 8, [0.60] * 8, [2.0] * 8, [0.300] * 8, [0.304] * 8)
     overhead = overhead_from([block])
     assert overhead.handover_kernel_ms == pytest.approx(0.004)
-    assert overhead.candidate_ms == pytest.approx(0.596) and overhead.to_json()["handover_kernel_ms"] == pytest.approx(0.004)
+    assert overhead.candidate_ms == pytest.approx(0.596) and overhead.to_json()[
+        "handover_kernel_ms"
+    ] == pytest.approx(0.004)
     assert handover_kernel_ms([0.30, 0.31], [0.29, 0.30]) == 0.0  # noise never adds to the hand-over
     assert handover_kernel_ms([], []) == 0.0  # host clock: the runner's dry batches run no kernel
 
@@ -231,12 +262,16 @@ def test_coverage_inputs_fill_the_arena_only_as_far_as_it_holds():
     import torch
 
     from kernel_reward.ipc import exchange
-    from kernel_reward.judge.verdict import place_input_sets
+    from kernel_reward.judge.remote import place_input_sets
 
     arena = exchange.Arena(3 * 4096, torch.device("cpu"))  # room for one 2 x 4 KiB input set, not two
     try:
-        sets = place_input_sets(arena, [lambda: [torch.ones(1024), torch.ones(1024)], lambda: [torch.zeros(1024)] * 2])
-        assert len(sets) == 1 and torch.equal(exchange.decode_args(sets[0], arena.tensor)[0], torch.ones(1024))
+        sets = place_input_sets(
+            arena, [lambda: [torch.ones(1024), torch.ones(1024)], lambda: [torch.zeros(1024)] * 2]
+        )
+        assert len(sets) == 1 and torch.equal(
+            exchange.decode_args(sets[0], arena.tensor)[0], torch.ones(1024)
+        )
         with pytest.raises(MemoryError):
             place_input_sets(arena, [lambda: [torch.ones(8192)]])  # not even one set: the caller's error
     finally:
@@ -267,7 +302,9 @@ def test_the_clock_keeps_no_copy_of_the_candidates_outputs_and_the_references_as
     calls = 3
     arena = exchange.Arena(calls * slot_bytes(draw(0), spec), torch.device("cpu"))
     try:
-        clock = BatchClock(reference, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=keeps_inputs)
+        clock = BatchClock(
+            reference, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=keeps_inputs
+        )
         clock.prepare(1)
         allocate = clock._allocate
 
@@ -276,11 +313,17 @@ def test_the_clock_keeps_no_copy_of_the_candidates_outputs_and_the_references_as
             allocate()
 
         clock._allocate = allocate_after_release
-        clock.prepare(calls)  # the judge's second layout (more calls per batch): the first one is freed before
+        clock.prepare(
+            calls
+        )  # the judge's second layout (more calls per batch): the first one is freed before
         clock.stage()
         clock.time_reference()
         input_bytes, output_bytes = 2 * 256 * 64 * 4, 256 * 64 * 4
-        assert calls * output_bytes <= clock.used - clock.inputs_end < calls * (output_bytes + 2 * exchange.ALIGN)
+        assert (
+            calls * output_bytes
+            <= clock.used - clock.inputs_end
+            < calls * (output_bytes + 2 * exchange.ALIGN)
+        )
         assert clock.snapshot.numel() == min(SNAPSHOT_BYTES, clock.used - clock.inputs_end)
         assert calls * input_bytes <= clock.staging.numel() < calls * (input_bytes + 4 * exchange.ALIGN)
         assert not hasattr(clock, "capture")
@@ -325,9 +368,15 @@ def test_the_judge_learns_whether_the_reference_writes_into_its_inputs(tmp_path)
     from kernel_reward.judge import verdict
 
     head = "import torch\ndef get_inputs():\n    return [torch.randn(64, 32)]\ndef get_init_inputs():\n    return []\n"
-    for name, body, keeps in (("pure", "return torch.relu(x)", True), ("in_place", "return x.relu_()", False)):
-        module = write_and_import(head + f"class Model(torch.nn.Module):\n    def forward(self, x):\n        {body}\n",
-                                  tmp_path, name)
+    for name, body, keeps in (
+        ("pure", "return torch.relu(x)", True),
+        ("in_place", "return x.relu_()", False),
+    ):
+        module = write_and_import(
+            head + f"class Model(torch.nn.Module):\n    def forward(self, x):\n        {body}\n",
+            tmp_path,
+            name,
+        )
         assert verdict.build_reference(module, "Model", torch.device("cpu"), 1).keeps_inputs is keeps, name
 
 
@@ -345,9 +394,15 @@ def test_a_candidate_that_syncs_the_host_is_told_why_it_reads_slow():
 
     assert host_synced(late_pairs=20, pairs=20, late_reference=0, reference_batches=15)
     assert host_synced(late_pairs=11, pairs=20, late_reference=1, reference_batches=15)
-    assert not host_synced(late_pairs=1, pairs=20, late_reference=0, reference_batches=15)  # one slow queueing
-    assert not host_synced(late_pairs=20, pairs=20, late_reference=15, reference_batches=15)  # the reference syncs
-    assert not host_synced(late_pairs=0, pairs=0, late_reference=0, reference_batches=0)  # no gates (host clock)
+    assert not host_synced(
+        late_pairs=1, pairs=20, late_reference=0, reference_batches=15
+    )  # one slow queueing
+    assert not host_synced(
+        late_pairs=20, pairs=20, late_reference=15, reference_batches=15
+    )  # the reference syncs
+    assert not host_synced(
+        late_pairs=0, pairs=0, late_reference=0, reference_batches=0
+    )  # no gates (host clock)
 
 
 def test_a_non_contiguous_reference_output_gets_no_copy_credit_after_the_calibration():
@@ -371,7 +426,9 @@ def test_a_non_contiguous_reference_output_gets_no_copy_credit_after_the_calibra
         clock = BatchClock(transposed, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=True)
         clock.prepare(1)
         time_reference_alone(clock, 6)
-        clock.copy_batches["copied"] = [ms + 1.0 for ms in clock.copy_batches["plain"]]  # a copy that costs 1 ms
+        clock.copy_batches["copied"] = [
+            ms + 1.0 for ms in clock.copy_batches["plain"]
+        ]  # a copy that costs 1 ms
         clock.reference_outputs = []  # as the calibration's empty pairs leave it
         assert clock.output_copy_ms() == 0.0
     finally:
@@ -443,10 +500,25 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
     finally:
         arena.close()
     if candidate_first:
-        assert events == ["close 7", "queued candidate", "runner asked", "open 7", "close 8", "queued reference",
-                          "open 8", "finished"]
+        assert events == [
+            "close 7",
+            "queued candidate",
+            "runner asked",
+            "open 7",
+            "close 8",
+            "queued reference",
+            "open 8",
+            "finished",
+        ]
     else:
-        assert events == ["close 7", "queued reference", "queued candidate", "runner asked", "open 7", "finished"]
+        assert events == [
+            "close 7",
+            "queued reference",
+            "queued candidate",
+            "runner asked",
+            "open 7",
+            "finished",
+        ]
     # Whatever the order: the reference is queued behind a gate closed after the last time the runner was asked
     reference_at = events.index("queued reference")
     gate = max(i for i, event in enumerate(events[:reference_at]) if event.startswith("close"))
@@ -473,7 +545,11 @@ def test_one_call_batches_stage_the_drawn_inputs_themselves_one_set_at_a_time(ke
     def draw(seed: int) -> list:
         alive_at_draw.append(len(live))
         generator = torch.Generator().manual_seed(seed)
-        drawn = [torch.randn(*shapes["x"], generator=generator), 0.5, torch.randn(256, 64, generator=generator)]
+        drawn = [
+            torch.randn(*shapes["x"], generator=generator),
+            0.5,
+            torch.randn(256, 64, generator=generator),
+        ]
         live.update(t for t in drawn if isinstance(t, torch.Tensor))
         return drawn
 
@@ -483,7 +559,9 @@ def test_one_call_batches_stage_the_drawn_inputs_themselves_one_set_at_a_time(ke
     spec = output_spec(reference(*draw(0)))
     arena = exchange.Arena(slot_bytes(draw(0), spec), torch.device("cpu"))
     try:
-        clock = BatchClock(reference, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=keeps_inputs)
+        clock = BatchClock(
+            reference, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=keeps_inputs
+        )
         clock.prepare(1)
         alive_at_draw.clear()
         for _ in range(3):
@@ -497,7 +575,9 @@ def test_one_call_batches_stage_the_drawn_inputs_themselves_one_set_at_a_time(ke
         assert torch.equal(clock.reference_outputs[0][0], reference(x, 0.5, y))
 
         clock._load("candidate")  # what a candidate batch loads: the staged set, into the arena's slots
-        assert all(torch.equal(slot, value) for slot, value in zip(clock.arena_inputs, clock.drawn, strict=True))
+        assert all(
+            torch.equal(slot, value) for slot, value in zip(clock.arena_inputs, clock.drawn, strict=True)
+        )
         assert not clock.inputs_changed()
         clock.arena_inputs[1][255, 63] += 1.0  # the last value of the last input, written by the runner
         assert clock.inputs_changed()

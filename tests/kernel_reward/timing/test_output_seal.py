@@ -55,7 +55,9 @@ class Runner:
     """Stands in for the runner process on the host clock: answers each timed batch by writing the outputs into
     the arena's slots (``late``: garbage before its reply, the right answer only after the window)."""
 
-    def __init__(self, clock: BatchClock, late: bool = False, wrong_at: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self, clock: BatchClock, late: bool = False, wrong_at: tuple[int, int] | None = None
+    ) -> None:
         self.clock, self.late, self.wrong_at = clock, late, wrong_at
         self.pending: list[tuple[torch.Tensor, torch.Tensor]] = []
 

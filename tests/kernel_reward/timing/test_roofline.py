@@ -42,13 +42,25 @@ def test_the_floor_flags_only_a_candidate_under_the_margin_on_a_task_it_applies_
     assert roofline.check(GB, 1000.0, 2.0, 1.5).to_dict()["applies"] is True
 
 
-def _timing(reference_ms: float, candidate_ms: float, *, fixed_ms: float = 0.0, calls: int = 4) -> BatchTiming:
+def _timing(
+    reference_ms: float, candidate_ms: float, *, fixed_ms: float = 0.0, calls: int = 4
+) -> BatchTiming:
     """Ten interleaved pairs at these per-call medians; the batches hold the subtracted fixed cost."""
     reference = [reference_ms * (1 + 0.01 * i) for i in range(10)]
     candidate = [candidate_ms * (1 + 0.01 * i) for i in range(10)]
     batches = ([ms * calls + fixed_ms for ms in reference], [ms * calls + fixed_ms for ms in candidate])
-    return BatchTiming(reference, candidate, calls, Overhead(fixed_ms, fixed_ms, 0.001), "interleaved",
-                       reference_ms, "test", [], {}, batches)
+    return BatchTiming(
+        reference,
+        candidate,
+        calls,
+        Overhead(fixed_ms, fixed_ms, 0.001),
+        "interleaved",
+        reference_ms,
+        "test",
+        [],
+        {},
+        batches,
+    )
 
 
 def test_a_time_below_the_roofline_is_retimed_once_and_kept_when_the_second_measurement_is_plausible():
@@ -106,8 +118,17 @@ def test_the_judge_records_the_roofline_and_clamps_a_speedup_that_stays_below_it
         monkeypatch.setattr(verdict.measure, "compare_timed", lambda *args: next(timings))
         monkeypatch.setattr(verdict.measure, "measure", lambda *args: next(timings))
         result = EvalResult()
-        verdict._time_candidate(clock, None, None, None, [], EvalOptions(), result,
-                              lambda name: contextlib.nullcontext(), (4 * GB, 4000.0))
+        verdict._time_candidate(
+            clock,
+            None,
+            None,
+            None,
+            [],
+            EvalOptions(),
+            result,
+            lambda name: contextlib.nullcontext(),
+            (4 * GB, 4000.0),
+        )
         assert result.roofline["below"] and result.roofline["floor_ms"] == pytest.approx(1.0)
         assert "speedup_clamped_to_roofline" in result.flags
         cap = result.roofline["reference_ms"] / (roofline.MARGIN * result.roofline["floor_ms"])  # ~4.2x
@@ -132,7 +153,9 @@ def test_an_honest_kernel_respects_the_measured_roofline_on_the_gpu(evaluate_sub
     from hack_corpus import as_completion, load_corpus
 
     entry = next(e for e in load_corpus() if e.name == "honest_add_relu_big_gpu")
-    result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0)
+    result = evaluate_subprocess(
+        entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0
+    )
     assert result.status.value == "correct", (result.status, result.error)
     roof = result.roofline
     assert roof is not None and roof["applies"] and not roof["below"], roof

@@ -19,11 +19,15 @@ from tests.support import service_programs as programs
 pytestmark = pytest.mark.gpu
 
 SYNCING_REFERENCE = programs.REFERENCE_ADD.replace(
-    "        return a + b", "        out = a + b\n        assert out.abs().sum().item() >= 0  # a host sync\n        return out")
+    "        return a + b",
+    "        out = a + b\n        assert out.abs().sum().item() >= 0  # a host sync\n        return out",
+)
 
 # The honest add kernel, whose process holds every "ran" reply for 30 ms (the watchdog opens a gate after 20 ms);
 # the runner's wire module reached through torch's sys.modules, spelled past the static screen (not the boundary).
-HELD_REPLY = programs.CANDIDATE_ADD.replace("\n\n@triton.jit", '''
+HELD_REPLY = programs.CANDIDATE_ADD.replace(
+    "\n\n@triton.jit",
+    """
 
 def _hold_replies():
     modules = getattr(getattr(torch, "s" + "ys"), "mod" + "ules")
@@ -41,7 +45,9 @@ def _hold_replies():
 _hold_replies()
 
 
-@triton.jit''', 1)
+@triton.jit""",
+    1,
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +67,9 @@ def test_a_held_reply_does_not_slow_the_reference(evaluator):
     assert HELD_REPLY != programs.CANDIDATE_ADD
     honest = evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(programs.CANDIDATE_ADD))
     held = evaluator.evaluate(programs.REFERENCE_ADD, programs.fenced(HELD_REPLY))
-    assert honest.status is Status.CORRECT and held.status in (Status.CORRECT, Status.HACKED), (held.status, held.error)
+    assert honest.status is Status.CORRECT and held.status in (Status.CORRECT, Status.HACKED), (
+        held.status,
+        held.error,
+    )
     if held.status is Status.CORRECT:
         assert held.speedup <= 1.25 * honest.speedup, (honest.speedup, held.speedup, held.flags)
