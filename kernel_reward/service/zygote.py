@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.request import USABLE_DEVICE_MEMORY
-from kernel_reward.runtime import Mode
+from kernel_reward.runtime import Mode, mode_of
 from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX, GpuLock
 
 log = logging.getLogger("kernel_reward.service.zygote")
@@ -49,9 +49,7 @@ UID_RANGE = 4096  # private uids handed out per zygote, from a random base
 @dataclass
 class ZygoteConfig:
     device: str  # "cpu" (Triton interpreter) or "cuda" (the one GPU this zygote's environment shows)
-    worker_module: (
-        str  # provides prepare_worker(device) and evaluate_request(request, *, work_dir, timing_slot)
-    )
+    worker_module: str  # provides preimport(), prepare_worker(device) and evaluate_request(request, *, work_dir, device, ...)
     policy: dict[str, Any]  # SandboxPolicy.to_dict()
     state_dir: str  # trusted scratch space of the service (seed cache, fallback work dirs)
     lock_path: str  # per-GPU timing lock (flock), shared by every process that times on this GPU
@@ -60,6 +58,11 @@ class ZygoteConfig:
     exclusive_gpu_timing: bool = False  # PoolConfig.exclusive_gpu_timing
     uid_base: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> Mode:
+        """Where this zygote's children run candidates (decided by its device, once)."""
+        return mode_of(self.device)
 
 
 def runner_uid_of(uid: int | None) -> int | None:
