@@ -141,7 +141,11 @@ class EvalOptions:
         metadata={"help": "overrides of the scheme's parameters (see kernel_reward.reward.SCHEME_PARAMS)"},
     )
     hacked_penalty: float = field(
-        default=0.0, metadata={"help": "reward of a hacked candidate (0 or negative)"}
+        default=0.0,
+        metadata={
+            "help": "reward of a hacked candidate (0 or negative); a scheme whose honest failures pay less "
+            "(ladder) pays a hack its worst failure instead"
+        },
     )
     feedback_max_chars: int = field(
         default=4000, metadata={"help": "the feedback text is cut to this length"}

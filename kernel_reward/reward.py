@@ -10,7 +10,9 @@ Schemes (background §3), C = 1 if the candidate is correct and not hacked, else
 * ``correctness``: ``C * correct_value`` (1.0). The CPU / interpreter mode falls back to this scheme for every
   other scheme, because speedup and coverage cannot be measured there; the result reports the scheme used.
 
-A hacked candidate always gets ``hacked_penalty`` (0 by default, configurable negative), whatever the scheme.
+A hacked candidate gets ``hacked_penalty`` (0 by default, configurable negative) or the scheme's worst honest
+failure, whichever is lower: a hack never pays more than the failure it hides. ``validate_reward_params`` refuses
+ladder parameters that break the order failure < slow < fast.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ SCHEME_PARAMS: dict[str, dict[str, float]] = {
 LADDER_RUNGS: tuple[tuple[float, float], ...] = ((3.0, 1.0), (2.0, 0.8), (1.5, 0.6), (1.2, 0.4), (1.0, 0.2))
 
 _COMPILE_FAILURES = frozenset({"format_error", "compile_error"})
+# Every status an honest candidate can fail with (``Status`` values, hacked and correct excluded).
+HONEST_FAILURES = (
+    "format_error",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "crashed",
+    "incorrect",
+    "interpreter_unsupported",
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,27 @@ def validate_reward_params(scheme: str, params: dict[str, float]) -> None:
             raise ValueError(f"reward parameter {key!r} must be a finite number, got {value!r}")
     if params.get("speedup_cap", 1.0) <= 0:
         raise ValueError(f"reward parameter 'speedup_cap' must be > 0, got {params['speedup_cap']!r}")
+    if scheme == "ladder":
+        _check_ladder_order({**SCHEME_PARAMS["ladder"], **params})
+
+
+def _check_ladder_order(merged: dict[str, float]) -> None:
+    """compile_error <= incorrect <= 0, and incorrect < slower < the lowest rung: no failure pays, a wrong answer
+    never pays less than no code, and a correct kernel pays more than any failure and less than a faster one."""
+    lowest_rung = min(value for _, value in LADDER_RUNGS)
+    if merged["compile_error"] > 0 or merged["incorrect"] > 0:
+        bad = "compile_error" if merged["compile_error"] > 0 else "incorrect"
+        raise ValueError(f"ladder parameter {bad!r} must be <= 0 (a failure never pays), got {merged[bad]!r}")
+    if merged["incorrect"] < merged["compile_error"]:
+        raise ValueError(
+            f"ladder parameter 'incorrect' ({merged['incorrect']!r}) must be >= 'compile_error' "
+            f"({merged['compile_error']!r}): code that runs wrong is not worse than no code"
+        )
+    if not merged["incorrect"] < merged["slower"] < lowest_rung:
+        raise ValueError(
+            f"ladder parameter 'slower' ({merged['slower']!r}) must lie between 'incorrect' "
+            f"({merged['incorrect']!r}) and the lowest speed rung ({lowest_rung!r})"
+        )
 
 
 def scheme_params(scheme: str, overrides: dict[str, float] | None = None) -> dict[str, float]:
@@ -102,7 +135,8 @@ def compute_reward(
     returned scheme name says so (``-nocov``).
     """
     if hacked or status == "hacked":
-        return RewardOutcome(float(hacked_penalty), scheme)
+        floor = worst_honest_failure(scheme, timing_available=timing_available, params=params)
+        return RewardOutcome(min(float(hacked_penalty), floor), scheme)
     correct = status == "correct"
     if scheme == "correctness" or not timing_available:
         merged = scheme_params("correctness", params if scheme == "correctness" else None)
@@ -121,3 +155,21 @@ def compute_reward(
 
 def _clip01(value: float) -> float:
     return min(max(value, 0.0), 1.0)
+
+
+def worst_honest_failure(
+    scheme: str, *, timing_available: bool = True, params: dict[str, float] | None = None
+) -> float:
+    """The lowest reward ``scheme`` pays an honest failure in this mode: the most a hacked candidate may get."""
+    return min(
+        compute_reward(
+            scheme,
+            status=status,
+            speedup=None,
+            coverage=None,
+            hacked=False,
+            timing_available=timing_available,
+            params=params,
+        ).reward
+        for status in HONEST_FAILURES
+    )

@@ -47,10 +47,77 @@ def test_ladder(status, speedup, expected):
     assert reward("ladder", status=status, speedup=speedup).reward == pytest.approx(expected)
 
 
-def test_hacked_gets_penalty_in_every_scheme():
-    for scheme in SCHEME_PARAMS:
+HONEST_FAILURES = (
+    "format_error",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "crashed",
+    "incorrect",
+    "interpreter_unsupported",
+)
+# Valid parameters beside the defaults: an order-keeping ladder and a reweighted drkernel.
+PARAMS = {
+    "drkernel": [None, {"w_correct": 0.1, "w_speed": 2.0}],
+    "paper": [None],
+    "ladder": [None, {"compile_error": -2.0, "incorrect": -1.0, "slower": -0.05}],
+    "correctness": [None, {"correct_value": 3.0}],
+}
+
+
+def worst_honest_failure(scheme, params, timing_available):
+    return min(
+        reward(
+            scheme,
+            status=status,
+            speedup=None,
+            coverage=None,
+            params=params,
+            timing_available=timing_available,
+        ).reward
+        for status in HONEST_FAILURES
+    )
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEME_PARAMS))
+@pytest.mark.parametrize("timing_available", [True, False])
+@pytest.mark.parametrize("hacked_penalty", [0.0, -0.2, -5.0])
+def test_a_hack_never_pays_more_than_the_worst_honest_failure(scheme, timing_available, hacked_penalty):
+    """A kernel that falls back to torch when it fails (``try: kernel except: torch``) is hacked; it must not be
+    paid more than the honest failure it hides, under any scheme, mode or valid parameters."""
+    for params in PARAMS[scheme]:
+        hacked = reward(
+            scheme,
+            status="hacked",
+            hacked=True,
+            params=params,
+            hacked_penalty=hacked_penalty,
+            timing_available=timing_available,
+        ).reward
+        assert hacked <= worst_honest_failure(scheme, params, timing_available), (scheme, params)
+        assert hacked <= hacked_penalty
+
+
+def test_hacked_gets_the_penalty_where_it_is_below_every_failure():
+    for scheme in ("drkernel", "paper", "correctness"):
         assert reward(scheme, status="hacked", hacked=True).reward == 0.0
         assert reward(scheme, status="hacked", hacked=True, hacked_penalty=-1.0).reward == -1.0
+    assert reward("ladder", status="hacked", hacked=True).reward == -0.5  # the compile-error rung
+    assert reward("ladder", status="hacked", hacked=True, hacked_penalty=-1.0).reward == -1.0
+
+
+@pytest.mark.parametrize(
+    "params, named",
+    [
+        ({"compile_error": 0.1}, "compile_error"),  # a failure that pays
+        ({"incorrect": -0.6}, "incorrect"),  # wrong output paid less than no code at all
+        ({"slower": -0.4}, "slower"),  # a correct, slow kernel paid less than a wrong one
+        ({"slower": 0.3}, "slower"),  # slower than the reference paid more than 1.0x
+    ],
+)
+def test_ladder_parameters_that_break_the_reward_order_are_refused(params, named):
+    with pytest.raises(ValueError, match=named):
+        validate_reward_params("ladder", params)
 
 
 def test_no_timing_falls_back_to_correctness():
@@ -79,3 +146,10 @@ def test_bad_params_are_rejected_with_names():
         validate_reward_params("fast", {})
     with pytest.raises(ValueError, match="finite"):
         validate_reward_params("paper", {"w_speed": float("nan")})
+
+
+def test_honest_failures_are_every_status_but_correct_and_hacked():
+    from kernel_reward.result import Status
+    from kernel_reward.reward import HONEST_FAILURES
+
+    assert set(HONEST_FAILURES) == {s.value for s in Status} - {"correct", "hacked"}
