@@ -88,6 +88,7 @@ def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelCon
         timeout=args.reward_timeout,
         reward_scheme=args.reward_scheme,
         reward_params=args.reward_params(),
+        shape_check=args.reward_shape_check,
         **strict,
     )
 

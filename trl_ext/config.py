@@ -149,6 +149,15 @@ class MultiTurnKernelConfig(GRPOConfig):
         default=None,
         metadata={"help": "Per-candidate evaluation timeout in seconds (None: evaluator default)."},
     )
+    reward_shape_check: Literal["report", "fail", "off"] = field(
+        default="fail",
+        metadata={
+            "help": "The kernel reward's resized-input run: 'fail' (training default) makes a candidate that is "
+            "wrong, or answered without its own Triton kernel, at other sizes incorrect; 'report' only records it; "
+            "'off' skips it. Under 'report' a kernel hard-wired to the task's shape with a torch fallback elsewhere "
+            "is paid as correct."
+        },
+    )
     reward_min_coverage: float | None = field(
         default=None,
         metadata={

@@ -34,6 +34,7 @@ from kernel_reward.common.tensors import (
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.compare import fingerprint
 from kernel_reward.judge.remote import RemoteCandidate, SlotOutputs
+from kernel_reward.judge.seeds import SeedStream
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import Status
@@ -100,9 +101,10 @@ class JudgeTask:
     reference_buffers: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
-def trial_seeds(base: int, count: int) -> list[int]:
-    """Deterministic, well-spread seeds from a (secret) base."""
-    return [(base * 1_000_003 + 7919 * i) % (2**31 - 1) for i in range(count)]
+def trial_seeds(base: int | None, count: int) -> list[int]:
+    """``count`` hidden 63-bit seeds, one per input set: secret (``base`` None) or reproducible from ``base``."""
+    stream = SeedStream(base)
+    return [stream.seed(index) for index in range(count)]
 
 
 @dataclass

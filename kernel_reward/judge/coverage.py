@@ -6,6 +6,7 @@ never lets it make a wrong answer right.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -69,21 +70,32 @@ def coverage_from_reply(reply: dict[str, Any], result: EvalResult) -> None:
     result.flags.append("coverage_self_reported")
     if reply.get("flag"):
         result.flags.append(str(reply["flag"])[:300])
-    coverage = reply.get("coverage")
-    if isinstance(coverage, int | float) and not isinstance(coverage, bool) and coverage == coverage:
-        result.coverage = min(max(float(coverage), 0.0), 1.0)
+    coverage = _finite(reply.get("coverage"))
+    if coverage is not None:
+        result.coverage = min(max(coverage, 0.0), 1.0)
     rows = reply.get("table") if isinstance(reply.get("table"), list) else []
-    table = []
-    for row in rows[:50]:
-        try:
-            table.append(
-                KernelTiming(
-                    str(row["name"])[:200],
-                    float(row["device_time_ms"]),
-                    int(row["calls"]),
-                    bool(row["from_candidate"]),
-                )
-            )
-        except (KeyError, TypeError, ValueError):
-            continue
-    result.kernel_table = table
+    result.kernel_table = [
+        timing for timing in map(_kernel_timing, rows[:MAX_TABLE_ROWS]) if timing is not None
+    ]
+
+
+MAX_TABLE_ROWS = 50
+MAX_CALLS = 10**9  # far beyond any profiled run's kernel launches
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float when it is a real, finite number (not a bool, a string or NaN); else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value) if abs(value) < 1e300 else math.inf
+    return number if math.isfinite(number) else None
+
+
+def _kernel_timing(row: Any) -> KernelTiming | None:
+    """One row of the runner's kernel table, or None when any field is missing or impossible."""
+    if not isinstance(row, dict):
+        return None
+    time_ms, calls = _finite(row.get("device_time_ms")), _finite(row.get("calls"))
+    if time_ms is None or time_ms < 0 or calls is None or not 0 <= calls <= MAX_CALLS or calls != int(calls):
+        return None
+    return KernelTiming(str(row.get("name"))[:200], time_ms, int(calls), bool(row.get("from_candidate")))

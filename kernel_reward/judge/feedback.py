@@ -4,17 +4,65 @@ Structure follows background §1 (status / flags, runtimes, speedup, reward, err
 Order matters because the text is cut to ``max_chars``: the verdict and numbers come first, then the error text
 (trimmed to what is left, keeping its head and its tail, where Python puts the exception), then the kernel
 table. Never mentions hidden seeds or tolerances the candidate could tune to beyond the published defaults.
+``redact_error`` strips the harness's traceback frames and the service's paths from an error before it is shown.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from kernel_reward.result import EvalResult
 from kernel_reward.runtime import Mode
 
 TOP_KERNELS = 5
+
+_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<path>[^"]+)", line (?P<line>\d+)(?P<rest>.*)$')
+_CANDIDATE_MODULE = re.compile(r"_kr_cand\w*\.py$")
+_LIBRARY_ROOT = re.compile(r".*/(?:site-packages|dist-packages|lib/python\d+\.\d+)/")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)+(?P<name>[\w.+-]*)")
+
+
+def _frame_path(path: str) -> str | None:
+    """How a traceback frame's file is shown: the candidate's own module as ``candidate.py``, a library's file by
+    its path inside the library (``torch/nn/modules/module.py``), anything else (the harness, the reference, the
+    service's files) not at all."""
+    if _CANDIDATE_MODULE.search(path):
+        return "candidate.py"
+    if "/kernel_reward/" in path or path.startswith("<"):
+        return None
+    library = _LIBRARY_ROOT.match(path)
+    return path[library.end() :] if library else None
+
+
+def redact_error(text: str | None) -> str | None:
+    """``text`` without the frames of files the candidate did not write or import (the judge's, the runner's
+    harness, the reference) and with every other absolute path cut to its file name. The error itself, the
+    candidate's frames and library frames stay: what the model needs to fix its code, not a map of the service."""
+    if not text:
+        return text
+    kept: list[str] = []
+    dropping_indent: int | None = None
+    for line in text.splitlines():
+        frame = _FRAME.match(line)
+        if frame is not None:
+            shown = _frame_path(frame["path"])
+            if shown is None:
+                dropping_indent = len(frame["indent"])
+                continue
+            dropping_indent = None
+            kept.append(f'{frame["indent"]}File "{shown}", line {frame["line"]}{frame["rest"]}')
+            continue
+        if dropping_indent is not None and len(line) - len(line.lstrip()) > dropping_indent:
+            continue  # the dropped frame's source line and its caret marks
+        dropping_indent = None
+        kept.append(_ABSOLUTE_PATH.sub(lambda match: _candidate_name(match["name"]), line))
+    return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
+
+
+def _candidate_name(name: str) -> str:
+    return "candidate.py" if _CANDIDATE_MODULE.search(name) else name
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_reward.ipc.runner_channel import RunnerFault
-from kernel_reward.judge.feedback import render_feedback
+from kernel_reward.judge.feedback import redact_error, render_feedback
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.request import EvalRequest
@@ -100,9 +100,7 @@ def evaluate_request(
                 result,
                 JudgeStop(
                     Status.RUNTIME_ERROR,
-                    f"out of GPU memory under this worker's cap (fewer workers per GPU raise it): {exc}"[
-                        :2000
-                    ],
+                    f"{JUDGE_OUT_OF_MEMORY} (fewer workers per GPU raise it): {exc}"[:2000],
                 ),
             )
         else:  # a harness-side failure: fail closed, keep the traceback for the developers
@@ -141,6 +139,7 @@ def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], 
     result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
     mark_interpreter_gap(result)
     mark_out_of_memory(result)
+    result.error = redact_error(result.error)
     result.hacked = result.status == Status.HACKED
     result.correct = result.status == Status.CORRECT
     outcome = compute_reward(
@@ -270,16 +269,20 @@ def _run_pipeline(
             runner.close()
 
 
-OUT_OF_MEMORY_MARKS = ("out of GPU memory under this worker's cap", "OutOfMemoryError", "CUDA out of memory")
+JUDGE_OUT_OF_MEMORY = "out of GPU memory under this worker's cap"
+RUNNER_OUT_OF_MEMORY_MARKS = ("OutOfMemoryError", "CUDA out of memory")
 
 
 def mark_out_of_memory(result: EvalResult) -> None:
-    """Flag ``out_of_memory`` on a failure that ran out of device memory, in the judge (its own message) or in the
-    runner (torch's error text, which candidate code could also print: the flag only buys a retry alone,
-    ``service.pool``)."""
-    if result.status == Status.RUNTIME_ERROR and any(
-        mark in (result.error or "") for mark in OUT_OF_MEMORY_MARKS
-    ):
+    """Flag ``out_of_memory`` (it buys one retry alone, ``service.pool.needs_device_alone``) on the judge's own
+    out-of-memory, or on the runner's text saying so once the judge has sized the call (``call_bytes``): the
+    runner's text is the candidate's to write, and only a call large against the worker's share is retried."""
+    if result.status != Status.RUNTIME_ERROR:
+        return
+    error = result.error or ""
+    own = error.startswith(JUDGE_OUT_OF_MEMORY)
+    claimed = any(mark in error for mark in RUNNER_OUT_OF_MEMORY_MARKS) and "call_bytes" in result.memory
+    if own or claimed:
         result.flags.append("out_of_memory")
 
 

@@ -71,11 +71,11 @@ def check_shape_generalization(
     """Run the resized check in the judge: the resized reference here, a second ``ModelNew`` (model 1) built in
     the runner from the resized init arguments and weights; returns ``shape_generalization`` (``passed``
     True/False/None)."""
-    import secrets
     import tempfile
 
     from kernel_reward.common.loading import unload, write_and_import
     from kernel_reward.judge.remote import RemoteCandidate, args_nbytes, build_remote, slot_bytes
+    from kernel_reward.judge.seeds import fresh_seed
     from kernel_reward.judge.stop import JudgeStop
 
     if options.shape_check == "off":
@@ -103,7 +103,7 @@ def check_shape_generalization(
                     continue
                 try:
                     init = list(module.get_init_inputs())
-                    build_seed = secrets.randbits(30)
+                    build_seed = fresh_seed()
                     torch.manual_seed(build_seed)
                     reference_model = getattr(module, entry_point)(*init).to(device)
                     inputs, reference, spec = _reference_outputs(module, reference_model, seed + 1, device)
@@ -140,6 +140,15 @@ def check_shape_generalization(
                         "passed": False,
                         **info,
                         "reason": (outcome.error or outcome.kind or "failed")[:500],
+                    }
+                if not outcome.own_launches:
+                    # a call like any other: answered without the candidate's own kernel, it is a fallback
+                    return {
+                        "ran": True,
+                        "passed": False,
+                        **info,
+                        "reason": "no Triton kernel of the candidate launched at resized sizes (other launches: "
+                        f"{', '.join(outcome.launched) or 'none'}): a fallback for sizes other than the shipped one",
                     }
                 comparison = outcome.outputs.compare(reference, options.tolerance)
                 return {

@@ -18,7 +18,6 @@ What still rests on the runner's word, and is flagged in every result that used 
 from __future__ import annotations
 
 import contextlib
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from kernel_reward.judge.remote import (
     share_arena,
     slot_bytes,
 )
+from kernel_reward.judge.seeds import fresh_seed
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, Status
@@ -64,8 +64,7 @@ def judge(
     ``deadline``: time.monotonic() by which the runner must have answered (None: the service's wall clock)."""
     options: EvalOptions = request.options
     client = RunnerClient(runner, deadline)
-    seed_base = options.seed_base if options.seed_base is not None else secrets.randbits(30)
-    seeds = correctness.trial_seeds(seed_base, options.num_trials + 3)
+    seeds = correctness.trial_seeds(options.seed_base, options.num_trials + 3)
     result.flags.append("launch_checks_self_reported")
 
     with phases("load"):
@@ -200,7 +199,7 @@ def _judge_loaded(
 
 def build_reference(module: Any, entry_point: str, device: torch.device, probe_seed: int) -> Reference:
     """Build the reference under a fresh build seed and learn its output structure; a failure is the task's."""
-    build_seed = secrets.randbits(30)
+    build_seed = fresh_seed()
     try:
         init_inputs = list(module.get_init_inputs())
         torch.manual_seed(build_seed)

@@ -9,7 +9,6 @@ verified (``compare_timed`` / ``measure``). The batch clock itself is ``batch_cl
 
 from __future__ import annotations
 
-import secrets
 import statistics
 import time
 from typing import Any
@@ -21,6 +20,7 @@ from kernel_reward.ipc import exchange
 from kernel_reward.ipc.runner_channel import RunnerClient
 from kernel_reward.judge.compare import PiecewiseComparison
 from kernel_reward.judge.remote import RemoteCandidate
+from kernel_reward.judge.seeds import SeedStream
 from kernel_reward.options import EvalOptions
 from kernel_reward.timing import batch_clock, batch_stats, calibration
 
@@ -52,10 +52,10 @@ def time_reference_before(
 ) -> tuple[batch_clock.BatchClock, batch_stats.Overhead, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
     calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: verdict.Reference."""
-    hidden = secrets.randbits(30)
+    hidden = SeedStream()  # secret whatever seed_base says: the timed inputs are never reproducible
 
     def draw(index: int) -> list[Any]:
-        return make_inputs(reference.module, (hidden * 7919 + index) % (2**31 - 1), device)
+        return make_inputs(reference.module, hidden.seed(index), device)
 
     clock = batch_clock.BatchClock(
         _timed_reference(reference.model, options),

@@ -91,8 +91,9 @@ def test_recipe_precision_and_lr_change_most_weights_in_one_step(name, tmp_path)
 
 @pytest.mark.parametrize("name", GPU_RECIPES)
 def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch):
-    """Strict mode (a correct candidate under the coverage floor is hacked) is on in every GPU recipe, and the
-    training script hands the floor to the evaluator."""
+    """Strict mode (a correct candidate under the coverage floor is hacked) and the failing resized-input check (a
+    kernel with a torch fallback at other sizes is incorrect) are on in every GPU recipe, and the training script
+    hands both to the evaluator."""
     import importlib.util
     import sys
 
@@ -108,6 +109,7 @@ def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch
     monkeypatch.setattr(kernel_reward.env, "KernelEnvironment", lambda **kwargs: seen.update(kwargs) or "env")
     assert train.make_environment(train.TrainScriptArguments(dataset_name="x"), args) == "env"
     assert seen["min_coverage"] == 0.3 and seen["reward_scheme"] == args.reward_scheme
+    assert args.reward_shape_check == "fail" and seen["shape_check"] == "fail"
 
 
 def test_the_coverage_floor_must_be_a_fraction(tmp_path):

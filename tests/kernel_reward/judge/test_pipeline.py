@@ -318,3 +318,16 @@ def test_one_shot_path_enforces_the_wall_clock_on_its_own_runner(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = EvalResult.from_dict(json.loads((tmp_path / "result.json").read_text()))
     assert result.status.value == "timeout" and "wall-clock" in result.error
+
+
+def test_feedback_shows_the_candidates_error_not_the_harness(evaluate_subprocess):
+    """The runner's traceback crosses the harness's own frames and the service's paths: a map for patching the
+    harness. The feedback keeps the candidate's frame (its file as candidate.py), library frames without their
+    install paths, and the error; it drops every kernel_reward frame and absolute path."""
+    result = evaluate_subprocess(ADD_RELU, fenced("fault_raising_forward.py"))
+    assert result.status.value == "runtime_error"
+    for text in (result.feedback, result.error):
+        assert "kernel_reward" not in text and str(REPO_ROOT) not in text and "/tmp/" not in text, text
+        assert "site-packages" not in text, text
+    assert 'File "candidate.py", line 29, in forward' in result.error
+    assert 'raise RuntimeError("boom")' in result.error and "RuntimeError: boom" in result.error

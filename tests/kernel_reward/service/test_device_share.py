@@ -53,14 +53,35 @@ def test_an_evaluation_alone_waits_for_the_running_ones_and_keeps_new_ones_out(t
     assert events == ["first start", "first end", "alone start", "alone end", "late start", "late end"]
 
 
-def test_out_of_memory_failures_are_marked_from_the_judge_or_the_runner():
-    for error in (
-        "out of GPU memory under this worker's cap (fewer workers per GPU raise it): ...",
-        "candidate raised torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB",
-    ):
-        result = EvalResult(status=Status.RUNTIME_ERROR, error=error)
-        mark_out_of_memory(result)
-        assert needs_device_alone(result), error
+def test_out_of_memory_failures_are_marked_from_the_judge_or_a_sized_runner_call():
+    """The judge's own out-of-memory is marked; the runner's text saying so (which a wrong kernel can print to buy
+    an exclusive re-run) is marked only once the judge knows the call's size, and then the size decides."""
+    gib = 1 << 30
+    own = EvalResult(
+        status=Status.RUNTIME_ERROR, error="out of GPU memory under this worker's cap (fewer workers...): ..."
+    )
+    mark_out_of_memory(own)
+    assert needs_device_alone(own)
+    claim = "candidate forward raised: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB"
+    unsized = EvalResult(status=Status.RUNTIME_ERROR, error=claim)
+    mark_out_of_memory(unsized)
+    assert "out_of_memory" not in unsized.flags and not needs_device_alone(unsized)
+    large = EvalResult(
+        status=Status.RUNTIME_ERROR, error=claim, memory={"call_bytes": 12 * gib, "share_bytes": 8 * gib}
+    )
+    mark_out_of_memory(large)
+    assert needs_device_alone(large)
+    small = EvalResult(
+        status=Status.RUNTIME_ERROR, error=claim, memory={"call_bytes": 10 << 20, "share_bytes": 8 * gib}
+    )
+    mark_out_of_memory(small)
+    assert not needs_device_alone(small)
+    quoted = EvalResult(
+        status=Status.RUNTIME_ERROR,
+        error="candidate forward raised: out of GPU memory under this worker's cap",
+    )
+    mark_out_of_memory(quoted)
+    assert not needs_device_alone(quoted)  # the judge's phrase, written by the candidate
     for result in (
         EvalResult(status=Status.RUNTIME_ERROR, error="MemoryError"),  # host memory: not the device's
         EvalResult(status=Status.INCORRECT, error="CUDA out of memory"),
