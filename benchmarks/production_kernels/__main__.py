@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=3,
         help="CUDA only: do_bench rounds per side for the independent speedup (0: skip it)",
     )
+    parser.add_argument(
+        "--shape-check",
+        choices=("report", "fail", "off"),
+        default="report",
+        help="the reward's resized-input run: 'fail' also counts a kernel wrong (or not launched) at resized sizes",
+    )
     parser.add_argument("--list", action="store_true", help="print the kernel names and exit")
     return parser
 
@@ -137,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout=args.timeout,
             workers=args.workers,
             do_bench_repeats=args.do_bench_repeats,
+            shape_check=args.shape_check,
         )
         elapsed = time.time() - started
     print(format_table(rows))
@@ -178,6 +185,7 @@ def run(
     timeout: float,
     workers: int,
     do_bench_repeats: int,
+    shape_check: str = "report",
 ) -> list[Row]:
     """Build, screen and evaluate the named kernels (then do_bench them on CUDA); one row each, in order."""
     from kernel_reward import Evaluator
@@ -199,7 +207,9 @@ def run(
         name: [f.describe() for f in check_candidate(pair[1]).findings] for name, pair in built.items()
     }
     log.info("evaluating %d pairs on %s (%s sizes; pairs in %s)", len(built), device, size, pairs_dir)
-    with Evaluator(device=device, workers=workers, timeout=timeout, progress=False) as evaluator:
+    with Evaluator(
+        device=device, workers=workers, timeout=timeout, progress=False, shape_check=shape_check
+    ) as evaluator:
         results = evaluator.evaluate_many(list(built.values()))
     for name, result in zip(built, results, strict=True):
         rows[name] = row_from_result(name, result, findings[name])

@@ -30,13 +30,15 @@ log = logging.getLogger(__name__)
 
 
 def resized_variants(source: str, scale: float) -> list[tuple[str, dict[str, Any]]]:
-    """Resized sources to try, most demanding first (odd sizes, then plain scaling); none when the program has no
-    resizable size constants or cannot be read (``sizes``: the same rewrite the task set's presets use)."""
+    """Resized sources to try, most demanding first: ``scale`` times the sizes (odd, then plain), then the same
+    shrunk by ``scale`` for tasks whose larger variant cannot fit the exchange arena (every full-size GPU task's
+    call fills it); none when the program has no resizable size constants or cannot be read (``sizes``: the same
+    rewrite the task set's presets use)."""
     variants: list[tuple[str, dict[str, Any]]] = []
     seen: set[str] = set()
-    for make_odd in (True, False):
+    for factor, make_odd in ((scale, True), (scale, False), (1 / scale, True), (1 / scale, False)):
         try:
-            changes = sizes.scaled_sizes(source, scale, make_odd=make_odd)
+            changes = sizes.scaled_sizes(source, factor, make_odd=make_odd)
         except ValueError as exc:  # does not parse, or a constant assigned twice: nothing to resize reliably
             log.debug("no resized variants: %s", exc)
             return variants
@@ -51,7 +53,7 @@ def resized_variants(source: str, scale: float) -> list[tuple[str, dict[str, Any
                     {
                         "via": "kernel_reward.screen.sizes",
                         "odd": make_odd,
-                        "scale": scale,
+                        "scale": round(factor, 4),
                         "constants": {k: list(v) for k, v in changes.items()},
                     },
                 )

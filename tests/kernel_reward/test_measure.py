@@ -144,7 +144,10 @@ def test_scaled_sizes_scale_sizes_only():
     assert scaled_sizes(source, 1.5, make_odd=True) == {"BATCH": (16, 23), "DIM": (64, 95)}
     assert scaled_sizes(source, 1.5, make_odd=False) == {"BATCH": (16, 24), "DIM": (64, 96)}
     variants = resized_variants(source, 1.5)
-    assert [info["odd"] for _src, info in variants] == [True, False]
+    # larger first (odd, plain); then shrunk, for tasks whose larger variant cannot fit the exchange arena (the
+    # plain shrink 16 -> 11, 64 -> 43 is already odd: one variant)
+    assert [(info["scale"], info["odd"]) for _src, info in variants] == [(1.5, True), (1.5, False), (0.6667, True)]
+    assert "BATCH = 11" in variants[2][0] and "DIM: int = 43" in variants[2][0]
     assert all(info["via"] == "kernel_reward.screen.sizes" for _src, info in variants)
     odd_source = variants[0][0]
     assert "BATCH = 23" in odd_source and "DIM: int = 95" in odd_source

@@ -331,3 +331,34 @@ def test_feedback_shows_the_candidates_error_not_the_harness(evaluate_subprocess
         assert "site-packages" not in text, text
     assert 'File "candidate.py", line 29, in forward' in result.error
     assert 'raise RuntimeError("boom")' in result.error and "RuntimeError: boom" in result.error
+
+
+def test_the_resized_check_runs_when_only_a_smaller_size_fits_the_arena(evaluate_subprocess):
+    """A task whose call fills the exchange arena (slot-sized on a large task, as every full-size GPU task is)
+    has no room for 1.5x inputs: the check then runs at a smaller size instead of not at all, so a kernel for
+    the shipped size with a torch fallback elsewhere is still caught under shape_check="fail"."""
+    n = 1_500_001  # one call of 18 MB: the CPU arena (32 MiB budget) holds exactly one
+    reference = ADD_RELU.replace("N = 64", f"N = {n}")
+    candidate = (ENTRIES_DIR / "shape_fallback_torch.py").read_text()
+    candidate = candidate.replace("x.numel() != 64", f"x.numel() != {n}")
+    candidate = candidate.replace(
+        "add_relu_kernel[(2,)](x, y, out, BLOCK=32)", "add_relu_kernel[(1465,)](x, y, out, n, BLOCK=1024)"
+    )
+    candidate = candidate.replace(
+        "def add_relu_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):",
+        "def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):",
+    )
+    candidate = candidate.replace(
+        "    x = tl.load(x_ptr + offs)\n    y = tl.load(y_ptr + offs)\n    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0))",
+        "    mask = offs < n\n    x = tl.load(x_ptr + offs, mask=mask)\n    y = tl.load(y_ptr + offs, mask=mask)\n    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)",
+    )
+    candidate = candidate.replace(
+        "out = torch.empty_like(x)", "out = torch.empty_like(x)\n        n = x.numel()"
+    )
+    result = evaluate_subprocess(reference, "```python\n" + candidate + "```", shape_check="fail")
+    shape = result.shape_generalization
+    assert shape["ran"] and shape["scale"] < 1, shape
+    assert result.status.value == "incorrect" and "no Triton kernel" in shape["reason"], (
+        result.status,
+        shape,
+    )
