@@ -47,7 +47,8 @@ def cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     else:
         speed = f"{result.speedup:.3f}x" if result.speedup is not None else "n/a (no timing on this device)"
         print(f"status:   {result.status.value}")
-        print(f"reward:   {result.reward:.4f}")
+        unscored = "" if result.scored else " (unscored: the evaluator, not the candidate, ended it)"
+        print(f"reward:   {result.reward:.4f}{unscored}")
         print(f"speedup:  {speed}")
         print(
             f"device:   {result.device} ({result.mode}); isolation: {result.isolation.get('level', 'unknown')}"

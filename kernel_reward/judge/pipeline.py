@@ -110,6 +110,7 @@ def evaluate_request(
                 JudgeStop(
                     Status.CRASHED if result.status == Status.CRASHED else Status.RUNTIME_ERROR,
                     f"internal evaluator error: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-2000:]}",
+                    flag="evaluator_error",
                 ),
             )
     _finish(result, request.options, phases, start)
@@ -123,6 +124,7 @@ def apply_stop(result: EvalResult, stop: JudgeStop) -> None:
     result.hack_reasons.extend(r for r in stop.hack_reasons if r not in result.hack_reasons)
     if stop.flag and stop.flag not in result.flags:
         result.flags.append(stop.flag)
+    result.scored = result.scored and stop.scored
 
 
 def stop_from_fault(fault: RunnerFault) -> JudgeStop:

@@ -94,7 +94,7 @@ def check_shape_generalization(
                 notes.append(f"resized reference does not import: {type(exc).__name__}: {exc}")
                 continue
             try:
-                shapes_only = _inputs_on_meta(module)
+                shapes_only = inputs_on_meta(module)
                 if shapes_only is not None and args_nbytes(shapes_only, align=0) > arena.nbytes:
                     # Known before drawing them: resized inputs (1.5x each size, 3.4x the bytes of a matmul's)
                     # that cannot fit the arena are never allocated (level1/6 held 3 GiB beside a 1 GiB call).
@@ -174,7 +174,7 @@ def warm_meta_device() -> None:
         torch.randn(1), torch.rand(1), torch.randint(0, 2, (1,)), torch.randn(1, dtype=torch.float16)
 
 
-def _inputs_on_meta(module: Any) -> list[Any] | None:
+def inputs_on_meta(module: Any) -> list[Any] | None:
     """``get_inputs()`` drawn on the meta device (shapes and dtypes, no memory), or None where it cannot run there."""
     try:
         with torch.device("meta"):

@@ -111,6 +111,8 @@ def _judge_loaded(
     seeds: list[int],
     options: EvalOptions,
 ) -> None:
+    if device.type == "cpu":
+        _refuse_tasks_too_large_for_the_interpreter(reference_module)
     # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
     shared = getattr(timing_slot, "shared", None) or contextlib.nullcontext
     with phases("build"), shared():
@@ -195,6 +197,29 @@ def _judge_loaded(
         result.status = Status.CORRECT
     finally:
         arena.close()
+
+
+# The Triton interpreter runs a kernel's program instances one after another in Python (about 0.4 ms each): a call
+# over more input than this takes minutes, and a full evaluation many calls.
+INTERPRETER_MAX_INPUT_BYTES = 32 << 20
+
+
+def _refuse_tasks_too_large_for_the_interpreter(module: Any) -> None:
+    """Stop, unscored, before any work when the task's inputs (sized on the meta device) are too large for the CPU
+    interpreter: the task's size, not the candidate, would decide the outcome (a timeout)."""
+    from kernel_reward.judge.shapes import inputs_on_meta
+
+    inputs = inputs_on_meta(module)
+    nbytes = args_nbytes(inputs, align=0) if inputs is not None else 0
+    if nbytes > INTERPRETER_MAX_INPUT_BYTES:
+        raise JudgeStop(
+            Status.INTERPRETER_UNSUPPORTED,
+            f"the task's inputs are {nbytes / (1 << 20):.0f} MiB a call, too large for the CPU Triton interpreter "
+            f"(limit {INTERPRETER_MAX_INPUT_BYTES >> 20} MiB): evaluate on a GPU, or use the task set's small preset "
+            "(python -m dataset_builder build --format sample --preset small)",
+            flag="task_too_large_for_interpreter",
+            scored=False,
+        )
 
 
 def build_reference(module: Any, entry_point: str, device: torch.device, probe_seed: int) -> Reference:

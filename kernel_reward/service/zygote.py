@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import json
 import logging
@@ -365,9 +366,12 @@ class Zygote:
         from kernel_reward.result import EvalResult, Status
 
         request = EvalRequest.from_dict(message["request"])
-        sandbox.apply_rlimits(
-            self.policy.limits, isolation, address_space=self.config.mode is Mode.INTERPRETER
-        )
+        limits = self.policy.limits
+        if runner is not None:
+            # A judge runs no candidate code, and its exchange arena is a file (a memfd on the CPU) as large as a
+            # call's inputs and outputs: the file-size limit is the runner's, not the judge's.
+            limits = dataclasses.replace(limits, file_size_bytes=None)
+        sandbox.apply_rlimits(limits, isolation, address_space=self.config.mode is Mode.INTERPRETER)
         share = USABLE_DEVICE_MEMORY if request.alone else self.config.gpu_memory_fraction
         fraction = _half(share) if runner is not None else share
         if self.config.mode is Mode.GPU and fraction is not None:

@@ -362,3 +362,15 @@ def test_the_resized_check_runs_when_only_a_smaller_size_fits_the_arena(evaluate
         result.status,
         shape,
     )
+
+
+def test_a_task_too_large_for_the_interpreter_is_refused_unscored(evaluate_subprocess):
+    """On the CPU a shipped-size task would time out whatever the candidate does: refused up front, in one line
+    naming the small preset, and unscored (the task decided it, not the candidate)."""
+    reference = ADD_RELU.replace("N = 64", "N = 8_000_000")  # 61 MiB of inputs a call
+    result = evaluate_subprocess(reference, fenced("honest_add_relu.py"))
+    assert result.status.value == "interpreter_unsupported" and not result.scored
+    assert "task_too_large_for_interpreter" in result.flags and "--preset small" in result.error
+    assert (
+        "load" in result.phase_seconds and "build" not in result.phase_seconds
+    )  # nothing was drawn or built
