@@ -146,7 +146,11 @@ def test_scaled_sizes_scale_sizes_only():
     variants = resized_variants(source, 1.5)
     # larger first (odd, plain); then shrunk, for tasks whose larger variant cannot fit the exchange arena (the
     # plain shrink 16 -> 11, 64 -> 43 is already odd: one variant)
-    assert [(info["scale"], info["odd"]) for _src, info in variants] == [(1.5, True), (1.5, False), (0.6667, True)]
+    assert [(info["scale"], info["odd"]) for _src, info in variants] == [
+        (1.5, True),
+        (1.5, False),
+        (0.6667, True),
+    ]
     assert "BATCH = 11" in variants[2][0] and "DIM: int = 43" in variants[2][0]
     assert all(info["via"] == "kernel_reward.screen.sizes" for _src, info in variants)
     odd_source = variants[0][0]
