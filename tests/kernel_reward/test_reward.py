@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernel_reward.reward import SCHEME_PARAMS, compute_reward, validate_reward_params
+from kernel_reward.reward import HONEST_FAILURES, SCHEME_PARAMS, compute_reward, validate_reward_params
 
 
 def reward(scheme, status="correct", speedup=2.0, coverage=0.5, hacked=False, **kwargs):
@@ -47,15 +47,6 @@ def test_ladder(status, speedup, expected):
     assert reward("ladder", status=status, speedup=speedup).reward == pytest.approx(expected)
 
 
-HONEST_FAILURES = (
-    "format_error",
-    "compile_error",
-    "runtime_error",
-    "timeout",
-    "crashed",
-    "incorrect",
-    "interpreter_unsupported",
-)
 # Valid parameters beside the defaults: an order-keeping ladder and a reweighted drkernel.
 PARAMS = {
     "drkernel": [None, {"w_correct": 0.1, "w_speed": 2.0}],
@@ -150,6 +141,5 @@ def test_bad_params_are_rejected_with_names():
 
 def test_honest_failures_are_every_status_but_correct_and_hacked():
     from kernel_reward.result import Status
-    from kernel_reward.reward import HONEST_FAILURES
 
     assert set(HONEST_FAILURES) == {s.value for s in Status} - {"correct", "hacked"}
