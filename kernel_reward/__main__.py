@@ -5,7 +5,8 @@
     python -m kernel_reward stop  [--address ADDR]
 
 ``eval`` exits 0 whenever an evaluation happened, whatever its verdict (the verdict is in the output), 2 on bad
-arguments, 1 when no evaluation could run. ``serve`` starts named, detached reward worker actors on a Ray cluster
+arguments, 1 when no evaluation of the candidate could run (the evaluator failed to start, the reference is broken,
+or the result is unscored: printed all the same). ``serve`` starts named, detached reward worker actors on a Ray cluster
 (``ray start --head`` on the first node, ``ray start --address HEAD:6379`` on the others) that any
 ``Evaluator(backend="ray", ray_address=...)`` then uses; ``stop`` removes them.
 """
@@ -57,6 +58,16 @@ def cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             print(f"hacks:    {', '.join(result.hack_reasons)}")
         if result.error:
             print(f"error:    {result.error.strip()[:2000]}")
+    if "reference_error" in result.flags or not result.scored:
+        reason = (
+            "the reference is broken (a task problem)" if "reference_error" in result.flags else "unscored"
+        )
+        first_line = (result.error or "").strip().splitlines()[:1]
+        print(
+            f"error: no evaluation of the candidate could run ({reason}): {''.join(first_line)}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

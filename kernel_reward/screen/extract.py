@@ -3,7 +3,9 @@
 Rule: a fenced block tagged ``answer`` wins (the last one, if several); otherwise the LAST fenced code block;
 no fenced block at all -> None (the caller reports ``format_error``). Text that has no fence but parses as a
 Python module with at least one class or function definition is accepted as plain code, so
-``evaluate(reference, code)`` works with code that was never wrapped in a completion (prose does not parse).
+``evaluate(reference, code)`` works with code that was never wrapped in a completion (prose does not parse). Text
+that does not parse but defines ``ModelNew`` at the start of a line (and opens no fence) is plain code with a syntax
+error: the static checks then report it as a ``compile_error`` with its line, not as a completion without code.
 """
 
 from __future__ import annotations
@@ -36,9 +38,14 @@ def extract_code(completion: str) -> str | None:
     return None
 
 
+_MODEL_NEW_LINE = re.compile(r"^class[ \t]+ModelNew\b", re.MULTILINE)
+_FENCE_OPENER = re.compile(r"^(`{3,}|~{3,})", re.MULTILINE)
+
+
 def _looks_like_plain_code(text: str) -> bool:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return False
+        # an unclosed fence is a completion cut short (format_error), not a file with a syntax error
+        return _MODEL_NEW_LINE.search(text) is not None and _FENCE_OPENER.search(text) is None
     return any(isinstance(node, ast.ClassDef | ast.FunctionDef) for node in tree.body)

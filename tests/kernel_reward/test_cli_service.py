@@ -57,3 +57,19 @@ def test_help():
     for args in (["--help"], ["eval", "--help"], ["serve", "--help"]):
         done = _run(*args)
         assert done.returncode == 0 and "usage" in done.stdout
+
+
+def test_eval_exits_one_when_the_reference_is_broken(tmp_path):
+    """A reference without get_inputs is a task problem: no evaluation of the candidate ran, so exit 1 with one
+    line on stderr (the result is still printed)."""
+    ref = tmp_path / "ref.py"
+    ref.write_text(programs.REFERENCE_ADD.replace("def get_inputs", "def get_inputz"))
+    cand = tmp_path / "cand.py"
+    cand.write_text(programs.CANDIDATE_ADD)
+    done = _run(
+        "eval", "--reference", str(ref), "--candidate", str(cand), "--device", "cpu", "--timeout", "60"
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "status:   runtime_error" in done.stdout
+    assert done.stderr.strip().splitlines()[-1].startswith("error: no evaluation of the candidate could run")
+    assert "get_inputs" in done.stderr

@@ -29,3 +29,16 @@ def test_plain_code_without_fence_is_accepted():
 
 def test_unterminated_fence_is_not_a_block():
     assert extract_code("```python\nclass ModelNew: pass\n") is None
+
+
+def test_plain_code_with_a_syntax_error_is_code_not_prose():
+    """A .py file handed in as the candidate, broken on line 4: the static checks name the line (compile_error);
+    it is not a completion without code (format_error)."""
+    from kernel_reward.screen.screen import screen_candidate
+
+    broken = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
+    assert extract_code(broken) == broken
+    screening = screen_candidate(broken, "Model")
+    assert screening.status.value == "compile_error" and "line 4" in screening.error, screening
+    prose = "I would write class ModelNew with a kernel, but here is my reasoning: it cannot be done (yet)."
+    assert extract_code(prose) is None
