@@ -86,8 +86,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(compare_summaries(load_summary(a), load_summary(b), names=(a, b)))
         return 0
     from .run import run_evaluation
+    from .tasks import DatasetUnavailable
 
-    summary = run_evaluation(config)
+    try:
+        summary = run_evaluation(config)
+    except DatasetUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     fast = ", ".join(f"Fast@{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in summary["fast_p"].items())
     fast += (
         " (by the interval's lower end: "

@@ -95,6 +95,10 @@ def filter_tasks(
     return selected
 
 
+class DatasetUnavailable(ValueError):
+    """The dataset cannot be loaded: no such folder or Hub dataset, or a folder without data files."""
+
+
 def load_dataset_tasks(dataset: str, *, split: str | None = None) -> list[EvalTask]:
     """Tasks of a dataset folder (built by dataset_builder) or a ``load_dataset`` name.
 
@@ -103,7 +107,13 @@ def load_dataset_tasks(dataset: str, *, split: str | None = None) -> list[EvalTa
     import datasets  # heavy import, only when a dataset is actually loaded
 
     source = str(Path(dataset)) if Path(dataset).exists() else dataset
-    loaded = datasets.load_dataset(source)
+    try:
+        loaded = datasets.load_dataset(source)
+    except FileNotFoundError as exc:  # also datasets' DatasetNotFoundError and EmptyDatasetError
+        raise DatasetUnavailable(
+            f"cannot load dataset {dataset!r}: {str(exc).splitlines()[0]} "
+            "(build one with: python -m dataset_builder build --format sample --out DIR)"
+        ) from exc
     names = list(loaded.keys())
     if split is None:
         split = "train" if "train" in names else (names[0] if len(names) == 1 else None)

@@ -498,7 +498,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=32,
         help="tokens per generated turn in the evaluation (default 32, the tiny recipe's length)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # checked before the first stage: a typo would otherwise surface only when its stage starts, minutes in
+    for option, path in (("--recipe", args.recipe), ("--sft-recipe", args.sft_recipe)):
+        if not Path(path).is_file():
+            parser.error(f"{option} {path} does not exist (the shipped recipes are in recipes/)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,15 +53,15 @@ class SFTScriptArguments(ScriptArguments):
 
 def load_sft_dataset(script_args: SFTScriptArguments):
     """The training rows, reduced to their ``messages`` column."""
-    from datasets import load_dataset
+    from trl_ext.script_input import load_dataset_or_exit
 
     name = script_args.dataset_name
     if not name:
         raise SystemExit("error: --dataset_name is required (a .jsonl file, a dataset folder or a Hub id)")
     if name.endswith((".jsonl", ".json")):
-        data = load_dataset("json", data_files={script_args.dataset_train_split: name})
+        data = load_dataset_or_exit("json", data_files={script_args.dataset_train_split: name})
     else:
-        data = load_dataset(name, name=script_args.dataset_config)
+        data = load_dataset_or_exit(name, name=script_args.dataset_config)
     if script_args.dataset_train_split not in data:
         raise SystemExit(f"error: split {script_args.dataset_train_split!r} not in {list(data)}")
     train = data[script_args.dataset_train_split]
@@ -198,5 +198,7 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from trl_ext.script_input import parse_or_exit
+
     parser = TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
-    main(*parser.parse_args_and_config())
+    main(*parse_or_exit(parser))

@@ -56,7 +56,9 @@ class TrainScriptArguments(ScriptArguments):
 
 
 def load_train_dataset(script_args: TrainScriptArguments, seed: int):
-    from datasets import Dataset, load_dataset
+    from datasets import Dataset
+
+    from trl_ext.script_input import load_dataset_or_exit
 
     if script_args.environment == "toy":
         from trl_ext.env import make_toy_tasks
@@ -66,7 +68,7 @@ def load_train_dataset(script_args: TrainScriptArguments, seed: int):
         raise SystemExit(
             "error: --dataset_name is required with environment='kernel' (a Hub id or a local folder)"
         )
-    data = load_dataset(script_args.dataset_name, name=script_args.dataset_config)
+    data = load_dataset_or_exit(script_args.dataset_name, name=script_args.dataset_config)
     if script_args.dataset_train_split not in data:
         raise SystemExit(f"error: split {script_args.dataset_train_split!r} not in {list(data)}")
     train = data[script_args.dataset_train_split]
@@ -151,5 +153,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from trl_ext.script_input import parse_or_exit
+
     parser = TrlParser((TrainScriptArguments, MultiTurnKernelConfig, ModelConfig))
-    main(*parser.parse_args_and_config())
+    main(*parse_or_exit(parser))
