@@ -28,6 +28,10 @@ stamp=".venv/.bootstrap-${stamp_key}"
 [ -x .venv/bin/python ] || "$python_bin" -m venv .venv
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing drkernel-rl${extras:+ [$extras]} into .venv (first run takes ~2 minutes)" >&2
+  # a line every 30 s while pip works quietly, so a long install is not mistaken for a hang
+  (while sleep 30; do echo "bootstrap: still installing (${SECONDS} s so far; pip's log: .venv/bootstrap.log)" >&2; done) &
+  heartbeat=$!
+  trap 'kill "$heartbeat" 2>/dev/null || true' EXIT
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>/dev/null || true
   if ! .venv/bin/python -m pip install -q --disable-pip-version-check "${pins[@]}" -e "$target" >.venv/bootstrap.log 2>&1; then
     grep -v "is ignored: it is neither a file nor a directory" .venv/bootstrap.log | tail -n 40 >&2
@@ -36,4 +40,6 @@ if [ ! -f "$stamp" ]; then
   fi
   rm -f .venv/.bootstrap-*
   touch "$stamp"
+  kill "$heartbeat" 2>/dev/null || true
+  echo "bootstrap: done in ${SECONDS} s" >&2
 fi
