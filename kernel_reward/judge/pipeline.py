@@ -195,27 +195,29 @@ def screen_request(request: EvalRequest, *, mode: Mode) -> tuple[EvalResult | No
     so the worker does not screen the candidate again. ``mode``: where the service would run it."""
     start = time.perf_counter()
     phases: dict[str, float] = {}
-    with _phase(phases, "screen"):
-        screening = screen_candidate(request.candidate, request.entry_point)
-    if screening.passed:
-        return None, screening.code
-    result = EvalResult(mode=mode)
-    apply_stop(result, JudgeStop(screening.status, screening.error, screening.hack_reasons))
+    try:
+        return None, _screen(request, phases)
+    except JudgeStop as stop:
+        result = EvalResult(mode=mode)
+        apply_stop(result, stop)
     result.isolation = dict(NOT_RUN_ISOLATION)
     result.attempts = 0  # no execution attempt: nothing ran
     _finish(result, request.options, phases, start)
     return result, None
 
 
-def _screened_code(request: EvalRequest, phases: dict[str, float]) -> str:
-    """The candidate's code: screened by the service already, or screened here (the one-shot path)."""
-    if request.screened_code is not None:
-        return request.screened_code
+def _screen(request: EvalRequest, phases: dict[str, float]) -> str:
+    """The candidate's extracted code, or JudgeStop with the screen's rejection (no candidate code runs)."""
     with _phase(phases, "screen"):
         screening = screen_candidate(request.candidate, request.entry_point)
     if not screening.passed:
         raise JudgeStop(screening.status, screening.error, screening.hack_reasons)
     return screening.code
+
+
+def _screened_code(request: EvalRequest, phases: dict[str, float]) -> str:
+    """The candidate's code: screened by the service already, or screened here (the one-shot path)."""
+    return request.screened_code if request.screened_code is not None else _screen(request, phases)
 
 
 def _run_pipeline(

@@ -1,5 +1,5 @@
-"""What the judge keeps in memory during the correctness phases (issue 15: a 6 GiB task must fit beside its
-inputs and outputs): trials compared by fingerprint, references run on the judge's inputs when they leave them
+"""What the judge keeps in memory during the correctness phases (a 6 GiB task must fit beside its inputs and
+outputs): trials compared by fingerprint, references run on the judge's inputs when they leave them
 alone, outputs cloned only where they share storage."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Zero false positives on production Triton kernels (issue 15).
+"""Zero false positives on production Triton kernels.
 
 liger-kernel 0.8.5's ten Triton kernels, inlined from the INSTALLED wheel at test time (``benchmarks.
 production_kernels``; the dev extra pins the wheel), are honest and correct against their PyTorch references, so

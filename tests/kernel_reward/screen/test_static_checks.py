@@ -153,7 +153,7 @@ def test_import_fallback_try_is_allowed():
 
 # Environment probes written the way production Triton libraries write them (liger-kernel 0.8.5's helpers have
 # these three shapes): the handler answers with a value that cannot be a torch result. Each was a `try_except`
-# false positive on liger's inlined kernels (issue 15).
+# false positive on liger's inlined kernels.
 PROBES_WITH_CONSTANT_ANSWERS = {
     "parameter_with_constant_default": (
         "import functools\n"

@@ -282,9 +282,8 @@ def test_coverage_inputs_fill_the_arena_only_as_far_as_it_holds():
 def test_the_clock_keeps_no_copy_of_the_candidates_outputs_and_the_references_as_returned(keeps_inputs):
     """Memory of a timed batch beside the arena: the staging (inputs), a snapshot of at most SNAPSHOT_BYTES (the
     candidate's outputs are sealed, not copied out), the reference's outputs as it returned them, and a private
-    copy of the inputs only for a reference that writes into them (issue 15: a 6 GiB-in, 6 GiB-out task held a
-    mirror of inputs and outputs, a second capture and the reference's own output: 3.5x one call's bytes; then
-    one capture: the third output-sized buffer of output-heavy tasks)."""
+    copy of the inputs only for a reference that writes into them (no mirror of inputs and outputs, no capture
+    of the outputs: on a 6 GiB-in, 6 GiB-out task each would be another output-sized buffer)."""
     import torch
 
     from kernel_reward.ipc import exchange
