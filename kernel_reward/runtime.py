@@ -58,6 +58,7 @@ PREIMPORTED_MODULES = (
     "kernel_reward.runner.runner",
     "kernel_reward.timing.batch_clock",
     "kernel_reward.timing.statistics",
+    "torch._dynamo.eval_frame",  # the runner severs it (runner.compile_guard); the judge may compile the baseline
 )
 
 

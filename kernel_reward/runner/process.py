@@ -3,10 +3,11 @@
 ``spawn_runner`` forks the runner from the judge BEFORE the judge creates a CUDA context (a forked process must
 not inherit one) and, in the child, applies every sandbox layer before any candidate code can arrive:
 
-  fresh mount + network namespace with new private tmpfs over /tmp, /var/tmp, /dev/shm (the judge's files, the
-  reference among them, are not in them) -> PID namespace (the runner is pid 1 and sees only itself in a fresh
-  /proc) -> read-only file system except its private tmpfs -> clean environment (an allow-list) -> its own
-  private uid -> CUDA context / Triton known-answer check -> rlimits -> "ready".
+  fresh mount, network, IPC and UTS namespaces with new private tmpfs over /tmp, /var/tmp, /dev/shm (the judge's
+  files, the reference among them, are not in them) -> PID namespace (the runner is pid 1 and sees only itself
+  in a fresh /proc) -> read-only file system except its private tmpfs -> clean environment (an allow-list) ->
+  its own private uid -> no_new_privs and the seccomp filter -> CUDA context / Triton known-answer check ->
+  torch.compile severed -> rlimits -> "ready".
 
 ``RunnerClient`` is the judge's end: one request, one reply, and every reply is validated. A reply that is not a
 well-formed frame of an expected type, or an end of file, is the candidate's fault (``RunnerFault``), never a
@@ -99,12 +100,17 @@ def _runner_main(
         else:
             os.environ.update(environment)
         sandbox.drop_privileges(policy, isolation, uid)
+        sandbox.restrict_syscalls(policy, isolation)
         os.chdir(home / "work")
         stage = "warmup"
         from kernel_reward.runtime import prepare_worker
 
         info = prepare_worker(device)
         import torch
+
+        from kernel_reward.runner.compile_guard import sever_torch_compile
+
+        sever_torch_compile()
 
         if info.mode is Mode.GPU and gpu_memory_fraction is not None:
             torch.cuda.set_per_process_memory_fraction(gpu_memory_fraction)

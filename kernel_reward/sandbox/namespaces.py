@@ -1,5 +1,6 @@
-"""Child side, first layers: close inherited descriptors, die with the parent, new network and mount namespaces
-with private tmpfs mounts (``enter_namespaces``), and the paths a child may still see (``expose_paths``)."""
+"""Child side, first layers: close inherited descriptors, die with the parent, new network, IPC, UTS and mount
+namespaces with private tmpfs mounts (``enter_namespaces``), and the paths a child may still see
+(``expose_paths``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import stat
 from pathlib import Path
 
 from kernel_reward.sandbox.policy import (
+    CLONE_NEWIPC,
     CLONE_NEWNET,
     CLONE_NEWNS,
+    CLONE_NEWUTS,
     MS_BIND,
     MS_NODEV,
     MS_NOSUID,
@@ -20,6 +23,7 @@ from kernel_reward.sandbox.policy import (
     MS_REMOUNT,
     PR_SET_PDEATHSIG,
     PRIVATE_TMPFS_MOUNTS,
+    SANDBOX_HOSTNAME,
     Isolation,
     MiB,
     SandboxPolicy,
@@ -46,11 +50,13 @@ def set_parent_death_signal(sig: int = signal.SIGKILL) -> None:
 
 
 def enter_namespaces(policy: SandboxPolicy, isolation: Isolation, expose: list[str] | None = None) -> None:
-    """Move the calling (single-threaded, root) process into new network and mount namespaces.
+    """Move the calling (single-threaded, root) process into new network, IPC, UTS and mount namespaces.
 
     Must run before any thread is started (unshare(CLONE_NEWNS) fails in a multi-threaded process). The new
-    network namespace has only a downed loopback device: no socket can reach anything. The mount namespace gets
-    private tmpfs mounts over the world-writable directories.
+    network namespace has only a downed loopback device: no socket can reach anything. The IPC namespace starts
+    empty and dies with its last process, taking every SysV object and POSIX message queue made in it along. The
+    UTS namespace carries the host name ``SANDBOX_HOSTNAME``. The mount namespace gets private tmpfs mounts over
+    the world-writable directories.
     """
     libc = load_libc()
     if policy.isolate_network:
@@ -59,6 +65,20 @@ def enter_namespaces(policy: SandboxPolicy, isolation: Isolation, expose: list[s
             isolation.network_namespace = True
         except OSError as exc:
             isolation.missing.append(f"network_namespace: {exc}")
+    if policy.isolate_ipc:
+        try:
+            check_call(libc.unshare(CLONE_NEWIPC), "unshare(CLONE_NEWIPC)")
+            isolation.ipc_namespace = True
+        except OSError as exc:
+            isolation.missing.append(f"ipc_namespace: {exc}")
+    if policy.isolate_hostname:
+        try:
+            check_call(libc.unshare(CLONE_NEWUTS), "unshare(CLONE_NEWUTS)")
+            name = SANDBOX_HOSTNAME.encode()
+            check_call(libc.sethostname(name, len(name)), "sethostname")
+            isolation.uts_namespace = True
+        except OSError as exc:
+            isolation.missing.append(f"uts_namespace: {exc}")
     if policy.private_mounts:
         try:
             check_call(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")

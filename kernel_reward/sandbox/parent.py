@@ -1,5 +1,5 @@
-"""Parent side: kill a child's process group and anything it left under its uid, read its memory use, keep the
-head and tail of its output."""
+"""Parent side: kill a child's process group and anything it left under its uid, read its memory use (resident
+set and the files in its private tmpfs mounts), keep the head and tail of its output."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import errno
 import logging
 import os
 import signal
+from collections.abc import Iterable
+
+from kernel_reward.sandbox.policy import PRIVATE_TMPFS_MOUNTS
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +89,28 @@ def group_rss_bytes(pgid: int, uid: int | None = None) -> int | None:
             total += int(fields[21]) * page  # field 24 of stat: rss in pages
             found = True
     return total if found else None
+
+
+def private_tmpfs_bytes(pids: Iterable[int]) -> int:
+    """Bytes held by files in the private tmpfs mounts (``PRIVATE_TMPFS_MOUNTS``) of the processes ``pids``, each
+    mount counted once: tmpfs pages are memory that no resident set shows. Read through ``/proc/<pid>/root``,
+    which resolves paths in that process's mount namespace (root, or the same uid, may look); a process that is
+    gone or not ours to read is skipped."""
+    seen: set[int] = set()
+    total = 0
+    for pid in pids:
+        for mount in PRIVATE_TMPFS_MOUNTS:
+            path = f"/proc/{pid}/root{mount}"
+            try:
+                device = os.stat(path).st_dev
+                if device in seen:
+                    continue
+                usage = os.statvfs(path)
+            except OSError:
+                continue
+            seen.add(device)
+            total += (usage.f_blocks - usage.f_bfree) * usage.f_frsize
+    return total
 
 
 class OutputTail:

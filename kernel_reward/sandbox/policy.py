@@ -14,6 +14,8 @@ MiB = 1024**2
 
 # From <sched.h> / <sys/mount.h> / <sys/prctl.h>; stable Linux ABI values.
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
@@ -34,6 +36,8 @@ KEPT_MOUNT_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_N
 # Directories every unprivileged process can write to: each gets a fresh private tmpfs in the child's own mount
 # namespace, so a candidate cannot leave files for (or read files of) another candidate or the host.
 PRIVATE_TMPFS_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm")
+
+SANDBOX_HOSTNAME = "sandbox"  # the host name inside a child's own UTS namespace
 
 # Kernel interfaces and device nodes: ``make_filesystem_read_only`` leaves these trees (and their submounts) as they
 # are. The kernel checks their files one by one; a read-only remount would only get in the way (/dev/nvidia* must
@@ -98,8 +102,13 @@ class SandboxPolicy:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     isolate_network: bool = True
     private_mounts: bool = True
+    # SysV / POSIX IPC objects and the host name of the child's own: a message queue or shared segment left by
+    # one candidate is gone with its namespace, and the host's name stays unknown
+    isolate_ipc: bool = True
+    isolate_hostname: bool = True
+    filter_syscalls: bool = True  # PR_SET_NO_NEW_PRIVS and the seccomp filter (``restrict_syscalls``)
     drop_privileges: bool = True  # only possible (and only needed) when the parent runs as root
-    # The three layers below are applied by the caller when set: ``enter_pid_namespace``, ``clean_environment``,
+    # The three layers below (and ``filter_syscalls``) are applied by the caller when set: ``enter_pid_namespace``, ``clean_environment``,
     # ``make_filesystem_read_only``. ``Isolation.for_policy`` records which were asked for, so "full" needs them.
     isolate_pids: bool = (
         True  # new pid namespace with its own /proc: the candidate sees and signals only itself
@@ -125,6 +134,10 @@ class Isolation:
     process: str = "fresh-forked"  # one process per candidate, discarded afterwards
     network_namespace: bool = False
     mount_namespace: bool = False
+    ipc_namespace: bool = False
+    uts_namespace: bool = False  # its host name is SANDBOX_HOSTNAME
+    no_new_privs: bool = False
+    syscall_filter: int | None = None  # how many system calls the seccomp filter denies; None: no filter
     private_tmp: bool = False
     uid: int | None = None  # the uid the candidate ran as (None: the parent's own)
     rlimits: dict[str, int | None] = field(default_factory=dict)
@@ -155,6 +168,9 @@ class Isolation:
             "pid_namespace": policy.isolate_pids,
             "clean_environment": policy.clean_environment,
             "read_only_filesystem": policy.read_only_filesystem,
+            "ipc_namespace": policy.isolate_ipc,
+            "uts_namespace": policy.isolate_hostname,
+            "syscall_filter": policy.filter_syscalls,
         }
         return cls(requested=[name for name, on in wanted.items() if on])
 
@@ -164,6 +180,9 @@ class Isolation:
             "pid_namespace": self.pid_namespace and self.proc_private,
             "clean_environment": self.env_kept is not None,
             "read_only_filesystem": self.read_only_root,
+            "ipc_namespace": self.ipc_namespace,
+            "uts_namespace": self.uts_namespace,
+            "syscall_filter": self.no_new_privs and self.syscall_filter is not None,
         }
 
     @property

@@ -40,7 +40,8 @@ class WallClockExpired:
 
 @dataclass(frozen=True)
 class MemoryExceeded:
-    rss: int
+    rss: int  # resident sets of the child and its helpers, plus tmpfs_bytes
+    tmpfs_bytes: int
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,9 @@ class ChildSession:
             if isinstance(event, MemoryExceeded):
                 return self._failure(
                     Status.RUNTIME_ERROR,
-                    f"host memory limit exceeded: resident set {event.rss} bytes (with its "
-                    f"helper processes) > {limits.memory_bytes} bytes; the process group was killed",
+                    f"host memory limit exceeded: {event.rss} bytes (the resident sets of it and its helper "
+                    f"processes, and {event.tmpfs_bytes} bytes of files in its private tmpfs) > "
+                    f"{limits.memory_bytes} bytes; the process group was killed",
                     output,
                     isolation,
                 )
@@ -246,7 +248,7 @@ class ChildSession:
             if watch_memory and limits.memory_bytes is not None:
                 rss = self._resident_bytes(now)
                 if rss is not None and rss > limits.memory_bytes:
-                    return MemoryExceeded(rss)
+                    return MemoryExceeded(rss, child.tmpfs_bytes)
             watch = [child.channel] + ([child.output_fd] if output_open else [])
             readable, _, _ = select.select(watch, [], [], min(0.1, max(0.0, deadline - now)))
             if child.output_fd in readable:
@@ -255,6 +257,8 @@ class ChildSession:
                 child.reader.feed()
 
     def _resident_bytes(self, now: float) -> int | None:
+        """The child's memory: its resident set, every 0.5 s its whole group's with helpers, plus the files in
+        their private tmpfs mounts (as of the last group scan)."""
         child = self.child
         rss = sandbox.rss_bytes(child.pid)
         if now >= child.next_group_scan:
@@ -262,12 +266,13 @@ class ChildSession:
             child.next_group_scan = now + GROUP_SCAN_INTERVAL_S
             # The judge leads the group; its runner (the candidate) is in it or, if it left, under its own uid.
             runner_uid = (child.isolation.get("runner") or {}).get("uid")
-            group = sandbox.group_rss_bytes(
-                child.pid, runner_uid if runner_uid is not None else child.isolation.get("uid")
-            )
+            helper_uid = runner_uid if runner_uid is not None else child.isolation.get("uid")
+            group = sandbox.group_rss_bytes(child.pid, helper_uid)
             if group is not None:
                 rss = max(rss or 0, group)
-        return rss
+            helpers = sandbox.processes_of_uid(helper_uid) if helper_uid is not None else []
+            child.tmpfs_bytes = sandbox.private_tmpfs_bytes([child.pid, *helpers])
+        return None if rss is None else rss + child.tmpfs_bytes
 
     def _death_note(self, when: str, output: sandbox.OutputTail) -> str:
         child = self.child

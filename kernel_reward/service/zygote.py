@@ -44,7 +44,13 @@ from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX, GpuLock
 log = logging.getLogger("kernel_reward.service.zygote")
 
 CHILD_ROOT_IN_NAMESPACE = Path("/tmp/candidate")  # inside the child's private tmpfs
-UID_RANGE = 4096  # private uids handed out per zygote, from a random base
+# Private uids: each child takes the next pair of a block (the judge the even uid, its runner the odd one above),
+# and no uid is handed out twice by a zygote: what a candidate leaves under its uid cannot reach a later one. A
+# block starts at a random multiple of UID_BLOCK between UID_FLOOR and UID_CEILING (system and login accounts lie
+# below); a used-up block is replaced by another random one.
+UID_BLOCK = 1 << 16
+UID_FLOOR = 1 << 20
+UID_CEILING = 1 << 31
 
 
 @dataclass
@@ -67,9 +73,33 @@ class ZygoteConfig:
 
 
 def runner_uid_of(uid: int | None) -> int | None:
-    """The private uid of a judge's runner: a fixed distance from the judge's own, inside this zygote's range
-    (judges take the lower half), so one sweep per uid range finds both and they never collide."""
-    return None if uid is None else uid + UID_RANGE // 2
+    """The private uid of a judge's runner: the odd uid above the judge's even one."""
+    return None if uid is None else uid + 1
+
+
+class UidPairs:
+    """Hands out (judge, runner) uid pairs, each once: the even uids of a random block in turn, then a new block."""
+
+    def __init__(self, first_block: int | None = None) -> None:
+        self._next = first_block if first_block is not None else self._random_block()
+        if self._next % UID_BLOCK or not UID_FLOOR <= self._next < UID_CEILING:
+            raise ValueError(f"uid_base must be a multiple of {UID_BLOCK} in [{UID_FLOOR}, {UID_CEILING})")
+        self._end = self._next + UID_BLOCK
+        self.handed_out = 0
+
+    @staticmethod
+    def _random_block() -> int:
+        return random.randrange(UID_FLOOR // UID_BLOCK, UID_CEILING // UID_BLOCK) * UID_BLOCK
+
+    def take(self) -> int:
+        """The judge's uid of the next pair (its runner's is ``runner_uid_of`` of it)."""
+        if self._next >= self._end:
+            self._next = self._random_block()
+            self._end = self._next + UID_BLOCK
+        uid = self._next
+        self._next += 2
+        self.handed_out += 1
+        return uid
 
 
 def _seed_files(seed_dir: Path) -> dict[str, bytes]:
@@ -119,8 +149,7 @@ class Zygote:
         self.seed_dir = self.state_dir / "triton-seed"
         self.seed: dict[str, bytes] = {}
         root = os.geteuid() == 0 and self.policy.drop_privileges
-        base = config.uid_base if config.uid_base is not None else random.randrange(25, 500_000) * UID_RANGE
-        self.free_uids = list(range(base, base + UID_RANGE // 2)) if root else []  # the upper half: runners
+        self.uids = UidPairs(config.uid_base) if root else None
         self.children: dict[int, tuple[int | None, Path]] = {}  # pid -> (uid, fallback work root)
         self.kill_requested: set[int] = set()
         self.counter = 0
@@ -191,7 +220,6 @@ class Zygote:
             if uid is not None:
                 sandbox.kill_uid_processes(uid)
                 sandbox.kill_uid_processes(runner_uid_of(uid))
-                self.free_uids.append(uid)
             shutil.rmtree(work_root, ignore_errors=True)
             returncode = os.waitstatus_to_exitcode(status)
             self._reply(
@@ -240,7 +268,7 @@ class Zygote:
 
     def _fork_child(self) -> tuple[int, list[int]]:
         self.counter += 1
-        uid = self.free_uids.pop(0) if self.free_uids else None
+        uid = self.uids.take() if self.uids is not None else None
         work_root = self.state_dir / f"child-{os.getpid()}-{self.counter}"
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
@@ -316,6 +344,7 @@ class Zygote:
                 # start-up) would raise KeyError; it reads these variables first.
                 os.environ.update({"USER": f"sandbox{uid}", "LOGNAME": f"sandbox{uid}"})
             sandbox.drop_privileges(self.policy, isolation, uid)
+            sandbox.restrict_syscalls(self.policy, isolation)
             os.chdir(work_dir)
             stage = "warmup"
             if runner is not None:  # a judge: its runner checks Triton in its own warm-up

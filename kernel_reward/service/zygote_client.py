@@ -51,6 +51,7 @@ class ChildHandle:
         self.isolation: dict[str, Any] = {}
         self.warmup_seconds: dict[str, float] = {}  # the child's own warm-up stages, from its "ready" message
         self.next_group_scan = 0.0  # monotonic time of the next whole-group memory scan
+        self.tmpfs_bytes = 0  # files in its private tmpfs mounts, as of the last group scan
         self.ready = False
         self.closed = False
         channel.setblocking(False)

@@ -56,6 +56,24 @@ def test_corpus_verdict_gpu(entry: CorpusEntry, evaluate_subprocess):
         assert low <= result.speedup <= high
 
 
+def test_ipc_objects_do_not_outlive_a_candidate(evaluate_subprocess):
+    """sandbox_sysv_queue leaves a message in a SysV queue for the next candidate and is right only if it finds
+    one: evaluated twice in a row, the second run must not find the first one's message."""
+    import ctypes
+
+    entry = next(e for e in CORPUS if e.name == "sandbox_sysv_queue")
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        for _ in range(2):
+            result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cpu")
+            _check(entry, result, "cpu")
+    finally:  # a queue that did escape must not stay on the host
+        queue = libc.msgget(0x4B52_5751, 0)
+        if queue >= 0:
+            libc.msgctl(queue, 0, None)
+    assert queue < 0, "the candidate's message queue outlived it on the host"
+
+
 def test_adversarial_entries_never_expect_correct():
     """The attacks on the judge (forged frames, tampering, peeking, timing, sandbox probes) are wrong answers by
     construction: the only way to be scored correct is for the attack to work."""

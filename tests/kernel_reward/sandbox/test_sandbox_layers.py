@@ -31,7 +31,9 @@ from kernel_reward.sandbox import (
     enter_namespaces,
     enter_pid_namespace,
     make_filesystem_read_only,
+    restrict_syscalls,
 )
+from kernel_reward.sandbox.policy import SANDBOX_HOSTNAME
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces and mounts")
 
@@ -223,8 +225,17 @@ def test_child_is_pid_1_sees_only_itself_writes_only_tmp_and_keeps_only_allowed_
         and iso["read_only_root"]
         and iso["read_only_mounts"] >= 1
     )
-    assert set(iso["requested"]) == {"pid_namespace", "clean_environment", "read_only_filesystem"}
-    assert iso["level"] == "partial", iso  # no private uid in this test: drop_privileges was not applied
+    assert set(iso["requested"]) == {
+        "pid_namespace",
+        "clean_environment",
+        "read_only_filesystem",
+        "ipc_namespace",
+        "uts_namespace",
+        "syscall_filter",
+    }
+    assert iso["ipc_namespace"] and iso["uts_namespace"]
+    # no private uid and no syscall filter in this test: drop_privileges and restrict_syscalls were not applied
+    assert iso["level"] == "partial", iso
     assert seen["pid"] == 1
     assert seen["proc_pids"] == ["1"] and seen["tasks"] == ["1"]
     assert seen["writes"]["/tmp"] == "ok" and seen["writes"]["/dev/shm"] == "ok"
@@ -243,6 +254,92 @@ def test_child_is_pid_1_sees_only_itself_writes_only_tmp_and_keeps_only_allowed_
     # What the process was exec'd with (pytest's own start-up environment) is scrubbed down to the kept names.
     assert set(seen["exec_block"]) <= set(iso["env_kept"]), seen["exec_block"]
     assert not seen["secret_in_exec_block"]
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
+IPC_CREAT, IPC_RMID = 0o1000, 0
+KEY_SPEC_USER_KEYRING = -4
+CLONE_NEWUSER = 0x10000000
+
+
+def _errno_of(result: int) -> str:
+    return "ok" if result >= 0 else errno.errorcode[ctypes.get_errno()]
+
+
+def _in_a_child(probe: Callable[[], int]) -> int:
+    """Run ``probe`` in a forked child (for calls that change their caller) and return its exit code."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(probe())
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_ipc_and_uts_namespaces_and_the_syscall_filter(sandboxed):
+    """A SysV segment of the host is invisible and one made inside dies with the namespace; the host name is the
+    sandbox's; keyrings, message queues, ptrace, namespace changes and clone3 are refused, while fork, threads
+    and subprocesses (the compiler Triton runs) keep working."""
+    host_key = 0x5EC0_0001 + os.getpid() % 1000
+    child_key = host_key + 1
+    host_segment = LIBC.shmget(host_key, 4096, IPC_CREAT | 0o600)
+    assert host_segment >= 0, os.strerror(ctypes.get_errno())
+    try:
+
+        def body(isolation: Isolation, report: Report) -> int:
+            import subprocess
+            import threading
+
+            seen = {
+                "host_segment": _errno_of(LIBC.shmget(host_key, 0, 0)),
+                "own_segment": _errno_of(LIBC.shmget(child_key, 4096, IPC_CREAT | 0o600)),
+                "hostname": os.uname().nodename,
+            }
+            restrict_syscalls(SandboxPolicy(), isolation)
+            thread = threading.Thread(
+                target=lambda: seen.update(
+                    thread_add_key=_errno_of(
+                        LIBC.syscall(248, b"user", b"probe", b"x", 1, KEY_SPEC_USER_KEYRING)
+                    )
+                )
+            )
+            thread.start()
+            thread.join()
+            seen.update(
+                no_new_privs=LIBC.prctl(39, 0, 0, 0, 0),
+                add_key=_errno_of(LIBC.syscall(248, b"user", b"probe", b"x", 1, KEY_SPEC_USER_KEYRING)),
+                keyctl=_errno_of(LIBC.syscall(250, 0, KEY_SPEC_USER_KEYRING, 0, 0, 0)),
+                msgget=_errno_of(LIBC.msgget(child_key, IPC_CREAT | 0o600)),
+                mq_open=_errno_of(LIBC.syscall(240, b"probe", 0o100 | 2, 0o600, None)),
+                bpf=_errno_of(LIBC.syscall(321, 0, None, 0)),
+                perf_event_open=_errno_of(LIBC.syscall(298, None, 0, -1, -1, 0)),
+                userfaultfd=_errno_of(LIBC.syscall(323, 0)),
+                io_uring_setup=_errno_of(LIBC.syscall(425, 1, None)),
+                unshare=_errno_of(LIBC.unshare(CLONE_NEWUSER)),
+                clone3=_errno_of(LIBC.syscall(435, None, 0)),
+                ptrace_traceme=_in_a_child(lambda: 0 if LIBC.syscall(101, 0, 0, 0, 0) == 0 else 1),
+                fork=_in_a_child(lambda: 5),
+                subprocess=subprocess.run(["/bin/sh", "-c", "exit 3"]).returncode,
+                filter=isolation.syscall_filter,
+            )
+            report(seen)
+            return 0
+
+        child = sandboxed(body)
+        seen = child.report()
+        assert child.ends() and os.WIFEXITED(child.wait()), child.status
+    finally:
+        LIBC.shmctl(host_segment, IPC_RMID, None)
+    assert seen["host_segment"] == "ENOENT" and seen["own_segment"] == "ok", seen
+    assert LIBC.shmget(child_key, 0, 0) < 0  # the child's segment went with its namespace
+    assert seen["hostname"] == SANDBOX_HOSTNAME != os.uname().nodename
+    assert seen["no_new_privs"] == 1 and seen["filter"] and seen["filter"] > 40
+    for call in ("add_key", "thread_add_key", "keyctl", "msgget", "mq_open", "bpf", "perf_event_open"):
+        assert seen[call] == "EPERM", (call, seen)
+    for call in ("userfaultfd", "io_uring_setup", "unshare"):
+        assert seen[call] == "EPERM", (call, seen)
+    assert seen["clone3"] == "ENOSYS"
+    assert seen["ptrace_traceme"] == 1
+    assert seen["fork"] == 5 and seen["subprocess"] == 3
 
 
 def _sleep_with_a_grandchild(report: Report) -> int:
@@ -385,9 +482,19 @@ def test_level_holds_the_policy_to_its_optional_layers():
     isolation.pid_namespace = isolation.proc_private = isolation.read_only_root = True
     assert isolation.level == "partial"  # the environment was not cleaned
     isolation.env_kept = []
+    isolation.ipc_namespace = isolation.uts_namespace = True
+    assert isolation.level == "partial"  # no syscall filter
+    isolation.no_new_privs, isolation.syscall_filter = True, 58
     assert isolation.level == "full" and json.loads(json.dumps(isolation.to_dict()))["level"] == "full"
     off = Isolation.for_policy(
-        SandboxPolicy(isolate_pids=False, clean_environment=False, read_only_filesystem=False)
+        SandboxPolicy(
+            isolate_pids=False,
+            clean_environment=False,
+            read_only_filesystem=False,
+            isolate_ipc=False,
+            isolate_hostname=False,
+            filter_syscalls=False,
+        )
     )
     assert off.requested == []
     assert Isolation(env_kept=["PATH"]).level == "partial"

@@ -146,6 +146,39 @@ def test_host_memory_watchdog_counts_forked_helpers():
 
 
 @needs_root
+def test_host_memory_watchdog_counts_files_in_the_private_tmpfs():
+    """Files in the child's private /tmp are memory too (tmpfs): 1000 MiB of them exceed a 900 MiB budget while the
+    process itself stays small."""
+    policy = SandboxPolicy(limits=SandboxLimits(address_space_bytes=None, memory_bytes=900 * 1024**2))
+    code = (
+        "import time\ndef main():\n    for i in range(4):\n"
+        "        with open(f'/tmp/fill{i}', 'wb') as f:\n"
+        "            for _ in range(25):\n                f.write(b'\\x01' * (10 << 20))\n"
+        "    time.sleep(6)\n    return 'survived'\n"
+    )
+    with Evaluator(device="cpu", workers=1, timeout=30, policy=policy, worker_module=FAKE) as ev:
+        result = ev.evaluate("ref", code)
+        assert result.status == Status.RUNTIME_ERROR, (result.status, result.feedback, result.error)
+        assert "memory limit exceeded" in result.error and "tmpfs" in result.error
+        _ok(ev)
+
+
+def test_private_uids_are_never_handed_out_twice():
+    """Judge and runner uids come in pairs from random blocks; a used-up block is followed by a fresh one, and no
+    uid comes back (a keyring or file left under a uid cannot reach a later candidate)."""
+    from kernel_reward.service.zygote import UID_BLOCK, UID_CEILING, UID_FLOOR, UidPairs, runner_uid_of
+
+    pairs = UidPairs(UID_FLOOR)
+    judges = [pairs.take() for _ in range(UID_BLOCK // 2 + 10)]
+    every_uid = judges + [runner_uid_of(uid) for uid in judges]
+    assert len(set(every_uid)) == len(every_uid)
+    assert judges[: UID_BLOCK // 2] == list(range(UID_FLOOR, UID_FLOOR + UID_BLOCK, 2))
+    assert all(UID_FLOOR <= uid < UID_CEILING and uid % 2 == 0 for uid in judges)
+    with pytest.raises(ValueError, match="uid_base"):
+        UidPairs(UID_FLOOR + 1)
+
+
+@needs_root
 def test_isolation_record_is_full_as_root(evaluator):
     result = evaluator.evaluate("ref", "def main():\n    return 1\n")
     iso = result.isolation
@@ -153,6 +186,9 @@ def test_isolation_record_is_full_as_root(evaluator):
     assert iso["network_namespace"] and iso["mount_namespace"] and iso["private_tmp"]
     assert iso["uid"] not in (None, 0)
     assert iso["rlimits"]["core_bytes"] == 0 and iso["rlimits"]["open_files"] == 512
+    assert iso["ipc_namespace"] and iso["uts_namespace"] and iso["no_new_privs"] and iso["syscall_filter"]
+    again = evaluator.evaluate("ref", "def main():\n    return 1\n")
+    assert again.isolation["uid"] not in (None, 0, iso["uid"])
 
 
 @needs_root
