@@ -33,7 +33,8 @@ class Status(enum.StrEnum):
     CORRECT = "correct"  # every correctness and integrity check passed
     # CPU mode only: the Triton interpreter cannot run something the candidate uses (a libdevice function without a
     # CPU version, an extern or inline-asm call, a driver API; named in ``error``): it may well be right on a GPU.
-    # Recognised from the runner's error text, which the candidate can forge, so it is scored like a runtime error.
+    # Given only when the failure's text and the judge's reading of the source agree (common.interpreter_gaps);
+    # scored like a runtime error, since a candidate can reach such a construct on purpose.
     INTERPRETER_UNSUPPORTED = "interpreter_unsupported"
 
 

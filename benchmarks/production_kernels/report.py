@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernel_reward.common.errors import interpreter_gap
+from kernel_reward.common.interpreter_gaps import interpreter_gap
 
 
 @dataclass

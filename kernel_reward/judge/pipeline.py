@@ -81,8 +81,10 @@ def evaluate_request(
     result = EvalResult(mode=mode)  # known up front: the reward of an early failure depends on it
     phases: dict[str, float] = {}
     start = time.perf_counter()
+    code: str | None = None
     try:
-        _run_pipeline(request, device, Path(work_dir), timing_slot, result, phases, runner)
+        code = _screened_code(request, phases)
+        _run_pipeline(request, code, device, Path(work_dir), timing_slot, result, phases, runner)
     except JudgeStop as stop:
         apply_stop(result, stop)
     except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
@@ -113,7 +115,7 @@ def evaluate_request(
                     flag="evaluator_error",
                 ),
             )
-    _finish(result, request.options, phases, start)
+    _finish(result, request.options, phases, start, code)
     return result
 
 
@@ -135,11 +137,14 @@ def stop_from_fault(fault: RunnerFault) -> JudgeStop:
     return JudgeStop(status, f"candidate process: {fault}")
 
 
-def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], start: float) -> None:
-    """Record the phase times (with the total since ``start``), then the verdict's reward and feedback."""
+def _finish(
+    result: EvalResult, options: EvalOptions, phases: dict[str, float], start: float, code: str | None = None
+) -> None:
+    """Record the phase times (with the total since ``start``), then the verdict's reward and feedback. ``code``:
+    the candidate's extracted source, when the screen passed it."""
     phases["total"] = time.perf_counter() - start
     result.phase_seconds = {k: round(v, 4) for k, v in phases.items()}
-    mark_interpreter_gap(result)
+    mark_interpreter_gap(result, code)
     mark_out_of_memory(result)
     result.error = redact_error(result.error)
     result.hacked = result.status == Status.HACKED
@@ -162,22 +167,44 @@ def _finish(result: EvalResult, options: EvalOptions, phases: dict[str, float], 
 GAP_STATUSES = (Status.RUNTIME_ERROR, Status.COMPILE_ERROR, Status.CRASHED)
 
 
-def mark_interpreter_gap(result: EvalResult) -> None:
-    """In interpreter mode, a failure caused by something the Triton interpreter cannot run is labelled
-    ``interpreter_unsupported``, the gap named first in ``error``. A label only: the text comes from the runner,
-    which runs the candidate's code and can write it, so the result stays scored with the failure's reward."""
-    from kernel_reward.common.errors import interpreter_gap
+def mark_interpreter_gap(result: EvalResult, code: str | None) -> None:
+    """In interpreter mode, label what the Triton interpreter cannot judge, from the judge's own reading of the
+    candidate's source (``code``):
 
-    gap = (
-        interpreter_gap(result.error)
-        if result.mode == Mode.INTERPRETER and result.status in GAP_STATUSES
-        else None
+    * a failure is ``interpreter_unsupported`` only when its text names a gap AND the source uses a construct of
+      that kind (the runner writes the text: alone it decides nothing); the error then names the construct and
+      its line. Still scored, with the failure's reward: a candidate can reach such a construct on purpose.
+    * a correct answer that calls a fast-math libdevice function is flagged ``interpreter_exact_fast_math``
+      (``correctness["interpreter_exact_math"]`` names them): the interpreter computes those exactly, a GPU
+      approximates, so only a GPU can confirm the answer.
+    """
+    from kernel_reward.common.interpreter_gaps import (
+        FAST_MATH,
+        GAP_DESCRIPTIONS,
+        gap_in_error,
+        gaps_in_source,
     )
-    if gap is None:
+
+    if result.mode != Mode.INTERPRETER or code is None:
+        return
+    in_source = gaps_in_source(code)
+    if result.status == Status.CORRECT:
+        exact = [str(gap) for gap in in_source if gap.kind == FAST_MATH]
+        if exact:
+            result.flags.append("interpreter_exact_fast_math")
+            result.correctness["interpreter_exact_math"] = exact
+        return
+    in_error = gap_in_error(result.error) if result.status in GAP_STATUSES else None
+    if in_error is None:
+        return
+    kind, line = in_error
+    constructs = [str(gap) for gap in in_source if gap.kind == kind]
+    if not constructs:
         return
     result.status = Status.INTERPRETER_UNSUPPORTED
     result.error = (
-        f"interpreter gap ({gap}); the candidate is not judged on CPU: evaluate it on a GPU\n{result.error}"
+        f"interpreter gap ({GAP_DESCRIPTIONS[kind]}: {', '.join(constructs)}; {line}); the candidate is not "
+        f"judged on CPU: evaluate it on a GPU\n{result.error}"
     )
 
 
@@ -222,6 +249,7 @@ def _screened_code(request: EvalRequest, phases: dict[str, float]) -> str:
 
 def _run_pipeline(
     request: EvalRequest,
+    code: str,
     device: str | None,
     work_dir: Path,
     timing_slot: TimingSlot,
@@ -229,7 +257,6 @@ def _run_pipeline(
     phases: dict[str, float],
     runner: Any,
 ) -> None:
-    code = _screened_code(request, phases)
     own_runner = runner is None
     if own_runner:  # the one-shot path: a fresh sandboxed runner of our own
         with _phase(phases, "runner_start"):

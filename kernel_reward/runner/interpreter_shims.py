@@ -21,62 +21,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from kernel_reward.common.interpreter_gaps import LIBDEVICE_VIA_NUMPY, LIBDEVICE_VIA_TL_MATH
+
 _installed = False
 
 LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
-# libdevice name -> tl.math function of the same meaning (the interpreter already runs those)
-_TL_MATH = {
-    "abs": "abs",
-    "ceil": "ceil",
-    "cos": "cos",
-    "erf": "erf",
-    "exp": "exp",
-    "exp2": "exp2",
-    "floor": "floor",
-    "fma": "fma",
-    "log": "log",
-    "log2": "log2",
-    "rsqrt": "rsqrt",
-    "sin": "sin",
-    "sqrt": "sqrt",
-    "sqrt_rn": "sqrt_rn",
-    "div_rn": "div_rn",
-    "fast_expf": "exp",
-    "fast_logf": "log",
-    "fast_log2f": "log2",
-    "fast_sinf": "sin",
-    "fast_cosf": "cos",
-}
-# libdevice name -> numpy function (elementwise; the result keeps the first tensor argument's dtype)
-_NUMPY = {
-    "tanh": "tanh",
-    "sinh": "sinh",
-    "cosh": "cosh",
-    "tan": "tan",
-    "asin": "arcsin",
-    "acos": "arccos",
-    "atan": "arctan",
-    "asinh": "arcsinh",
-    "acosh": "arccosh",
-    "atanh": "arctanh",
-    "expm1": "expm1",
-    "log1p": "log1p",
-    "log10": "log10",
-    "cbrt": "cbrt",
-    "trunc": "trunc",
-    "rint": "rint",
-    "nearbyint": "rint",
-    "fast_tanhf": "tanh",
-    "fast_tanf": "tan",
-    "fast_log10f": "log10",
-    "pow": "power",
-    "fast_powf": "power",
-    "atan2": "arctan2",
-    "fmod": "fmod",
-    "hypot": "hypot",
-    "copysign": "copysign",
-    "fast_dividef": "divide",
-}
 
 
 def install_interpreter_shims() -> None:
@@ -124,10 +73,10 @@ def _shim_libdevice(module: Any) -> None:
     for name, _function in inspect.getmembers(module, callable):
         if name.startswith("_") or inspect.ismodule(_function) or inspect.isclass(_function):
             continue
-        if name in _TL_MATH:
-            replacement = _via_tl_math(tl, _TL_MATH[name])
-        elif name in _NUMPY:
-            replacement = _via_numpy(name, getattr(np, _NUMPY[name]))
+        if name in LIBDEVICE_VIA_TL_MATH:
+            replacement = _via_tl_math(tl, LIBDEVICE_VIA_TL_MATH[name])
+        elif name in LIBDEVICE_VIA_NUMPY:
+            replacement = _via_numpy(name, getattr(np, LIBDEVICE_VIA_NUMPY[name]))
         else:
             replacement = _unsupported(f"{module.__name__}.{name}")
         setattr(module, name, replacement)

@@ -132,8 +132,21 @@ def test_cli_table_and_report(cpu_report):
     assert "10 correct, 0 interpreter_unsupported, 0 false positives" in stdout
 
 
+USES_NEXTAFTER = """
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+
+@triton.jit
+def step(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, libdevice.nextafter(tl.load(x_ptr + offs), 1.0))
+"""
+
+
 def test_interpreter_gaps_are_named_not_bare_runtime_errors():
-    from kernel_reward.common.errors import interpreter_gap
+    from kernel_reward.common.interpreter_gaps import interpreter_gap
     from kernel_reward.judge.pipeline import mark_interpreter_gap
     from kernel_reward.result import EvalResult, Status
 
@@ -149,13 +162,14 @@ def test_interpreter_gaps_are_named_not_bare_runtime_errors():
     )
     assert interpreter_gap("IndexError: list index out of range") is None
 
-    def marked(mode, status, error):
+    def marked(mode, status, error, code=USES_NEXTAFTER):
         result = EvalResult(status=status, error=error, mode=mode)
-        mark_interpreter_gap(result)
+        mark_interpreter_gap(result, code)
         return result
 
     gap = marked("interpreter", Status.RUNTIME_ERROR, shim_error)
-    assert gap.status == Status.INTERPRETER_UNSUPPORTED and gap.scored and "libdevice.nextafter" in gap.error
+    assert gap.status == Status.INTERPRETER_UNSUPPORTED and gap.scored
+    assert "libdevice.nextafter (line 10)" in gap.error
     assert EvalResult.from_dict(gap.to_dict()).status == Status.INTERPRETER_UNSUPPORTED
     assert (
         marked("gpu", Status.RUNTIME_ERROR, shim_error).status == Status.RUNTIME_ERROR
@@ -165,6 +179,58 @@ def test_interpreter_gaps_are_named_not_bare_runtime_errors():
     )  # a wrong answer is no gap
     plain = marked("interpreter", Status.RUNTIME_ERROR, "IndexError: list index out of range")
     assert plain.status == Status.RUNTIME_ERROR and plain.scored
+    # The text alone decides nothing: a source without the construct keeps its failure (forge_interpreter_gap).
+    forged = marked("interpreter", Status.RUNTIME_ERROR, shim_error, code="import torch\nx = 1\n")
+    assert forged.status == Status.RUNTIME_ERROR
+    # Text of another kind than the source's construct: no label either.
+    driver_text = "RuntimeError: 0 active drivers ([]). There should only be one."
+    assert marked("interpreter", Status.RUNTIME_ERROR, driver_text).status == Status.RUNTIME_ERROR
+
+
+def test_the_judge_reads_interpreter_gaps_from_the_source():
+    from kernel_reward.common.interpreter_gaps import DRIVER, EXTERN, FAST_MATH, LIBDEVICE, gaps_in_source
+
+    code = """
+import triton
+import triton.language as tl
+import triton.language.extra.cuda.libdevice as ld
+from triton.language.extra.libdevice import fast_sinf, tanh, j0
+
+
+@triton.jit
+def k(x_ptr):
+    x = tl.load(x_ptr)
+    y = ld.fast_expf(x) + ld.erfcinv(x) + ld.tanh(x)
+    z = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(x_ptr, y + z)
+
+
+props = triton.runtime.driver.active.utils.get_device_properties(0)
+"""
+    found = {(gap.kind, gap.name, gap.line) for gap in gaps_in_source(code)}
+    assert found == {
+        (FAST_MATH, "libdevice.fast_sinf", 5),
+        (LIBDEVICE, "libdevice.j0", 5),
+        (FAST_MATH, "libdevice.fast_expf", 11),
+        (LIBDEVICE, "libdevice.erfcinv", 11),
+        (EXTERN, "tl.inline_asm_elementwise", 12),
+        (DRIVER, "triton.runtime.driver.active", 16),
+    }
+    assert gaps_in_source("def broken(:\n") == []
+
+
+def test_a_correct_cpu_answer_with_fast_math_is_flagged():
+    from kernel_reward.judge.pipeline import mark_interpreter_gap
+    from kernel_reward.result import EvalResult, Status
+
+    code = "from triton.language.extra import libdevice\ny = libdevice.fast_sinf\n"
+    result = EvalResult(status=Status.CORRECT, mode="interpreter")
+    mark_interpreter_gap(result, code)
+    assert result.status == Status.CORRECT and "interpreter_exact_fast_math" in result.flags
+    assert result.correctness["interpreter_exact_math"] == ["libdevice.fast_sinf (line 2)"]
+    on_gpu = EvalResult(status=Status.CORRECT, mode="gpu")
+    mark_interpreter_gap(on_gpu, code)
+    assert on_gpu.flags == []
 
 
 @pytest.mark.parametrize(
