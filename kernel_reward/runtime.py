@@ -128,9 +128,11 @@ def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> W
     from kernel_reward.runner.selftest import known_answer_check
 
     if info.mode is Mode.INTERPRETER:
+        from kernel_reward.runner.interpreter_order import install_interpreter_order
         from kernel_reward.runner.interpreter_shims import install_interpreter_shims
 
         install_interpreter_shims()  # autotuners take their first config: nothing can be timed here
+        install_interpreter_order()  # programs out of order, stores seen late: as a GPU may run them
     if triton_check:
         known_answer_check(torch.device(info.device))
         stage("known_answer")
