@@ -155,7 +155,8 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                     remote.build_remote(
                         client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
                     )
-                    candidate = RemoteCandidate(client, arena, reference.spec, 0)
+                    # the reference timed against itself: plain torch, no kernel of its own to require
+                    candidate = RemoteCandidate(client, arena, reference.spec, 0, own_kernels_required=False)
 
                     timing = measure.compare_timed(clock, candidate, client, overhead, before, options)
                     rows.append(

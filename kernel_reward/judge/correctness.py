@@ -52,6 +52,7 @@ class HackReason(enum.StrEnum):
     )
     INCORRECT_AFTER_TIMING = "incorrect_after_timing"
     INCORRECT_DURING_TIMING = "incorrect_during_timing"
+    TIMED_WITHOUT_OWN_KERNEL = "timed_without_own_kernel"  # a timed call launched none of its own kernels
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
     CACHED_REPLAY = (
         "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)

@@ -184,15 +184,25 @@ def poison(tensors: list[torch.Tensor]) -> None:
 
 
 class RemoteCandidate:
-    """Calls ``ModelNew`` (model ``model_id`` of the runner) on inputs the judge places in the arena."""
+    """Calls ``ModelNew`` (model ``model_id`` of the runner) on inputs the judge places in the arena.
+
+    ``own_kernels_required``: every timed call must launch one of the candidate's own kernels, as every checked
+    call must (off only to time plain torch programs with the judge's clock, as the fidelity benchmark does)."""
 
     def __init__(
-        self, client: RunnerClient, arena: exchange.Arena, spec: OutputSpec, model_id: int = 0
+        self,
+        client: RunnerClient,
+        arena: exchange.Arena,
+        spec: OutputSpec,
+        model_id: int = 0,
+        *,
+        own_kernels_required: bool = True,
     ) -> None:
         self.client = client
         self.arena = arena
         self.spec = spec
         self.model_id = model_id
+        self.own_kernels_required = own_kernels_required
         self._last_inputs: tuple[list[Any], list[exchange.TensorRef]] | None = (
             None  # the previous call's places
         )

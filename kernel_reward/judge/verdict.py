@@ -365,6 +365,10 @@ def _time_candidate(
                         timing = batch_stats.unsubtracted(timing)
             # one re-measurement at most: a speedup already re-measured as implausible is not timed a third time
             timing, roof = roofline.review(timing, *memory, None if remeasured else retime, result.flags)
+        except batch_clock.OwnKernelMissing as exc:
+            raise JudgeStop(
+                Status.HACKED, str(exc), [correctness.HackReason.TIMED_WITHOUT_OWN_KERNEL.value]
+            ) from exc
         except batch_clock.TimingValidationError as exc:
             raise JudgeStop(
                 Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]

@@ -149,7 +149,8 @@ class BatchClock:
                 "args": args,
                 "out": [r.to_json() for r in outs],
                 "mode": "no_grad",
-                "monitor": False,
+                # the same launch monitor as every checked call: a timed call must not be told apart by it
+                "monitor": True,
                 "structure": self.spec.structure,
                 "train": True,
             }
@@ -575,6 +576,10 @@ def claimed_ms(reply: dict[str, Any]) -> float | None:
     return float(value)
 
 
+class OwnKernelMissing(TimingValidationError):
+    """A timed call that launched none of the candidate's own kernels (each checked call had to launch one)."""
+
+
 def _events() -> tuple[torch.cuda.Event, torch.cuda.Event]:
     return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
@@ -631,6 +636,12 @@ def time_interleaved(
             )  # a failing call, or a reply that skips calls
             raise RunnerFault(
                 kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}"
+            )
+        idle = next((call for call, report in enumerate(pair.reports) if not report.get("own")), None)
+        if idle is not None and candidate.own_kernels_required:
+            raise OwnKernelMissing(
+                f"timed batch {index}, call {idle}: launched none of the candidate's own kernels, though every "
+                "checked call did (a different path while timed)"
             )
         with torch.no_grad():
             changed.append(clock.inputs_changed())

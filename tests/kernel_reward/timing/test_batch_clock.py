@@ -108,13 +108,16 @@ SCRIPT_TEMPLATE = textwrap.dedent("""
         assert abs(overhead.output_copy_ms - max(statistics.median(copied) - statistics.median(plain), 0)) < 1e-9
         assert overhead.candidate_ms >= overhead.output_copy_ms
         clock.release()  # as the judge does while the correctness phases run
-        for name, code in (("self", SOURCE + "\\nModelNew = Model\\n"),
-                           ("wrong_when_batched", SOURCE + "\\nclass ModelNew(Model):\\n    calls = 0\\n"
-                            "    def forward(self, x, y):\\n        ModelNew.calls += 1\\n"
-                            "        return torch.relu(x + y) if ModelNew.calls < 4 else x + y\\n")):
+        # (name, code, whether each timed call must launch an own kernel): plain torch programs time the clock
+        # itself; the same program with own kernels required is caught in its first timed batch.
+        for name, code, own in (("self", SOURCE + "\\nModelNew = Model\\n", False),
+                                ("plain_torch_required_own", SOURCE + "\\nModelNew = Model\\n", True),
+                                ("wrong_when_batched", SOURCE + "\\nclass ModelNew(Model):\\n    calls = 0\\n"
+                                 "    def forward(self, x, y):\\n        ModelNew.calls += 1\\n"
+                                 "        return torch.relu(x + y) if ModelNew.calls < 4 else x + y\\n", False)):
             client.ask({"type": "load", "code": code}, ("loaded",))
             remote.build_remote(client, arena, 0, 0, [], {})
-            candidate = RemoteCandidate(client, arena, spec, 0)
+            candidate = RemoteCandidate(client, arena, spec, 0, own_kernels_required=own)
             clock.restore()
             try:
                 timing = measure.measure(clock, candidate, client, overhead, before, options)
@@ -172,6 +175,7 @@ def test_judge_clock_times_a_runner_and_verifies_every_call(tmp_path):
     low, high = self_timing["ci"]
     assert low <= self_timing["speedup"] <= high
     assert "wrong answer" in data["wrong_when_batched"]["caught"]
+    assert "launched none of the candidate's own kernels" in data["plain_torch_required_own"]["caught"]
 
 
 def test_unsubtracted_fallback_turns_a_calibration_artefact_into_a_conservative_ratio():

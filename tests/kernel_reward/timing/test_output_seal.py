@@ -77,7 +77,7 @@ class Runner:
                     self.pending.append((slot, value))
                 else:
                     slot.copy_(value)
-        return {"type": "ran", "calls": [{"ok": True}] * len(self.clock.arena_outputs)}
+        return {"type": "ran", "calls": [{"ok": True, "own": ["kernel"]}] * len(self.clock.arena_outputs)}
 
     def write_pending(self) -> None:
         for slot, value in self.pending:
@@ -103,14 +103,28 @@ def compare(outputs):
 
 
 def test_honest_outputs_pass_whatever_chunks_the_snapshot_cuts_them_into(clock):
-    time_interleaved(clock, types.SimpleNamespace(model_id=0), Runner(clock), 4, compare)
+    time_interleaved(
+        clock, types.SimpleNamespace(model_id=0, own_kernels_required=True), Runner(clock), 4, compare
+    )
 
 
 def test_one_wrong_value_in_the_last_call_is_found(clock):
     with pytest.raises(TimingValidationError, match="output 0: 1 of 6336 values outside"):
-        time_interleaved(clock, types.SimpleNamespace(model_id=0), Runner(clock, wrong_at=(2, 0)), 2, compare)
+        time_interleaved(
+            clock,
+            types.SimpleNamespace(model_id=0, own_kernels_required=True),
+            Runner(clock, wrong_at=(2, 0)),
+            2,
+            compare,
+        )
     with pytest.raises(TimingValidationError, match="output 2: integer/bool values differ"):
-        time_interleaved(clock, types.SimpleNamespace(model_id=0), Runner(clock, wrong_at=(1, 2)), 2, compare)
+        time_interleaved(
+            clock,
+            types.SimpleNamespace(model_id=0, own_kernels_required=True),
+            Runner(clock, wrong_at=(1, 2)),
+            2,
+            compare,
+        )
 
 
 def test_an_answer_written_after_the_window_breaks_the_seal(clock, monkeypatch):
@@ -125,7 +139,9 @@ def test_an_answer_written_after_the_window_breaks_the_seal(clock, monkeypatch):
 
     monkeypatch.setattr(clock, "check_candidate", after_the_window)
     with pytest.raises(TimingValidationError, match="changed after the judge's clock stopped"):
-        time_interleaved(clock, types.SimpleNamespace(model_id=0), runner, 2, compare)
+        time_interleaved(
+            clock, types.SimpleNamespace(model_id=0, own_kernels_required=True), runner, 2, compare
+        )
 
 
 @pytest.mark.gpu
