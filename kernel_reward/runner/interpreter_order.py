@@ -1,20 +1,16 @@
 """The Triton interpreter made to run a launch the way a GPU may: programs out of order, stores seen late.
 
 The bare interpreter runs a grid's programs one after another in index order, each seeing every store of the
-ones before. Kernels that are only right under that order pass on the CPU and fail on a GPU: a split reduction
-whose programs read, add to and write back one total without atomics, a scan whose blocks read their
-predecessor's output with nothing to wait on. Installed in interpreter mode (``runtime.prepare_worker``), before
-any candidate code, this shim changes two things and nothing else:
+ones before, so a kernel that is only right in that order (a split reduction that reads, adds to and writes back
+one total without atomics; a scan whose blocks read their predecessor's output with nothing to wait on) passes
+on the CPU and fails on a GPU. Installed in interpreter mode (``runtime.prepare_worker``) before any candidate
+code, this shim changes two things:
 
-* **Order**: a launch's programs run in a random order (``set_grid_dim`` draws a permutation, ``set_grid_idx``
-  follows it).
-* **Visibility**: a program's plain stores are held back and written to memory only at its next atomic operation
-  (Triton's atomics order memory, acquire-release by default) or at the end of the launch. The program itself
-  reads its own held-back stores; other programs read memory as it was. Atomics act on memory at once.
-
-A kernel that synchronises through atomics (a lock, a counter, ``atomic_add``) keeps its result; one that relies
-on the interpreter's sequential order no longer does. The shim runs inside the candidate's process, like the
-interpreter itself: a candidate can undo it, so a CPU verdict is evidence, not proof (docs/security.md).
+* **Order**: a launch's programs run in a random order (``set_grid_dim`` draws a permutation).
+* **Visibility**: a program's plain stores are held back and reach memory only at its next atomic operation
+  (Triton's atomics order memory) or at the end of the launch; the program reads its own held stores, the others
+  read memory as it was. Atomics act on memory at once, so kernels that synchronise through them keep their
+  result. The shim runs inside the candidate's process: a CPU verdict is evidence, not proof (docs/security.md).
 """
 
 from __future__ import annotations
