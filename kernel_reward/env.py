@@ -50,6 +50,7 @@ class KernelStep:
     speedup: float | None
     coverage: float | None
     speedup_low: float | None = None  # lower end of the speedup's 95 % interval
+    scored: bool = True  # False: the service failed, not the candidate (EvalResult.scored)
     done: bool = False
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -71,6 +72,7 @@ def step_from_result(result: EvalResult) -> KernelStep:
         speedup=result.speedup,
         speedup_low=result.speedup_ci[0] if result.speedup is not None and result.speedup_ci else None,
         coverage=result.coverage,
+        scored=result.scored,
         details={"eval_result": result.to_dict()},
     )
 

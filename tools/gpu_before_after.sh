@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Before / after evidence in one device call: a timing attack and its honest twin through an older checkout's
 # judge and this one's, then the throughput benchmark of both (same machine, same run).
-#   bash tools/gpu_before_after.sh OUT BEFORE_TAR
+#   bash tools/gpu_before_after.sh OUT BEFORE_TAR [STEPS]   (STEPS: entries,throughput; default both)
 #   BEFORE_TAR: `git archive -o .device_carry/before.tar <rev>` (carry .device_carry); unpacked to /tmp/before.
 # Per-step limits (s): ENTRIES_S (default 150), THROUGHPUT_S (default 210 each). A short summary prints last.
 set -u
@@ -9,9 +9,11 @@ OUT=${1:?usage: gpu_before_after.sh OUT BEFORE_TAR}
 BEFORE_TAR=${2:?usage: gpu_before_after.sh OUT BEFORE_TAR}
 export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
-summary="$OUT/summary.txt"; : >"$summary"
+STEPS=${3:-entries,throughput}
+summary="$OUT/before_after_summary.txt"; : >"$summary"
 rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf "$BEFORE_TAR" -C /tmp/before || exit 1
 run() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
+  case ",$STEPS," in *",${name%_*},"*) ;; *) return;; esac
   timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
 ATTACK=timing_torch_when_gated_gpu
 TWIN="honest_twin:$ATTACK:if not torch.cuda.current_stream().query():if False:"
@@ -24,5 +26,5 @@ run throughput_after "${THROUGHPUT_S:-210}" python3 benchmarks/bench_reward.py -
 run throughput_before "${THROUGHPUT_S:-210}" bash -c "cd /tmp/before && python3 benchmarks/bench_reward.py \
   --throughput --device cuda --baseline-count 2 --json-out '$OUT/throughput_before.json'"
 for name in entries_after entries_before throughput_after throughput_before; do
-  echo "--- $name"; grep -vE "^\s*$|^INFO|  [0-9]+%" "$OUT/$name.log" | tail -n 25; done
+  [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$|^INFO|  [0-9]+%" "$OUT/$name.log" | tail -n 25; done
 cat "$summary"

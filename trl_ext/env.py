@@ -36,6 +36,9 @@ class StepResult:
     speedup: float | None = None
     speedup_low: float | None = None  # lower end of the speedup's 95 % interval (noise-aware Fast@p)
     coverage: float | None = None  # PR: share of device time in the candidate's own kernels
+    # False when the environment's service, not the answer, failed (kernel_reward's unscored results): the reward
+    # says nothing about the answer, and the trainer keeps the whole trajectory out of its baselines and loss
+    scored: bool = True
     details: dict[str, Any] = field(default_factory=dict)  # JSON-able extras (e.g. the full EvalResult)
 
 
@@ -58,6 +61,7 @@ _STEP_FIELDS = (
     "speedup",
     "speedup_low",
     "coverage",
+    "scored",
 )
 
 

@@ -59,12 +59,14 @@ def turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
 
 def turn_tensors(trajs: list[Trajectory], width: int, max_turns: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, L) 0-based turn of each completion token (-1 on feedback and padding) and (B, T) turn rewards (NaN for
-    turns that did not happen)."""
+    turns that did not happen, and for every turn of a trajectory with an unscored turn: its returns are unknown,
+    so it enters neither the baselines nor the loss)."""
     turn_ids = torch.full((len(trajs), width), -1, dtype=torch.long)
     rewards = torch.full((len(trajs), max_turns), float("nan"))
     for n, traj in enumerate(trajs):
         turn_ids[n, : len(traj.turn_ids)] = torch.tensor(traj.turn_ids, dtype=torch.long)
-        rewards[n, : len(traj.turns)] = torch.tensor(traj.rewards)
+        if all(turn.result.scored for turn in traj.turns):
+            rewards[n, : len(traj.turns)] = torch.tensor(traj.rewards)
     return turn_ids, rewards
 
 
