@@ -5,7 +5,7 @@ For an attack's before / after evidence in one device call: the entries come fro
 one line replaced, e.g. the attack without its trick, timed in the same run.
 
     python tools/evaluate_entries.py --device cuda --entries timing_torch_when_gated_gpu \\
-        [--twin NAME:ENTRY:OLD:NEW] [--repo /tmp/before] [--json-out FILE]
+        [--twin "NAME|ENTRY|OLD|NEW"] [--repo /tmp/before] [--json-out FILE]
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         "--twin",
         action="append",
         default=[],
-        metavar="NAME:ENTRY:OLD:NEW",
+        metavar="NAME|ENTRY|OLD|NEW",
         help="also evaluate ENTRY's source with the text OLD replaced by NEW, reported as NAME",
     )
     parser.add_argument("--repo", type=Path, default=REPO_ROOT, help="the checkout whose judge evaluates")
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no corpus entry {name!r}")
         jobs.append((name, corpus[name].reference, corpus[name].source))
     for twin in args.twin:
-        name, entry, old, new = twin.split(":", 3)
+        name, entry, old, new = twin.split("|", 3)
         if entry not in corpus or old not in corpus[entry].source:
             parser.error(f"--twin {twin!r}: no entry {entry!r}, or its source lacks {old!r}")
         jobs.append((name, corpus[entry].reference, corpus[entry].source.replace(old, new)))

@@ -16,7 +16,7 @@ run() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   case ",$STEPS," in *",${name%_*},"*) ;; *) return;; esac
   timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
 ATTACK=timing_torch_when_gated_gpu
-TWIN="honest_twin:$ATTACK:if not torch.cuda.current_stream().query():if False:"
+TWIN="honest_twin|$ATTACK|if not torch.cuda.current_stream().query():|if False:"
 run entries_after "${ENTRIES_S:-150}" python3 tools/evaluate_entries.py --device cuda --entries "$ATTACK" \
   --twin "$TWIN" --json-out "$OUT/entries_after.json"
 run entries_before "${ENTRIES_S:-150}" python3 tools/evaluate_entries.py --device cuda --entries "$ATTACK" \
