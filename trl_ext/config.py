@@ -56,6 +56,22 @@ class MultiTurnKernelConfig(GRPOConfig):
             "help": "With advantage_estimator='grpo_turn', also divide by the group's std (classic GRPO)."
         },
     )
+    stop_on_correct: bool = field(
+        default=False,
+        metadata={
+            "help": "End a trajectory at its first correct turn (the kernel environment says done). Off, every "
+            "trajectory runs all max_turns turns, every turn has the whole group behind it, and TRLOO equals "
+            "turn-level GRPO scaled by N/(N-1); on, turns are ragged and TRLOO's leave-one-out baseline differs."
+        },
+    )
+    mask_truncated_turns: bool = field(
+        default=False,
+        metadata={
+            "help": "Leave out of the loss every turn that hit max_completion_length without its end-of-turn "
+            "token (its answer was cut, not chosen). Counted either way as turn_k/truncated; such turns still "
+            "count in the baselines."
+        },
+    )
     mask_failed_turns_after_success: bool = field(
         default=False,
         metadata={

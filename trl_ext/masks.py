@@ -23,6 +23,7 @@ TURN_STATS = (
     "speedup",
     "coverage",
     "tokens",
+    "truncated",
 )
 
 
@@ -50,6 +51,7 @@ def turn_stats(traj: Trajectory, max_turns: int) -> torch.Tensor:
             "speedup": r.speedup if good else None,
             "coverage": r.coverage if good else None,
             "tokens": tokens_per_turn[k],
+            "truncated": turn.truncated,
         }
         for j, name in enumerate(TURN_STATS):
             if values[name] is not None:

@@ -229,6 +229,10 @@ class TRLOOTrainer(GRPOTrainer):
         keep_tokens = torch.ones(num_local, width, dtype=torch.bool)  # (B, L)
         model_tokens = (output["completion_mask"] * output["tool_mask"]).cpu()  # (B, L)
         metrics = self._metrics[mode]
+        if args.mask_truncated_turns:
+            truncated = stats[..., TURN_STATS.index("truncated")] == 1  # (B, T)
+            metrics["filters/truncated_frac"].append(self._global_frac(keep_turns & truncated, keep_turns))
+            keep_turns &= ~truncated
         if args.mask_failed_turns_after_success:
             kept = keep_failed_turns_after_success(rewards)
             metrics["filters/failed_after_success_frac"].append(

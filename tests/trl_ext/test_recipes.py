@@ -110,6 +110,9 @@ def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch
     assert train.make_environment(train.TrainScriptArguments(dataset_name="x"), args) == "env"
     assert seen["min_coverage"] == 0.3 and seen["reward_scheme"] == args.reward_scheme
     assert args.reward_shape_check == "fail" and seen["shape_check"] == "fail"
+    assert seen["stop_on_correct"] is args.stop_on_correct
+    if args.max_turns > 1:  # a multi-turn recipe says whether turns are ragged, rather than inheriting it
+        assert "stop_on_correct:" in (RECIPES / name).read_text()
 
 
 def test_the_coverage_floor_must_be_a_fraction(tmp_path):

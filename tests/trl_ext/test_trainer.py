@@ -638,3 +638,24 @@ def test_turn_sum_mean_recounts_turns_after_in_loss_mrs(tiny_dir, tmp_path, monk
     with torch.no_grad():
         trainer.compute_loss(trainer.model, inputs)
     assert seen == [sum(turns_per_row) - turns_per_row[0]]
+
+
+def test_truncated_turns_are_counted_per_turn_and_can_be_masked(tiny_dir, tmp_path):
+    """A turn that hits max_completion_length without its end-of-turn token is counted (turn_k/truncated) and, with
+    mask_truncated_turns, carries no loss: the random tiny model never ends a 2-token turn."""
+    model, tok = load(tiny_dir)
+    for masked in (False, True):
+        trainer = TRLOOTrainer(
+            model=model,
+            environment=DigitGuessEnvironment(),
+            args=make_args(tmp_path, max_completion_length=2, max_turns=2, mask_truncated_turns=masked),
+            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+            processing_class=tok,
+        )
+        trainer.model.train()  # metrics go to the training side
+        output = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+        assert all(turn.truncated for traj in trainer._trajectories for turn in traj.turns)
+        metrics = trainer._metrics["train"]
+        assert metrics["turn_1/truncated"][-1] == 1.0
+        loss_tokens = float((output["completion_mask"] * output["tool_mask"]).sum())
+        assert (loss_tokens == 0) is masked, loss_tokens
