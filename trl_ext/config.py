@@ -132,6 +132,21 @@ class MultiTurnKernelConfig(GRPOConfig):
             "below mrs_veto. Needs matched sampling: top_p=1, top_k=0, no min_p / repetition penalty."
         },
     )
+    mrs_alarm_rejected_frac: float = field(
+        default=0.5,
+        metadata={
+            "help": "MRS alarm: a logged step whose mrs/rejected_frac exceeds this counts towards "
+            "mrs/high_rejection_streak; after mrs_alarm_steps such steps in a row a warning says the batch is "
+            "mostly thrown away (mismatched sampling settings, a stale rollout engine)."
+        },
+    )
+    mrs_alarm_steps: int = field(
+        default=3, metadata={"help": "Logged steps in a row that raise the MRS alarm."}
+    )
+    mrs_stop_on_alarm: bool = field(
+        default=False,
+        metadata={"help": "End training (after saving, as at a normal end) when the MRS alarm rises."},
+    )
     mrs_level: Literal["trajectory", "turn", "token"] = field(
         default="trajectory",
         metadata={"help": "Where MRS applies its test: whole trajectory (paper), each turn, or each token."},
@@ -236,6 +251,11 @@ class MultiTurnKernelConfig(GRPOConfig):
             )
         if self.grpo_turn_scale_std and self.advantage_estimator != "grpo_turn":
             raise ValueError("grpo_turn_scale_std only applies to advantage_estimator='grpo_turn'; unset it")
+        if not 0.0 <= self.mrs_alarm_rejected_frac <= 1.0 or self.mrs_alarm_steps < 1:
+            raise ValueError(
+                f"mrs_alarm_rejected_frac must be in [0, 1] and mrs_alarm_steps >= 1, got "
+                f"{self.mrs_alarm_rejected_frac}, {self.mrs_alarm_steps}"
+            )
         if not 0.0 < self.mrs_lower <= 1.0 <= self.mrs_upper:
             raise ValueError(
                 f"MRS bounds must satisfy 0 < mrs_lower <= 1 <= mrs_upper, got {self.mrs_lower}, {self.mrs_upper}"

@@ -17,6 +17,8 @@ Why one module (~470 lines): the hooks share GRPOTrainer's state (docs/decisions
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import time
 import warnings
 from collections.abc import Mapping
@@ -40,6 +42,8 @@ from trl_ext.masks import TURN_STATS, loss_keep, trained_turns, turn_stats, turn
 from trl_ext.model_setup import disable_attention_dropout, warn_low_precision_trainables
 from trl_ext.mrs import abs_log_ratio_sum, mrs_loss_mask, prs_keep_probability, prs_sample
 from trl_ext.rollout import MultiTurnRollout, Trajectory, render_prompt_ids
+
+logger = logging.getLogger(__name__)
 
 # Loss types whose normaliser reads only the micro-batch, and those dividing by the generation batch's tokens.
 _MICRO_BATCH_NORMALISED = frozenset({"grpo", "bnpo", "dr_grpo", "luspo", "sapo"})
@@ -126,6 +130,7 @@ class TRLOOTrainer(GRPOTrainer):
         self._rollout_wall_s = 0.0  # rollout + scoring time inside the current training step
         self._optimization_s = 0.0
         self._mrs_tally: dict[str, torch.Tensor] = {}  # mode -> summed MRS counts not yet logged
+        self._mrs_streak = 0  # logged training steps in a row whose MRS rejected share raised the alarm
         self._loss_forward = None  # (input ids, forward outputs) handed from _compute_loss to the base loss
         # PRS draws differ per rank (each rank holds different samples) but are reproducible.
         self._prs_generator = torch.Generator().manual_seed(args.seed * 1009 + self.accelerator.process_index)
@@ -451,6 +456,31 @@ class TRLOOTrainer(GRPOTrainer):
             metrics["filters/loss_token_frac"].append(ratio("loss_tokens", "model_tokens"))
 
     # ----------------------------------------------------------------------------------------- metrics
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Add what the logged step needs to be read right: ``clip_coefficient`` (the factor gradient clipping
+        applied: max_grad_norm / grad_norm, at most 1) and the MRS alarm (``mrs/high_rejection_streak``)."""
+        grad_norm = logs.get("grad_norm")
+        if grad_norm is not None and self.args.max_grad_norm and math.isfinite(grad_norm):
+            logs["clip_coefficient"] = min(1.0, self.args.max_grad_norm / max(float(grad_norm), 1e-12))
+        rejected = self._metrics["train"].get("mrs/rejected_frac") if self.args.use_mrs else None
+        if rejected and "loss" in logs:  # a training step's log (evaluation logs carry eval_loss)
+            mean_rejected = sum(rejected) / len(rejected)
+            high = mean_rejected > self.args.mrs_alarm_rejected_frac
+            self._mrs_streak = self._mrs_streak + 1 if high else 0
+            logs["mrs/high_rejection_streak"] = float(self._mrs_streak)
+            if self._mrs_streak == self.args.mrs_alarm_steps:
+                logger.warning(
+                    "MRS rejected %.0f %% of the batch (over %.0f %%) for %d logged steps in a row: the trainer's "
+                    "and the rollout engine's probabilities disagree (sampling settings, a stale engine)%s",
+                    100 * mean_rejected,
+                    100 * self.args.mrs_alarm_rejected_frac,
+                    self._mrs_streak,
+                    "; stopping (mrs_stop_on_alarm)" if self.args.mrs_stop_on_alarm else "",
+                )
+                if self.args.mrs_stop_on_alarm:
+                    self.control.should_training_stop = True
+        super().log(logs, start_time)
+
     def _global_frac(self, hits: torch.Tensor, among: torch.Tensor) -> float:
         totals = torch.tensor([float(hits.sum()), float(among.sum())], device=self.accelerator.device)
         totals = self.accelerator.reduce(totals, reduction="sum")

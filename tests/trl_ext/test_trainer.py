@@ -659,3 +659,31 @@ def test_truncated_turns_are_counted_per_turn_and_can_be_masked(tiny_dir, tmp_pa
         assert metrics["turn_1/truncated"][-1] == 1.0
         loss_tokens = float((output["completion_mask"] * output["tool_mask"]).sum())
         assert (loss_tokens == 0) is masked, loss_tokens
+
+
+def test_logs_carry_the_clip_coefficient(tiny_dir, tmp_path):
+    """Every logged training step says how much gradient clipping scaled it (max_grad_norm / grad_norm, <= 1)."""
+    trainer, _, _ = run_trainer(tiny_dir, tmp_path, max_steps=1, max_grad_norm=0.01)
+    entry = next(e for e in trainer.state.log_history if "grad_norm" in e)
+    assert entry["clip_coefficient"] == pytest.approx(min(1.0, 0.01 / entry["grad_norm"]))
+
+
+def test_the_mrs_alarm_warns_and_can_stop_training(tiny_dir, tmp_path, caplog):
+    model, tok = load(tiny_dir)
+    args = make_args(tmp_path, use_mrs=True, top_k=0, top_p=1.0, mrs_alarm_steps=2, mrs_stop_on_alarm=True)
+    trainer = TRLOOTrainer(
+        model=model,
+        environment=DigitGuessEnvironment(),
+        args=args,
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
+    )
+    for rejected, streak in ((0.9, 1), (0.2, 0), (0.8, 1), (0.95, 2)):
+        trainer._metrics["train"]["mrs/rejected_frac"] = [rejected]
+        with caplog.at_level("WARNING", logger="trl_ext.trainer"):
+            trainer.log({"loss": 1.0})
+        assert trainer.state.log_history[-1]["mrs/high_rejection_streak"] == streak
+        assert trainer.control.should_training_stop is (streak == 2)
+    assert "MRS rejected 95 %" in caplog.text and "stopping" in caplog.text
+    with pytest.raises(ValueError, match="mrs_alarm_steps"):
+        make_args(tmp_path, mrs_alarm_steps=0)
