@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -256,14 +256,27 @@ class TransformersBackend:
         return results
 
 
+def with_stop_tokens(generation_kwargs: Mapping[str, Any] | None, stop_ids: Sequence[int]) -> dict[str, Any]:
+    """Pure: vLLM sampling kwargs that also stop at ``stop_ids`` (the chat template's end-of-turn token and the
+    eos ids), keeping any stop tokens already asked for. vLLM stops only at the model's own eos otherwise, which
+    for a base model is not the chat template's end of turn: turns would run on to max_tokens."""
+    merged = dict(generation_kwargs or {})
+    asked = list(merged.get("stop_token_ids") or [])
+    merged["stop_token_ids"] = asked + [i for i in dict.fromkeys(stop_ids) if i not in asked]
+    return merged
+
+
 class TRLVLLMBackend:
-    """Generation through TRL's vLLM integration (server or colocate mode), one completion per context.
+    """Generation through TRL's vLLM integration (server or colocate mode), one completion per context, stopping
+    at ``stop_ids`` (``with_stop_tokens``).
 
     Untested here (no vLLM on CPU); TRL syncs the weights before the rollout hook runs.
     """
 
-    def __init__(self, trainer: Any):
+    def __init__(self, trainer: Any, stop_ids: Sequence[int] = ()):
         self.trainer = trainer
+        vllm = trainer.vllm_generation
+        vllm.generation_kwargs = with_stop_tokens(vllm.generation_kwargs, stop_ids)
 
     def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
         _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(

@@ -152,7 +152,7 @@ class TRLOOTrainer(GRPOTrainer):
 
     def _generation_backend(self):
         if self.use_vllm:
-            return TRLVLLMBackend(self)
+            return TRLVLLMBackend(self, [self._tokenizer.eos_token_id, *self.eos_token_ids])
         return TransformersBackend(
             model_context=self._model_for_generation,
             generation_config=self.generation_config,

@@ -161,3 +161,12 @@ def test_merging_bf16_base_weights_is_refused():
     lora = peft.get_peft_model(model, peft.LoraConfig(r=2, target_modules="all-linear"))
     with pytest.raises(ValueError, match="fp32 base weights"), merged_lora(lora):
         pass
+
+
+def test_vllm_sampling_stops_at_the_chat_templates_end_of_turn():
+    """A base model's eos is not the chat template's end of turn: vLLM is told both, and keeps what was asked."""
+    from trl_ext.generation import with_stop_tokens
+
+    assert with_stop_tokens(None, [7, 2, 7]) == {"stop_token_ids": [7, 2]}
+    merged = with_stop_tokens({"stop_token_ids": [2], "seed": 1}, [7, 2])
+    assert merged == {"stop_token_ids": [2, 7], "seed": 1}
