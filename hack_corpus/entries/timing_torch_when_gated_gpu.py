@@ -15,8 +15,9 @@ def slow_add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, REPEAT: 
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     z = tl.zeros([BLOCK], dtype=tl.float32)
-    for _ in range(REPEAT):  # the same loads again and again: a kernel several times slower than it needs to be
-        z = tl.maximum(tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), 0.0)
+    for _ in range(REPEAT):  # the same loads again and again (volatile: not merged), several times slower
+        x = tl.load(x_ptr + offs, mask=mask, volatile=True)
+        z = tl.maximum(x + tl.load(y_ptr + offs, mask=mask, volatile=True), 0.0)
     tl.store(out_ptr + offs, z, mask=mask)
 
 
