@@ -20,7 +20,9 @@ RewardSchemeName = Literal["drkernel", "paper", "ladder", "correctness"]
 ShapeCheckPolicy = Literal["report", "fail", "off"]
 Baseline = Literal["eager", "compile"]
 CoverageMethod = Literal["profiler", "events"]
+SpeedupEstimate = Literal["median", "lower"]
 COVERAGE_METHODS: tuple[str, ...] = get_args(CoverageMethod)
+SPEEDUP_ESTIMATES: tuple[str, ...] = get_args(SpeedupEstimate)
 
 # The tuples are read off the Literals, so each set of names is written once.
 REWARD_SCHEMES: tuple[str, ...] = get_args(RewardSchemeName)
@@ -140,6 +142,14 @@ class EvalOptions:
         default_factory=dict,
         metadata={"help": "overrides of the scheme's parameters (see kernel_reward.reward.SCHEME_PARAMS)"},
     )
+    speedup_estimate: SpeedupEstimate = field(
+        default="median",
+        metadata={
+            "help": "the speedup the reward's speed term reads: 'median' (the ratio of medians, also what "
+            "result.speedup reports) or 'lower' (the lower end of its 95 percent interval: a noisy measurement pays "
+            "what it surely earned; identical programs then differ by less)"
+        },
+    )
     hacked_penalty: float = field(
         default=0.0,
         metadata={
@@ -194,6 +204,10 @@ class EvalOptions:
             self.implausible_speedup > 1, f"implausible_speedup must be > 1, got {self.implausible_speedup!r}"
         )
         need(self.baseline in BASELINES, f"baseline must be one of {BASELINES}, got {self.baseline!r}")
+        need(
+            self.speedup_estimate in SPEEDUP_ESTIMATES,
+            f"speedup_estimate must be one of {SPEEDUP_ESTIMATES}, got {self.speedup_estimate!r}",
+        )
         need(
             self.coverage_method in COVERAGE_METHODS,
             f"coverage_method must be one of {COVERAGE_METHODS}, got {self.coverage_method!r}",

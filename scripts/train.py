@@ -91,6 +91,7 @@ def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelCon
         reward_scheme=args.reward_scheme,
         reward_params=args.reward_params(),
         shape_check=args.reward_shape_check,
+        speedup_estimate=args.reward_speedup_estimate,
         stop_on_correct=args.stop_on_correct,
         **strict,
     )

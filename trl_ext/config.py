@@ -180,6 +180,14 @@ class MultiTurnKernelConfig(GRPOConfig):
         default=None,
         metadata={"help": "Per-candidate evaluation timeout in seconds (None: evaluator default)."},
     )
+    reward_speedup_estimate: Literal["median", "lower"] = field(
+        default="lower",
+        metadata={
+            "help": "The speedup the reward's speed term reads: 'lower' (training default) the lower end of its 95 "
+            "percent interval, so a noisy measurement pays what it surely earned and identical programs are paid "
+            "alike; 'median' the ratio of medians (what results report)."
+        },
+    )
     reward_shape_check: Literal["report", "fail", "off"] = field(
         default="fail",
         metadata={

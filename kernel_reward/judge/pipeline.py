@@ -152,7 +152,7 @@ def _finish(
     outcome = compute_reward(
         options.reward_scheme,
         status=result.status.value,
-        speedup=result.speedup if result.timing_available else None,
+        speedup=rewarded_speedup(result, options) if result.timing_available else None,
         coverage=result.coverage,
         hacked=result.hacked,
         timing_available=result.mode == Mode.GPU,
@@ -162,6 +162,14 @@ def _finish(
     result.reward = outcome.reward
     result.reward_scheme = outcome.scheme
     result.feedback = render_feedback(result, options.feedback_max_chars)
+
+
+def rewarded_speedup(result: EvalResult, options: EvalOptions) -> float | None:
+    """The speedup the reward's speed term reads (``EvalOptions.speedup_estimate``): the ratio of medians, or the
+    lower end of its 95 % interval (the median itself when there is no interval)."""
+    if options.speedup_estimate == "lower" and result.speedup is not None and result.speedup_ci:
+        return min(result.speedup_ci[0], result.speedup)
+    return result.speedup
 
 
 GAP_STATUSES = (Status.RUNTIME_ERROR, Status.COMPILE_ERROR, Status.CRASHED)

@@ -143,3 +143,19 @@ def test_honest_failures_are_every_status_but_correct_and_hacked():
     from kernel_reward.result import Status
 
     assert set(HONEST_FAILURES) == {s.value for s in Status} - {"correct", "hacked"}
+
+
+def test_the_speed_term_can_read_the_lower_end_of_the_interval():
+    """speedup_estimate='lower': the reward pays the speedup the measurement surely showed; the result still
+    reports the ratio of medians."""
+    from kernel_reward.judge.pipeline import rewarded_speedup
+    from kernel_reward.options import EvalOptions
+    from kernel_reward.result import EvalResult, Status
+
+    result = EvalResult(status=Status.CORRECT, speedup=2.0, speedup_ci=(1.25, 2.6))
+    assert rewarded_speedup(result, EvalOptions()) == 2.0
+    assert rewarded_speedup(result, EvalOptions(speedup_estimate="lower")) == 1.25
+    no_interval = EvalResult(status=Status.CORRECT, speedup=2.0)
+    assert rewarded_speedup(no_interval, EvalOptions(speedup_estimate="lower")) == 2.0
+    with pytest.raises(ValueError, match="speedup_estimate"):
+        EvalOptions(speedup_estimate="mean")

@@ -111,6 +111,7 @@ def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch
     assert seen["min_coverage"] == 0.3 and seen["reward_scheme"] == args.reward_scheme
     assert args.reward_shape_check == "fail" and seen["shape_check"] == "fail"
     assert seen["stop_on_correct"] is args.stop_on_correct
+    assert seen["speedup_estimate"] == args.reward_speedup_estimate == "lower"
     if args.max_turns > 1:  # a multi-turn recipe says whether turns are ragged, rather than inheriting it
         assert "stop_on_correct:" in (RECIPES / name).read_text()
 
