@@ -13,7 +13,9 @@ below can be set in the YAML or on the command line (``--help`` lists them). Che
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -77,6 +79,15 @@ def load_train_dataset(script_args: TrainScriptArguments, seed: int):
     return train
 
 
+def rank_reward_device(device: str | None, environ: Mapping[str, str]) -> str | None:
+    """Where this rank's reward service runs: under a multi-process launch (``WORLD_SIZE`` > 1), "cuda" or None
+    means this rank's own GPU (``cuda:LOCAL_RANK``), so N ranks do not each build pools on all N GPUs; an explicit
+    device ("cpu", "cuda:3") is kept."""
+    if int(environ.get("WORLD_SIZE", "1")) > 1 and device in (None, "cuda"):
+        return f"cuda:{int(environ.get('LOCAL_RANK', '0'))}"
+    return device
+
+
 def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelConfig):
     if script_args.environment == "toy":
         from trl_ext.env import DigitGuessEnvironment
@@ -86,7 +97,7 @@ def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelCon
 
     strict = {} if args.reward_min_coverage is None else {"min_coverage": args.reward_min_coverage}
     return KernelEnvironment(
-        device=args.reward_device,
+        device=rank_reward_device(args.reward_device, os.environ),
         timeout=args.reward_timeout,
         reward_scheme=args.reward_scheme,
         reward_params=args.reward_params(),

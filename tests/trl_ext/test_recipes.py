@@ -112,6 +112,14 @@ def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch
     assert args.reward_shape_check == "fail" and seen["shape_check"] == "fail"
     assert seen["stop_on_correct"] is args.stop_on_correct
     assert seen["speedup_estimate"] == args.reward_speedup_estimate == "lower"
+    # each rank of a multi-process launch judges on its own GPU, not on every GPU of the host
+    assert train.rank_reward_device("cuda", {"WORLD_SIZE": "4", "LOCAL_RANK": "2"}) == "cuda:2"
+    assert train.rank_reward_device(None, {"WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == "cuda:1"
+    assert (
+        train.rank_reward_device("cuda", {}) == "cuda"
+        and train.rank_reward_device("cpu", {"WORLD_SIZE": "2"}) == "cpu"
+    )
+    assert train.rank_reward_device("cuda:5", {"WORLD_SIZE": "2", "LOCAL_RANK": "0"}) == "cuda:5"
     if args.max_turns > 1:  # a multi-turn recipe says whether turns are ragged, rather than inheriting it
         assert "stop_on_correct:" in (RECIPES / name).read_text()
 
