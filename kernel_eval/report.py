@@ -170,6 +170,12 @@ def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
         else "No timing in this run (CPU / Triton interpreter): Fast@p and speedups are n/a; rates are exact."
     )
     config = summary.get("config", {})
+    if summary["timing_available"]:
+        timing_note += (
+            " Speedups are over torch.compile(reference) (`--baseline compile`)."
+            if config.get("baseline") == "compile"
+            else " Speedups are over the eager PyTorch reference (`--baseline compile` times torch.compile of it)."
+        )
     parts = [
         "# Evaluation report",
         "",

@@ -145,3 +145,14 @@ def test_compare_side_by_side(tmp_path):
     table = compare_summaries(summary, better, names=("base", "tuned"))
     assert "| correct_rate | 0.500 | 0.750 | +0.250 |" in table
     assert "## Turn 2" in table and "## Best-of-history" in table
+
+
+def test_the_report_names_the_speedup_baseline(tmp_path):
+    from kernel_eval.report import render_markdown
+
+    _, summary = run(tmp_path, CountingEvaluator())
+    timed = {**summary, "timing_available": True}
+    assert "over the eager PyTorch reference" in render_markdown(timed)
+    compiled = {**timed, "config": {"baseline": "compile"}}
+    assert "over torch.compile(reference)" in render_markdown(compiled)
+    assert "Speedups are over" not in render_markdown(summary)  # no timing: nothing to say
