@@ -69,7 +69,7 @@ def test_best_reward_unscored_results_and_bad_rows():
         KernelEnvironmentFactory(reward_scheme="nope")
 
 
-def test_grpo_trainer_trains_a_step_with_the_kernel_environment(tmp_path, factory):
+def test_grpo_trainer_trains_steps_with_the_kernel_environment(tmp_path, factory):
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template
 
@@ -80,7 +80,7 @@ def test_grpo_trainer_trains_a_step_with_the_kernel_environment(tmp_path, factor
     model = build_model(tokenizer)
     args = GRPOConfig(
         output_dir=str(tmp_path),
-        max_steps=1,
+        max_steps=3,
         per_device_train_batch_size=2,
         num_generations=2,
         max_completion_length=8,
@@ -98,6 +98,7 @@ def test_grpo_trainer_trains_a_step_with_the_kernel_environment(tmp_path, factor
     )
     assert any(getattr(tool, "__name__", "") == "evaluate_kernel" for tool in trainer.tools)
     trainer.train()
+    assert trainer.state.global_step == 3
     logged = {key: value for entry in trainer.state.log_history for key, value in entry.items()}
     # A random model calls no tool: every rollout earns the no-submission reward, read through get_reward.
     assert logged["rewards/KernelToolEnvironment/mean"] == pytest.approx(factory.no_submission_reward())
