@@ -13,14 +13,13 @@ Every instance of one factory shares one ``Evaluator``, started on first use; ``
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.reward import compute_reward
-from kernel_reward.trl import unscored
+from kernel_reward.trl import KernelReward, unscored
 
 REWARD_CHOICES = ("last", "best")
 
@@ -50,27 +49,19 @@ class KernelEnvironmentFactory:
             raise ValueError(f"reward must be one of {REWARD_CHOICES}, got {reward!r}")
         if max_submissions < 1:
             raise ValueError(f"max_submissions must be >= 1, got {max_submissions!r}")
-        self.options = EvalOptions.from_dict(
-            {**EvalOptions().to_dict(), **options}
-        )  # fails here, not mid-rollout
+        # fails here, not in the middle of a rollout
+        self.options = EvalOptions.from_dict({**EvalOptions().to_dict(), **options})
         self.request_options = dict(options)
-        self.device, self.timeout, self.backend = device, timeout, backend
-        self.evaluator_kwargs = dict(evaluator_kwargs or {})
         self.reward = reward
         self.max_submissions = max_submissions
-        self._evaluator = None
-        self._lock = threading.Lock()
+        # KernelReward owns the shared evaluator: started on first use, stopped by close()
+        self._service = KernelReward(
+            device=device, timeout=timeout, backend=backend, evaluator_kwargs=dict(evaluator_kwargs or {})
+        )
 
     @property
     def evaluator(self) -> Any:
-        with self._lock:
-            if self._evaluator is None:
-                from kernel_reward.evaluator import Evaluator
-
-                self._evaluator = Evaluator(
-                    device=self.device, timeout=self.timeout, backend=self.backend, **self.evaluator_kwargs
-                )
-            return self._evaluator
+        return self._service.evaluator
 
     def no_submission_reward(self) -> float:
         """What a rollout that never called the tool earns: the reward of a ``format_error`` (no code)."""
@@ -88,10 +79,7 @@ class KernelEnvironmentFactory:
         return KernelToolEnvironment(self)
 
     def close(self) -> None:
-        with self._lock:
-            if self._evaluator is not None:
-                self._evaluator.close()
-                self._evaluator = None
+        self._service.close()
 
 
 class KernelToolEnvironment:

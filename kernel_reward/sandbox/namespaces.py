@@ -59,26 +59,21 @@ def enter_namespaces(policy: SandboxPolicy, isolation: Isolation, expose: list[s
     the world-writable directories.
     """
     libc = load_libc()
-    if policy.isolate_network:
+    for wanted, flag, layer in (
+        (policy.isolate_network, CLONE_NEWNET, "network_namespace"),
+        (policy.isolate_ipc, CLONE_NEWIPC, "ipc_namespace"),
+        (policy.isolate_hostname, CLONE_NEWUTS, "uts_namespace"),
+    ):
+        if not wanted:
+            continue
         try:
-            check_call(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
-            isolation.network_namespace = True
+            check_call(libc.unshare(flag), f"unshare({layer})")
+            if flag == CLONE_NEWUTS:
+                name = SANDBOX_HOSTNAME.encode()
+                check_call(libc.sethostname(name, len(name)), "sethostname")
+            setattr(isolation, layer, True)
         except OSError as exc:
-            isolation.missing.append(f"network_namespace: {exc}")
-    if policy.isolate_ipc:
-        try:
-            check_call(libc.unshare(CLONE_NEWIPC), "unshare(CLONE_NEWIPC)")
-            isolation.ipc_namespace = True
-        except OSError as exc:
-            isolation.missing.append(f"ipc_namespace: {exc}")
-    if policy.isolate_hostname:
-        try:
-            check_call(libc.unshare(CLONE_NEWUTS), "unshare(CLONE_NEWUTS)")
-            name = SANDBOX_HOSTNAME.encode()
-            check_call(libc.sethostname(name, len(name)), "sethostname")
-            isolation.uts_namespace = True
-        except OSError as exc:
-            isolation.missing.append(f"uts_namespace: {exc}")
+            isolation.missing.append(f"{layer}: {exc}")
     if policy.private_mounts:
         try:
             check_call(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
