@@ -1,0 +1,36 @@
+"""benchmarks/learning_curve.py: the paired TRLOO - GRPO difference over seeds, and a two-step run end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+
+import learning_curve  # noqa: E402
+
+
+def run(estimator: str, seed: int, solved: float) -> dict:
+    return {"estimator": estimator, "seed": seed, "solved": [0.0] * 8 + [solved] * 2}
+
+
+def test_the_paired_difference_is_taken_per_seed_with_a_bootstrap_interval():
+    runs = [run("trloo", 0, 0.8), run("grpo_turn", 0, 0.6), run("trloo", 1, 0.5), run("grpo_turn", 1, 0.6)]
+    runs.append(run("trloo", 2, 0.9))  # no grpo_turn partner: left out
+    diff = learning_curve.paired_difference(runs, "solved", resamples=2000)
+    assert diff["seeds"] == 2 and diff["trloo_higher"] == 1
+    assert abs(diff["mean"] - 0.05) < 1e-9 and diff["low"] <= diff["mean"] <= diff["high"]
+    assert abs(diff["low"] + 0.1) < 1e-9 and abs(diff["high"] - 0.2) < 1e-9  # the two seeds' own differences
+    assert learning_curve.paired_difference(runs[:2], "solved") is None
+
+
+def test_two_steps_of_both_estimators_with_mrs(tmp_path):
+    learning_curve.main(
+        ["--out", str(tmp_path), "--steps", "2", "--seeds", "0", "1", "--prompts", "2", "--generations", "2"]
+        + ["--max-tokens", "2", "--turns", "2", "--stop-on-success", "--mrs"]
+    )
+    data = json.loads((tmp_path / "curve.json").read_text())
+    assert len(data["runs"]) == 4 and data["paired"]["solved"]["seeds"] == 2
+    assert (tmp_path / "curve.png").exists()
