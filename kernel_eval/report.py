@@ -163,19 +163,15 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def render_markdown(summary: dict[str, Any], plots: Sequence[str] = ()) -> str:
     """report.md: final metrics, per-turn table, best-of-history, per level, status counts, plots."""
+    config = summary.get("config", {})
+    over = "torch.compile(reference)" if config.get("baseline") == "compile" else "eager PyTorch"
     timing_note = (
         "Timing was measured: Fast@p is the share of ALL samples that are correct with speedup >= p; "
-        "Fast@p (low) asks it of the lower end of each speedup's 95 % interval (a speedup that is not noise)."
+        "Fast@p (low) asks it of the lower end of each speedup's 95 % interval (a speedup that is not noise). "
+        f"Speedups are over {over} (`--baseline eager|compile`)."
         if summary["timing_available"]
         else "No timing in this run (CPU / Triton interpreter): Fast@p and speedups are n/a; rates are exact."
     )
-    config = summary.get("config", {})
-    if summary["timing_available"]:
-        timing_note += (
-            " Speedups are over torch.compile(reference) (`--baseline compile`)."
-            if config.get("baseline") == "compile"
-            else " Speedups are over the eager PyTorch reference (`--baseline compile` times torch.compile of it)."
-        )
     parts = [
         "# Evaluation report",
         "",

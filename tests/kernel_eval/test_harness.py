@@ -152,7 +152,7 @@ def test_the_report_names_the_speedup_baseline(tmp_path):
 
     _, summary = run(tmp_path, CountingEvaluator())
     timed = {**summary, "timing_available": True}
-    assert "over the eager PyTorch reference" in render_markdown(timed)
+    assert "Speedups are over eager PyTorch" in render_markdown(timed)
     compiled = {**timed, "config": {"baseline": "compile"}}
     assert "over torch.compile(reference)" in render_markdown(compiled)
     assert "Speedups are over" not in render_markdown(summary)  # no timing: nothing to say
