@@ -500,9 +500,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     # checked before the first stage: a typo would otherwise surface only when its stage starts, minutes in
+    from trl_ext.script_input import fail
+
     for option, path in (("--recipe", args.recipe), ("--sft-recipe", args.sft_recipe)):
         if not Path(path).is_file():
-            parser.error(f"{option} {path} does not exist (the shipped recipes are in recipes/)")
+            fail(f"{option} {path} does not exist (the shipped recipes are in recipes/)")
     return args
 
 

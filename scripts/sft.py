@@ -164,20 +164,23 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
     from trl import SFTTrainer, get_peft_config
 
     from trl_ext.callbacks import LogHistoryWriter
+    from trl_ext.script_input import pretrained_or_exit
 
-    tokenizer = AutoTokenizer.from_pretrained(
-        model_args.model_name_or_path, revision=model_args.model_revision
+    raw_dataset = load_sft_dataset(script_args)  # the cheap check first
+    tokenizer = pretrained_or_exit(
+        AutoTokenizer.from_pretrained, model_args.model_name_or_path, revision=model_args.model_revision
     )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     dtype = model_args.dtype if model_args.dtype in ("auto", None) else getattr(torch, model_args.dtype)
-    model = AutoModelForCausalLM.from_pretrained(
+    model = pretrained_or_exit(
+        AutoModelForCausalLM.from_pretrained,
         model_args.model_name_or_path,
         revision=model_args.model_revision,
         dtype=dtype,
         attn_implementation=model_args.attn_implementation,
     )
-    train_dataset = prepare(load_sft_dataset(script_args), tokenizer, args, script_args.loss_mask)
+    train_dataset = prepare(raw_dataset, tokenizer, args, script_args.loss_mask)
     trainer = SFTTrainer(
         model=model,
         args=args,

@@ -114,6 +114,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
     from trl import get_peft_config
 
     from trl_ext.callbacks import LogHistoryWriter, TimeBudget
+    from trl_ext.script_input import pretrained_or_exit
     from trl_ext.trainer import TRLOOTrainer
 
     if args.use_mrs and model_args.use_peft and model_args.lora_dropout > 0:
@@ -121,22 +122,23 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
             f"error: use_mrs needs identical trainer and rollout probabilities, but lora_dropout="
             f"{model_args.lora_dropout} makes them differ; set --lora_dropout 0"
         )
-    tokenizer = AutoTokenizer.from_pretrained(
-        model_args.model_name_or_path, revision=model_args.model_revision
+    train_dataset = load_train_dataset(script_args, args.seed)  # the cheap check first
+    tokenizer = pretrained_or_exit(
+        AutoTokenizer.from_pretrained, model_args.model_name_or_path, revision=model_args.model_revision
     )
     if script_args.eos_token is not None:
         tokenizer.eos_token = script_args.eos_token
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     dtype = model_args.dtype if model_args.dtype in ("auto", None) else getattr(torch, model_args.dtype)
-    model = AutoModelForCausalLM.from_pretrained(
+    model = pretrained_or_exit(
+        AutoModelForCausalLM.from_pretrained,
         model_args.model_name_or_path,
         revision=model_args.model_revision,
         dtype=dtype,
         attn_implementation=model_args.attn_implementation,
     )
     model.generation_config.eos_token_id = tokenizer.eos_token_id
-    train_dataset = load_train_dataset(script_args, args.seed)
     environment = make_environment(script_args, args)
     # log_history.json: every logged step's metrics (reward, correct, hacked per turn, time split), kept current.
     callbacks = [LogHistoryWriter(Path(args.output_dir) / "log_history.json")]

@@ -76,14 +76,25 @@ def parse_or_exit(parser: Any, argv: Sequence[str] | None = None) -> tuple[Any, 
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
 
-def load_dataset_or_exit(name: str, **kwargs: Any) -> Any:
-    """``datasets.load_dataset(name, **kwargs)``, or one line saying why it cannot be loaded."""
+def load_dataset_or_exit(path: str, **kwargs: Any) -> Any:
+    """``datasets.load_dataset(path, **kwargs)`` (``name`` there is a dataset config), or one line saying why it
+    cannot be loaded."""
     import datasets
 
     try:
-        return datasets.load_dataset(name, **kwargs)
+        return datasets.load_dataset(path, **kwargs)
     except FileNotFoundError as exc:  # no such folder or Hub dataset, or a folder without data files
         fail(
-            f"cannot load dataset {name!r}: {str(exc).splitlines()[0]} "
+            f"cannot load dataset {path!r}: {str(exc).splitlines()[0]} "
             "(build one with: python -m dataset_builder build --format sample --out DIR)"
         )
+
+
+def pretrained_or_exit(loader: Any, name: str, **kwargs: Any) -> Any:
+    """``loader(name, **kwargs)`` (a transformers ``from_pretrained``), or one line saying why the model or tokenizer
+    cannot be loaded: a local folder that does not exist reads as a Hub id, and offline that is a long traceback."""
+    try:
+        return loader(name, **kwargs)
+    except OSError as exc:
+        where = "no such local folder, and the Hub" if not Path(name).exists() else "the folder"
+        fail(f"cannot load model {name!r}: {where} gave: {str(exc).splitlines()[0][:300]}")

@@ -53,8 +53,35 @@ def test_a_missing_or_empty_dataset_is_answered_in_one_line(tmp_path):
 
 def test_the_main_job_checks_its_recipes_before_the_first_stage(tmp_path):
     done = _run("pipeline.py", "--out", str(tmp_path / "out"), "--recipe", str(tmp_path / "typo.yaml"))
-    assert done.returncode == 2 and "--recipe" in done.stderr and "does not exist" in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert lines[0].startswith("error: --recipe") and "does not exist" in lines[0]
     assert not (tmp_path / "out").exists()  # no stage ran
+
+
+@pytest.mark.parametrize(
+    ("script", "recipe"), [("train.py", "recipes/tiny_cpu.yaml"), ("sft.py", "recipes/tiny_cpu_sft.yaml")]
+)
+def test_the_scripts_answer_a_missing_dataset_or_model_in_one_line(script, recipe, tmp_path):
+    """Through the scripts themselves, as a user runs them: a missing dataset folder (checked first, before any
+    model is loaded), then a local model folder that does not exist (offline, it would be a Hub traceback)."""
+    dataset = tmp_path / "dataset"
+    done = _run(
+        script, "--config", recipe, "--dataset_name", str(dataset), "--model_name_or_path", "runs/none"
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith("error: cannot load dataset")
+    if script == "train.py":  # sft.py's dataset is a JSONL file: build the row-dataset case for train.py only
+        import datasets
+
+        datasets.Dataset.from_list([{"prompt": "x"}]).to_parquet(str(dataset / "train.parquet"))
+        done = _run(
+            script, "--config", recipe, "--dataset_name", str(dataset), "--model_name_or_path", "runs/none"
+        )
+        lines = done.stderr.strip().splitlines()  # datasets' progress bar first, then the one error line
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+        assert lines[-1].startswith("error: cannot load model 'runs/none': no such local folder"), lines
 
 
 @pytest.mark.parametrize("empty", [False, True], ids=["missing", "empty"])
