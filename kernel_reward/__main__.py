@@ -17,26 +17,32 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 log = logging.getLogger("kernel_reward")
 
 
-def _read(parser: argparse.ArgumentParser, path: Path, what: str) -> str:
+def _bad_input(message: str) -> NoReturn:
+    """One line naming what is wrong, exit 2 (argparse's own errors also print the whole usage)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _read(path: Path, what: str) -> str:
     try:
         return path.read_text()
     except OSError as exc:
-        parser.error(f"cannot read {what} file {path}: {exc.strerror}")
-    raise AssertionError("unreachable")
+        _bad_input(f"cannot read {what} file {path}: {exc.strerror}")
 
 
-def cmd_eval(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     from kernel_reward.evaluator import Evaluator
     from kernel_reward.result import EvalResult
 
-    reference = _read(parser, args.reference, "--reference")
-    candidate = _read(parser, args.candidate, "--candidate")
+    reference = _read(args.reference, "--reference")
+    candidate = _read(args.candidate, "--candidate")
     if args.timeout is not None and args.timeout <= 0:
-        parser.error(f"--timeout must be > 0, got {args.timeout}")
+        _bad_input(f"--timeout must be > 0, got {args.timeout}")
     try:
         with Evaluator(device=args.device, timeout=args.timeout, workers=1, progress=False) as evaluator:
             result: EvalResult = evaluator.evaluate(reference, candidate, entry_point=args.entry_point)
@@ -169,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "eval":
-        return cmd_eval(parser, args)
+        return cmd_eval(args)
     if args.command == "serve":
         return cmd_serve(args)
     return cmd_stop(args)

@@ -48,7 +48,9 @@ def test_eval_json_correct_and_incorrect_both_exit_zero(tmp_path):
 def test_eval_bad_input_exits_two(tmp_path):
     done = _run("eval", "--reference", str(tmp_path / "missing.py"), "--candidate", str(tmp_path / "x.py"))
     assert done.returncode == 2
-    assert "cannot read --reference file" in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot read --reference file {tmp_path / 'missing.py'}: No such file or directory"
+    ]
     done = _run("eval", "--reference", "a", "--candidate", "b", "--device", "tpu")
     assert done.returncode == 2
 
