@@ -92,9 +92,18 @@ def load_dataset_or_exit(path: str, **kwargs: Any) -> Any:
 
 def pretrained_or_exit(loader: Any, name: str, **kwargs: Any) -> Any:
     """``loader(name, **kwargs)`` (a transformers ``from_pretrained``), or one line saying why the model or tokenizer
-    cannot be loaded: a local folder that does not exist reads as a Hub id, and offline that is a long traceback."""
+    cannot be loaded. A name that can only be a local path (absolute, ``./``, ``~``, or inside a folder that exists
+    here) and does not exist is refused at once: tried as a Hub id it would wait on the network first."""
+    path = Path(name).expanduser()
+    local = (
+        path.is_absolute()
+        or name.startswith((".", "~"))
+        or (path.parent != Path(".") and path.parent.is_dir())
+    )
+    if local and not path.exists():
+        fail(f"cannot load model {name!r}: no such local folder")
     try:
         return loader(name, **kwargs)
     except OSError as exc:
-        where = "no such local folder, and the Hub" if not Path(name).exists() else "the folder"
+        where = "no such local folder, and the Hub" if not path.exists() else "the folder"
         fail(f"cannot load model {name!r}: {where} gave: {str(exc).splitlines()[0][:300]}")

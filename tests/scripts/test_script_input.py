@@ -104,3 +104,25 @@ def test_evaluate_answers_a_missing_or_empty_dataset_in_one_line(empty, tmp_path
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: cannot load dataset") and "dataset_builder build" in last
     assert "Traceback" not in done.stderr
+
+
+def test_a_missing_local_model_folder_is_refused_without_asking_the_hub(tmp_path, monkeypatch):
+    """A name that can only be a local path fails at once; a Hub-shaped name is still tried as a Hub id."""
+    from trl_ext.script_input import pretrained_or_exit
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    tried = []
+    for name in (str(tmp_path / "none"), "./none", "runs/none"):
+        with pytest.raises(SystemExit) as exit_info:
+            pretrained_or_exit(tried.append, name)
+        assert exit_info.value.code == 2
+    assert tried == []
+
+    def hub(name):
+        tried.append(name)
+        raise OSError("We couldn't connect to 'https://huggingface.co'\nmore")
+
+    with pytest.raises(SystemExit):
+        pretrained_or_exit(hub, "org/model")
+    assert tried == ["org/model"]
