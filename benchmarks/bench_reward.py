@@ -399,6 +399,14 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="--throughput: pool passes over the pair set in one batch (steady state, not one ramp-down)",
     )
+    parser.add_argument(
+        "--rl-group",
+        type=int,
+        default=None,
+        help="--throughput: RL-shaped instead: groups of this many candidates of one task, a step at a time",
+    )
+    parser.add_argument("--rl-prompts", type=int, default=4, help="--rl-group: tasks (groups) per step")
+    parser.add_argument("--rl-steps", type=int, default=4, help="--rl-group: steps")
     args = parser.parse_args(argv)
     if args.budget_ms is None:
         from kernel_reward.options import EvalOptions

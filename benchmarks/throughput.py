@@ -10,6 +10,10 @@ forward, a torch passthrough (hack) and a decoy (kernel launched on dummy data, 
 
 and reports the speed-up of the pool over the baseline, mean seconds per pipeline phase, the share of wall time
 the GPU's timing slot was held, and the GPU idle fraction sampled with NVML (when available).
+
+RL-shaped (``--rl-group G``): the pool gets what a GRPO step sends, one step at a time: P tasks, each with a group
+of G candidates of that task (honest kernels and the failure modes in a fixed mix), and the next step only after
+every evaluation of this one returned. No fresh-process baseline is run for it.
 """
 
 from __future__ import annotations
@@ -138,6 +142,36 @@ def build_pairs(preset: str = "full") -> list[dict[str, Any]]:
     return pairs
 
 
+def build_rl_steps(
+    group_size: int, prompts_per_step: int, steps: int, preset: str = "full", seed: int = 0
+) -> list[list[dict[str, Any]]]:
+    """``steps`` lists of ``prompts_per_step`` groups of ``group_size`` pairs, each group one task's candidates drawn
+    from its variants (every variant once before any repeats, in a seeded order), the tasks taken in turn. A group
+    arrives whole and contiguous, as a GRPO step's completions of one prompt do."""
+    import random
+
+    if min(group_size, prompts_per_step, steps) < 1:
+        raise ValueError(
+            f"group size, prompts per step and steps must be >= 1, got {group_size}, {prompts_per_step}, {steps}"
+        )
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for pair in build_pairs(preset):
+        by_task.setdefault(pair["task"], []).append(pair)
+    rng = random.Random(seed)
+    tasks = list(by_task)
+    out: list[list[dict[str, Any]]] = []
+    for step in range(steps):
+        batch = []
+        for prompt in range(prompts_per_step):
+            variants = by_task[tasks[(step * prompts_per_step + prompt) % len(tasks)]]
+            group: list[dict[str, Any]] = []
+            while len(group) < group_size:
+                group += rng.sample(variants, len(variants))
+            batch += group[:group_size]
+        out.append(batch)
+    return out
+
+
 class GpuSampler:
     """Samples GPU utilisation through NVML every ``period_s`` while running (None values when unavailable)."""
 
@@ -179,8 +213,11 @@ def run_pool(
     workers: int | None,
     timeout_s: float,
     warm_spares: int | None = None,
+    step_size: int | None = None,
     **options: Any,
 ) -> dict[str, Any]:
+    """Every pair through one warm pool. ``step_size``: hand them over that many at a time, each batch only once the
+    previous one has returned (RL steps); None: all at once."""
     from kernel_reward.evaluator import Evaluator
 
     start = time.monotonic()
@@ -201,7 +238,14 @@ def run_pool(
         startup_s = time.monotonic() - start
         with GpuSampler() as sampler:
             t0 = time.monotonic()
-            results = ev.evaluate_many([(p["reference"], p["candidate"]) for p in pairs])
+            size = step_size or len(pairs)
+            results, step_s = [], []
+            for first in range(0, len(pairs), size):
+                started = time.monotonic()
+                results += ev.evaluate_many(
+                    [(p["reference"], p["candidate"]) for p in pairs[first : first + size]]
+                )
+                step_s.append(time.monotonic() - started)
             wall_s = time.monotonic() - t0
         workers_used = sum(pool.config.workers for pool in pools)
         spares = pools[0].config.warm_spares
@@ -238,6 +282,7 @@ def run_pool(
         "workers": workers_used,
         "warm_spares": spares,
         "evals_per_min": 60 * len(results) / wall_s,
+        "step_s": step_s,
         "phase_mean_s": {k: statistics.fmean(v) for k, v in sorted(phases.items())},
         "timing_slot_busy_fraction": slot_s / wall_s,
         "gpu_idle_fraction": sampler.idle_fraction(),
@@ -370,8 +415,50 @@ def throughput(
     return {"summary": summary, "pool": pool, "baseline": baseline}
 
 
+def rl_throughput(
+    device: str = "cuda",
+    workers: int | None = None,
+    group_size: int = 8,
+    prompts_per_step: int = 4,
+    steps: int = 4,
+    timeout_s: float = 120.0,
+    preset: str = "full",
+    warm_spares: int | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """The RL-shaped run (see the module docstring): ``steps`` steps of ``prompts_per_step`` x ``group_size``."""
+    batches = build_rl_steps(group_size, prompts_per_step, steps, preset)
+    pairs = [pair for batch in batches for pair in batch]
+    pool = run_pool(
+        pairs,
+        "cuda:0" if device == "cuda" else device,
+        workers,
+        timeout_s,
+        warm_spares,
+        step_size=group_size * prompts_per_step,
+        **options,
+    )
+    summary = {
+        "pairs": len(pairs),
+        "rl_shape": {"group_size": group_size, "prompts_per_step": prompts_per_step, "steps": steps},
+        "device": device,
+        "pool_evals_per_min": pool["evals_per_min"],
+        "options": options,
+    }
+    return {"summary": summary, "pool": pool, "baseline": None}
+
+
 def format_report(report: dict[str, Any]) -> str:
     s, pool = report["summary"], report["pool"]
+    if "rl_shape" in s:
+        shape = s["rl_shape"]
+        steps = ", ".join(f"{x:.1f}" for x in pool["step_s"])
+        lines = [
+            f"RL-shaped on {s['device']}: {shape['steps']} steps of {shape['prompts_per_step']} tasks x "
+            f"{shape['group_size']} candidates: pool {s['pool_evals_per_min']:.1f} eval/min ({pool['workers']} "
+            f"workers, start-up {pool['startup_s']:.1f} s, wall {pool['wall_s']:.1f} s; step walls {steps} s)"
+        ]
+        return "\n".join(lines + _pool_lines(report))
     lines = [
         f"pairs {s['pairs']} x {s.get('rounds', 1)} round(s) on {s['device']}: pool {s['pool_evals_per_min']:.1f} eval/min "
         f"({pool['workers']} workers, {pool['warm_spares']} warm spare(s) each, start-up {pool['startup_s']:.1f} s, "
@@ -383,27 +470,49 @@ def format_report(report: dict[str, Any]) -> str:
             f"{s['baseline_sample_evals_per_min']:.1f} eval/min; whole set estimated at "
             f"{s['baseline_evals_per_min']:.1f} eval/min -> pool is {s['speedup_vs_baseline']:.1f}x"
         )
-    lines.append(
+    return "\n".join(lines + _pool_lines(report))
+
+
+def _pool_lines(report: dict[str, Any]) -> list[str]:
+    """Statuses, isolation, the slot's busy share, the options and the phase table (both kinds of run)."""
+    pool = report["pool"]
+    lines = [
         f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
         f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
-        f"GPU idle fraction {pool['gpu_idle_fraction']}"
-    )
-    lines.append(f"options: {report['summary'].get('options') or 'defaults'}")
-    lines.append("phase            mean s")
-    lines += [f"{name:<16} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
-    return "\n".join(lines)
+        f"GPU idle fraction {pool['gpu_idle_fraction']}",
+        f"options: {report['summary'].get('options') or 'defaults'}",
+        "phase            mean s",
+    ]
+    return lines + [f"{name:<16} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
 
 
 def run_cli(args: Any) -> int:
-    """Entry point used by ``benchmarks/bench_reward.py --throughput`` (args: device, workers, baseline_count, json_out)."""
-    report = throughput(
-        device="cuda" if args.device.startswith("cuda") else "cpu",
-        workers=args.workers,
-        baseline_count=args.baseline_count,
-        warm_spares=args.warm_spares,
-        rounds=args.rounds,
-        **({"coverage_method": args.coverage_method} if args.coverage_method else {}),
-    )
+    """Entry point used by ``benchmarks/bench_reward.py --throughput`` (args: device, workers, baseline_count,
+    rl_group, rl_prompts, rl_steps, json_out)."""
+    device = "cuda" if args.device.startswith("cuda") else "cpu"
+    preset = "full" if device == "cuda" else "small"  # the CPU interpreter refuses the shipped sizes up front
+    options = {"coverage_method": args.coverage_method} if args.coverage_method else {}
+    if getattr(args, "rl_group", None):
+        report = rl_throughput(
+            device=device,
+            workers=args.workers,
+            group_size=args.rl_group,
+            prompts_per_step=args.rl_prompts,
+            steps=args.rl_steps,
+            preset=preset,
+            warm_spares=args.warm_spares,
+            **options,
+        )
+    else:
+        report = throughput(
+            device=device,
+            workers=args.workers,
+            baseline_count=args.baseline_count,
+            warm_spares=args.warm_spares,
+            rounds=args.rounds,
+            preset=preset,
+            **options,
+        )
     print(format_report(report))
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
