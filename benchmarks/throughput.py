@@ -1,8 +1,7 @@
 """Throughput benchmark of the execution service (``benchmarks/bench_reward.py --throughput``).
 
-Builds candidate/task pairs on the shipped task set (``dataset_builder.tasks.load_tasks("full")``): for each
-elementwise task an honest Triton kernel at three block sizes, plus a wrong-result kernel, a syntax error, a raising
-forward, a torch passthrough (hack) and a decoy (kernel launched on dummy data, result from torch). Then:
+Builds candidate/task pairs on the shipped task set: for each elementwise task an honest Triton kernel at three
+block sizes, a wrong-result kernel, a syntax error, a raising forward, a torch passthrough and a decoy. Then:
 
 * ``pool``: every pair through ``Evaluator`` (warm zygote pool, full isolation), evaluations per minute;
 * ``baseline``: a sample of the same pairs, serially, one fresh ``python -m kernel_reward.judge.pipeline`` process per
