@@ -103,11 +103,8 @@ _RETURN = 0x06  # BPF_RET | BPF_K
 RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
 RET_KILL_PROCESS = 0x80000000
-_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = (
-    0,
-    4,
-    16,
-)  # struct seccomp_data; the low half of args[0] (little-endian)
+# Offsets in struct seccomp_data: the call's number, its ABI, and the low half of args[0] (little-endian).
+_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16
 
 
 def denial_program(denied: dict[str, int] = DENIED_X86_64) -> list[tuple[int, int, int, int]]:

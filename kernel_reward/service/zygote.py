@@ -78,27 +78,33 @@ def runner_uid_of(uid: int | None) -> int | None:
 
 
 class UidPairs:
-    """Hands out (judge, runner) uid pairs, each once: the even uids of a random block in turn, then a new block."""
+    """Hands out (judge, runner) uid pairs, each once: the even uids of a random block in turn, then a new block
+    this zygote has not used."""
 
     def __init__(self, first_block: int | None = None) -> None:
-        self._next = first_block if first_block is not None else self._random_block()
-        if self._next % UID_BLOCK or not UID_FLOOR <= self._next < UID_CEILING:
+        if first_block is not None and (
+            first_block % UID_BLOCK or not UID_FLOOR <= first_block < UID_CEILING
+        ):
             raise ValueError(f"uid_base must be a multiple of {UID_BLOCK} in [{UID_FLOOR}, {UID_CEILING})")
-        self._end = self._next + UID_BLOCK
-        self.handed_out = 0
+        self._used_blocks: set[int] = set()
+        self._start_block(first_block if first_block is not None else self._fresh_block())
 
-    @staticmethod
-    def _random_block() -> int:
-        return random.randrange(UID_FLOOR // UID_BLOCK, UID_CEILING // UID_BLOCK) * UID_BLOCK
+    def _fresh_block(self) -> int:
+        while True:
+            block = random.randrange(UID_FLOOR // UID_BLOCK, UID_CEILING // UID_BLOCK) * UID_BLOCK
+            if block not in self._used_blocks:
+                return block
+
+    def _start_block(self, block: int) -> None:
+        self._used_blocks.add(block)
+        self._next, self._end = block, block + UID_BLOCK
 
     def take(self) -> int:
         """The judge's uid of the next pair (its runner's is ``runner_uid_of`` of it)."""
         if self._next >= self._end:
-            self._next = self._random_block()
-            self._end = self._next + UID_BLOCK
+            self._start_block(self._fresh_block())
         uid = self._next
         self._next += 2
-        self.handed_out += 1
         return uid
 
 
