@@ -195,18 +195,17 @@ def mark_interpreter_gap(result: EvalResult, code: str | None) -> None:
 
     if result.mode != Mode.INTERPRETER or code is None:
         return
-    in_source = gaps_in_source(code)
     if result.status == Status.CORRECT:
-        exact = [str(gap) for gap in in_source if gap.kind == FAST_MATH]
+        exact = [str(gap) for gap in gaps_in_source(code) if gap.kind == FAST_MATH]
         if exact:
             result.flags.append("interpreter_exact_fast_math")
             result.correctness["interpreter_exact_math"] = exact
         return
     in_error = gap_in_error(result.error) if result.status in GAP_STATUSES else None
     if in_error is None:
-        return
+        return  # most failures: the source is not read at all
     kind, line = in_error
-    constructs = [str(gap) for gap in in_source if gap.kind == kind]
+    constructs = [str(gap) for gap in gaps_in_source(code) if gap.kind == kind]
     if not constructs:
         return
     result.status = Status.INTERPRETER_UNSUPPORTED

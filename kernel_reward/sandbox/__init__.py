@@ -7,7 +7,7 @@ untrusted code, in this order): ``enter_namespaces`` (network, IPC, UTS and moun
 (no_new_privs and a seccomp filter), ``apply_rlimits``; each layer degrades gracefully where the host forbids it
 and says what it achieved in an ``Isolation`` record. Parent side: ``kill_process_group`` and
 ``kill_uid_processes`` (a kill of the whole group and of whatever escaped it under the child's uid), ``rss_bytes``
-and ``private_tmpfs_bytes`` for the memory watchdog, and ``OutputTail`` (the head and tail of a child's output).
+and ``group_memory`` for the memory watchdog, and ``OutputTail`` (the head and tail of a child's output).
 
 One module per layer: ``policy`` (what is asked and achieved, the shared Linux constants), ``namespaces``,
 ``pid_namespace``, ``filesystem``, ``process`` (environment, privileges, limits), ``syscall_filter``,
@@ -24,11 +24,11 @@ from kernel_reward.sandbox.namespaces import (
     set_parent_death_signal,
 )
 from kernel_reward.sandbox.parent import (
+    GroupMemory,
     OutputTail,
-    group_rss_bytes,
+    group_memory,
     kill_process_group,
     kill_uid_processes,
-    private_tmpfs_bytes,
     processes_of_uid,
     read_nonblocking,
     rss_bytes,
@@ -53,6 +53,7 @@ __all__ = [
     "KERNEL_TREES",
     "PRIVATE_TMPFS_MOUNTS",
     "GiB",
+    "GroupMemory",
     "Isolation",
     "MiB",
     "OutputTail",
@@ -67,13 +68,12 @@ __all__ = [
     "enter_namespaces",
     "enter_pid_namespace",
     "expose_paths",
-    "group_rss_bytes",
+    "group_memory",
     "kill_process_group",
     "kill_uid_processes",
     "make_filesystem_read_only",
     "make_private_dir",
     "paths_inside",
-    "private_tmpfs_bytes",
     "processes_of_uid",
     "read_nonblocking",
     "restrict_syscalls",

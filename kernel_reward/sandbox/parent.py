@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kernel_reward.sandbox.policy import PRIVATE_TMPFS_MOUNTS
 
@@ -67,14 +68,25 @@ def rss_bytes(pid: int) -> int | None:
         return None
 
 
-def group_rss_bytes(pgid: int, uid: int | None = None) -> int | None:
-    """Summed resident set of every process in process group ``pgid`` and, given ``uid``, of every process that
-    uid owns: memory held by a candidate's forked helpers counts against its limit too. None when none is left.
+@dataclass(frozen=True)
+class GroupMemory:
+    """What a child's process group and its helpers hold: resident sets (None when no process is left) and the
+    files in their private tmpfs mounts."""
 
-    One pass over /proc (a few milliseconds); callers poll it less often than the main process's ``rss_bytes``.
+    resident_bytes: int | None
+    tmpfs_bytes: int
+
+
+def group_memory(pgid: int, uid: int | None = None) -> GroupMemory:
+    """The memory of every process in process group ``pgid`` and, given ``uid``, of every process that uid owns:
+    memory held by a candidate's forked helpers, and the files they left in their private tmpfs, count against
+    its limit too.
+
+    One pass over /proc (a few milliseconds) finds them; callers poll it less often than the main process's
+    ``rss_bytes``.
     """
     page = os.sysconf("SC_PAGE_SIZE")
-    total, found = 0, False
+    total, members = 0, []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -87,8 +99,8 @@ def group_rss_bytes(pgid: int, uid: int | None = None) -> int | None:
         fields = data[data.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session ...
         if int(fields[2]) == pgid or (uid is not None and owner == uid):
             total += int(fields[21]) * page  # field 24 of stat: rss in pages
-            found = True
-    return total if found else None
+            members.append(int(entry.name))
+    return GroupMemory(total if members else None, private_tmpfs_bytes(members))
 
 
 def private_tmpfs_bytes(pids: Iterable[int]) -> int:

@@ -267,11 +267,10 @@ class ChildSession:
             # The judge leads the group; its runner (the candidate) is in it or, if it left, under its own uid.
             runner_uid = (child.isolation.get("runner") or {}).get("uid")
             helper_uid = runner_uid if runner_uid is not None else child.isolation.get("uid")
-            group = sandbox.group_rss_bytes(child.pid, helper_uid)
-            if group is not None:
-                rss = max(rss or 0, group)
-            helpers = sandbox.processes_of_uid(helper_uid) if helper_uid is not None else []
-            child.tmpfs_bytes = sandbox.private_tmpfs_bytes([child.pid, *helpers])
+            group = sandbox.group_memory(child.pid, helper_uid)
+            if group.resident_bytes is not None:
+                rss = max(rss or 0, group.resident_bytes)
+            child.tmpfs_bytes = group.tmpfs_bytes
         return None if rss is None else rss + child.tmpfs_bytes
 
     def _death_note(self, when: str, output: sandbox.OutputTail) -> str:
