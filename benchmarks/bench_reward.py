@@ -9,6 +9,7 @@ Sections (``--sections``; benchmarks/README.md says what each one measures and i
   repeatability  one honest candidate evaluated N times by a one-worker pool: CV of the speedup
   coverage       (opt-in) events against profiler coverage on every honest candidate correct on the GPU
   phases         mean seconds per phase over all evaluate_request runs above
+With fidelity_judge, also the timing slot's steps by task size (benchmarks/slot_profile.py).
 ``--throughput`` runs the pool throughput benchmark (benchmarks/throughput.py) instead.
 Prints a table per section and writes everything (raw numbers included) as JSON.
 """
@@ -31,6 +32,8 @@ if str(REPO_ROOT) not in sys.path:  # run as a plain script from a checkout (the
     sys.path.insert(0, str(REPO_ROOT))
 CORPUS_DIR = REPO_ROOT / "hack_corpus" / "entries"
 HONEST_GPU = {"honest_add_relu_big_gpu": "add_relu_big", "honest_matmul_ieee_gpu": "matmul_big"}
+
+from benchmarks.slot_profile import SIZE_BOUNDS_MB, profile_by_size  # noqa: E402  (after the path fix)
 
 log = logging.getLogger("bench_reward")
 
@@ -122,6 +125,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
     from kernel_reward.options import EvalOptions
     from kernel_reward.runtime import apply_tf32_policy, mode_of
     from kernel_reward.timing import measure
+    from kernel_reward.timing.spans import SpanClock
 
     torch_device = torch.device(device)
     options = EvalOptions(timing_budget_ms=budget_ms)
@@ -134,6 +138,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
             for task in load_tasks("full", task_names):
                 module = write_and_import(task.source, Path(tmp), "bench")
                 arena = None
+                spans = SpanClock()
                 try:
                     reference = verdict.build_reference(module, "Model", torch_device, 1)
                     arena = exchange.Arena(
@@ -142,7 +147,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                     )
                     remote.share_arena(client, arena)
                     clock, overhead, before = measure.time_reference_before(
-                        reference, arena, torch_device, options, client, [1, 2, 3]
+                        reference, arena, torch_device, options, client, [1, 2, 3], spans
                     )
                     client.ask(
                         {
@@ -175,6 +180,8 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                             "reference_phase": timing.reference_phase,
                             "flags": timing.flags,
                             "diagnostics": timing.diagnostics,
+                            "call_mb": (reference.input_bytes + reference.spec.nbytes) / 2**20,
+                            "slot_s": dict(spans.seconds),
                         }
                     )
                 except Exception as exc:  # report and keep going: one broken task must not hide the others
@@ -465,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         print(json.dumps(report["fidelity_judge"]["summary"], indent=2))
+        report["slot_profile"] = profile_by_size(report["fidelity_judge"]["rows"])
+        print("\n== the timing slot's steps, mean seconds per evaluation by task size (MiB per call) ==")
+        print(_table(report["slot_profile"], ["step", *(c for _, c in SIZE_BOUNDS_MB)]))
     if "honest" in sections:
         report["honest"] = honest(args.device, args.budget_ms)
         evaluations += report["honest"]["rows"]

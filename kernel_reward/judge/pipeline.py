@@ -46,6 +46,7 @@ from kernel_reward.runtime import (  # noqa: F401  (the zygote calls a worker mo
 )
 from kernel_reward.sandbox import SandboxPolicy
 from kernel_reward.screen.screen import screen_candidate
+from kernel_reward.timing.spans import SpanClock
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,8 @@ TimingSlot = Callable[[], AbstractContextManager[Any]]
 JUDGES_A_RUNNER = True  # the zygote forks a sandboxed runner for each judge child (zygote._child_main)
 
 
-@contextlib.contextmanager
-def _phase(phases: dict[str, float], name: str) -> Iterator[None]:
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        phases[name] = phases.get(name, 0.0) + time.perf_counter() - start
+def _phase(phases: dict[str, float], name: str) -> AbstractContextManager[None]:
+    return SpanClock(phases)(name)
 
 
 def evaluate_request(
@@ -296,7 +292,18 @@ def _run_pipeline(
         # Our own runner has no service watching its wall clock: the judge enforces timeout_s on it.
         deadline = time.monotonic() + request.options.timeout_s if own_runner else None
         try:
-            verdict.judge(request, code, work_dir, timing_slot, runner, result, phase, torch_device, deadline)
+            verdict.judge(
+                request,
+                code,
+                work_dir,
+                timing_slot,
+                runner,
+                result,
+                phase,
+                torch_device,
+                deadline,
+                spans=SpanClock(phases),
+            )
         except RunnerFault as fault:
             raise stop_from_fault(fault) from fault
         finally:

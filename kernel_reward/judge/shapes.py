@@ -23,7 +23,9 @@ from kernel_reward.common.tensors import (
     storage_ptrs,
 )
 from kernel_reward.judge.compare import fingerprint
+from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
+from kernel_reward.result import Status
 from kernel_reward.screen import sizes
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,6 @@ def check_shape_generalization(
     from kernel_reward.common.loading import unload, write_and_import
     from kernel_reward.judge.remote import RemoteCandidate, args_nbytes, build_remote, slot_bytes
     from kernel_reward.judge.seeds import fresh_seed
-    from kernel_reward.judge.stop import JudgeStop
 
     if options.shape_check == "off":
         return {"ran": False, "passed": None, "reason": "shape_check is off"}
@@ -207,3 +208,26 @@ def _reference_outputs(
         del inputs
         inputs = make_inputs(module, seed, device)
     return inputs, outputs, spec
+
+
+# The Triton interpreter runs a kernel's program instances one after another in Python (about 0.4 ms each): a call
+# over more input than this takes minutes, and a full evaluation many calls.
+INTERPRETER_MAX_INPUT_BYTES = 32 << 20
+
+
+def refuse_tasks_too_large_for_the_interpreter(module: Any) -> None:
+    """Stop, unscored, before any work when the task's inputs (sized on the meta device) are too large for the CPU
+    interpreter: the task's size, not the candidate, would decide the outcome (a timeout)."""
+    from kernel_reward.judge.remote import args_nbytes
+
+    inputs = inputs_on_meta(module)
+    nbytes = args_nbytes(inputs, align=0) if inputs is not None else 0
+    if nbytes > INTERPRETER_MAX_INPUT_BYTES:
+        raise JudgeStop(
+            Status.INTERPRETER_UNSUPPORTED,
+            f"the task's inputs are {nbytes / (1 << 20):.0f} MiB a call, too large for the CPU Triton interpreter "
+            f"(limit {INTERPRETER_MAX_INPUT_BYTES >> 20} MiB): evaluate on a GPU, or use the task set's small preset "
+            "(python -m dataset_builder build --format sample --preset small)",
+            flag="task_too_large_for_interpreter",
+            scored=False,
+        )

@@ -28,7 +28,7 @@ from kernel_reward.common import loading, tensors
 from kernel_reward.common.tensors import buffer_snapshot, make_inputs
 from kernel_reward.ipc import exchange
 from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
-from kernel_reward.judge import compare, correctness
+from kernel_reward.judge import compare, correctness, shapes
 from kernel_reward.judge.coverage import below_coverage_floor, measure_coverage
 from kernel_reward.judge.remote import (
     OutputSpec,
@@ -44,6 +44,7 @@ from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.timing import batch_clock, batch_stats, gpu_state, measure, roofline
+from kernel_reward.timing.spans import Spans, unrecorded
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
 ARENA_BYTES_CPU = 32 * 1024 * 1024
@@ -59,9 +60,12 @@ def judge(
     phases: Any,
     device: torch.device,
     deadline: float | None = None,
+    *,
+    spans: Spans = unrecorded,
 ) -> None:
     """Fill ``result`` for one candidate (already screened; ``code`` extracted). Raises JudgeStop / RunnerFault.
-    ``deadline``: time.monotonic() by which the runner must have answered (None: the service's wall clock)."""
+    ``deadline``: time.monotonic() by which the runner must have answered (None: the service's wall clock).
+    ``spans``: where the timing slot's steps are clocked (``timing.spans.SLOT_STEPS``)."""
     options: EvalOptions = request.options
     client = RunnerClient(runner, deadline)
     seeds = correctness.trial_seeds(options.seed_base, options.num_trials + 3)
@@ -78,7 +82,17 @@ def judge(
             ) from exc
     try:
         _judge_loaded(
-            request, code, reference_module, client, timing_slot, result, phases, device, seeds, options
+            request,
+            code,
+            reference_module,
+            client,
+            timing_slot,
+            result,
+            phases,
+            spans,
+            device,
+            seeds,
+            options,
         )
     finally:
         loading.unload(reference_module)
@@ -107,12 +121,13 @@ def _judge_loaded(
     timing_slot: Any,
     result: EvalResult,
     phases: Any,
+    spans: Spans,
     device: torch.device,
     seeds: list[int],
     options: EvalOptions,
 ) -> None:
     if device.type == "cpu":
-        _refuse_tasks_too_large_for_the_interpreter(reference_module)
+        shapes.refuse_tasks_too_large_for_the_interpreter(reference_module)
     # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
     shared = getattr(timing_slot, "shared", None) or contextlib.nullcontext
     with phases("build"), shared():
@@ -131,11 +146,10 @@ def _judge_loaded(
             device.type == "cuda"
         ):  # calibration and the reference's baseline: before the candidate's code exists
             with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
-                bandwidth = roofline.device_bandwidth_gbps(
-                    device
-                )  # once per process: a copy with the GPU to itself
+                with spans("slot.bandwidth"):  # once per process: a copy with the GPU to itself
+                    bandwidth = roofline.device_bandwidth_gbps(device)
                 clock, overhead, before = measure.time_reference_before(
-                    reference, arena, device, options, client, seeds
+                    reference, arena, device, options, client, seeds, spans
                 )
             clock.release()  # its private buffers are not needed again before the candidate's timing
         with shared():
@@ -179,9 +193,10 @@ def _judge_loaded(
                 if (
                     options.coverage_in_timing_slot
                 ):  # events: device intervals, which other processes would skew
-                    measure_coverage(
-                        client, candidate, reference.module, device, options, result, phases, seeds
-                    )
+                    with spans("slot.coverage"):
+                        measure_coverage(
+                            client, candidate, reference.module, device, options, result, phases, seeds
+                        )
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
                 _recheck(task, device, options, seeds)
             if (
@@ -197,29 +212,6 @@ def _judge_loaded(
         result.status = Status.CORRECT
     finally:
         arena.close()
-
-
-# The Triton interpreter runs a kernel's program instances one after another in Python (about 0.4 ms each): a call
-# over more input than this takes minutes, and a full evaluation many calls.
-INTERPRETER_MAX_INPUT_BYTES = 32 << 20
-
-
-def _refuse_tasks_too_large_for_the_interpreter(module: Any) -> None:
-    """Stop, unscored, before any work when the task's inputs (sized on the meta device) are too large for the CPU
-    interpreter: the task's size, not the candidate, would decide the outcome (a timeout)."""
-    from kernel_reward.judge.shapes import inputs_on_meta
-
-    inputs = inputs_on_meta(module)
-    nbytes = args_nbytes(inputs, align=0) if inputs is not None else 0
-    if nbytes > INTERPRETER_MAX_INPUT_BYTES:
-        raise JudgeStop(
-            Status.INTERPRETER_UNSUPPORTED,
-            f"the task's inputs are {nbytes / (1 << 20):.0f} MiB a call, too large for the CPU Triton interpreter "
-            f"(limit {INTERPRETER_MAX_INPUT_BYTES >> 20} MiB): evaluate on a GPU, or use the task set's small preset "
-            "(python -m dataset_builder build --format sample --preset small)",
-            flag="task_too_large_for_interpreter",
-            scored=False,
-        )
 
 
 def build_reference(module: Any, entry_point: str, device: torch.device, probe_seed: int) -> Reference:
@@ -298,8 +290,6 @@ def _check_resized(
     seeds: list[int],
     result: EvalResult,
 ) -> None:
-    from kernel_reward.judge import shapes
-
     result.shape_generalization = shapes.check_shape_generalization(
         request.reference_code, client, arena, request.entry_point, device, options, seeds[-2]
     )
@@ -348,11 +338,14 @@ def _time_candidate(
 ) -> None:
     """``memory``: the bytes one call must move and the device's measured bandwidth (GB/s), for the roofline."""
 
+    spans = clock.spans
+
     def retime() -> batch_stats.BatchTiming:
-        return measure.measure(clock, candidate, client, overhead, before, options)
+        return measure.measure(clock, candidate, client, overhead, before, options, step="slot.retime")
 
     with phases("timing"):
-        state_before = gpu_state.sample(clock.device)
+        with spans("slot.gpu_state"):
+            state_before = gpu_state.sample(clock.device)
         try:
             timing = measure.compare_timed(clock, candidate, client, overhead, before, options)
             remeasured = timing.speedup > options.implausible_speedup
@@ -373,7 +366,8 @@ def _time_candidate(
             raise JudgeStop(
                 Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]
             ) from exc
-        result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
+        with spans("slot.gpu_state"):
+            result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
     result.timing_available = True
     result.flags.extend(timing.flags)
     if options.baseline != "eager":

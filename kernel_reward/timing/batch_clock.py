@@ -36,6 +36,7 @@ from kernel_reward.judge.compare import (
 )
 from kernel_reward.judge.remote import RemoteCandidate, poison
 from kernel_reward.timing import output_seal
+from kernel_reward.timing.spans import Spans, unrecorded
 from kernel_reward.timing.statistics import TimingValidationError
 
 GATE_OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
@@ -72,8 +73,10 @@ class BatchClock:
         draw: Callable[[int], list[Any]],
         *,
         reference_keeps_inputs: bool = False,
+        spans: Spans = unrecorded,
     ) -> None:
         self.reference = reference
+        self.spans = spans  # where each pair's steps are clocked (timing.spans.PAIR_STEPS)
         # A reference that leaves its inputs intact (checked once on the probe, verdict.build_reference) reads the
         # staged inputs themselves: no private copy of them (6 GiB fewer for a 6 GiB-input task). One that writes
         # into its inputs gets its own copy per batch, so the candidate's inputs stay the staged ones.
@@ -626,9 +629,12 @@ def time_interleaved(
     comparisons: list[QueuedComparison] = []
     changed: list[torch.Tensor] = []
     broken: list[torch.Tensor] = []
+    spans = clock.spans
     for index in range(batches):
-        clock.stage()
-        pair = clock.time_pair(client, candidate.model_id, candidate_first=index % 2 == 1)
+        with spans("pair.stage"):
+            clock.stage()
+        with spans("pair.run"):
+            pair = clock.time_pair(client, candidate.model_id, candidate_first=index % 2 == 1)
         failed = next((r for r in pair.reports if not (isinstance(r, dict) and r.get("ok"))), None)
         if failed is not None or len(pair.reports) != clock.calls:
             kind = (
@@ -643,7 +649,7 @@ def time_interleaved(
                 f"timed batch {index}, call {idle}: launched none of the candidate's own kernels, though every "
                 "checked call did (a different path while timed)"
             )
-        with torch.no_grad():
+        with torch.no_grad(), spans("pair.queue_checks"):
             changed.append(clock.inputs_changed())
             comparison, sealed = clock.check_candidate(compare)
             comparisons.append(comparison)
@@ -652,8 +658,9 @@ def time_interleaved(
         candidate_ms.append(pair.candidate_ms)
         for side, work in clock.last_work_ms.items():
             clock.work_samples[side].append(work)
-    verdicts = resolve_all(comparisons)  # the one synchronisation: every check above is done after it
-    flags = torch.stack([torch.stack(changed), torch.stack(broken)], dim=1).tolist() if changed else []
+    with spans("pair.resolve"):
+        verdicts = resolve_all(comparisons)  # the one synchronisation: every check above is done after it
+        flags = torch.stack([torch.stack(changed), torch.stack(broken)], dim=1).tolist() if changed else []
     for index, (verdict, (modified, resealed)) in enumerate(zip(verdicts, flags, strict=True)):
         if modified:
             raise TimingValidationError(f"timed batch {index} modified its inputs")

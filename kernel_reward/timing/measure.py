@@ -23,6 +23,7 @@ from kernel_reward.judge.remote import RemoteCandidate
 from kernel_reward.judge.seeds import SeedStream
 from kernel_reward.options import EvalOptions
 from kernel_reward.timing import batch_clock, batch_stats, calibration
+from kernel_reward.timing.spans import Spans, unrecorded
 
 MAX_CALLS_PER_BATCH = 64
 TARGET_BATCH_MS = (
@@ -49,40 +50,49 @@ def time_reference_before(
     options: EvalOptions,
     client: RunnerClient,
     seeds: list[int],
+    spans: Spans = unrecorded,
 ) -> tuple[batch_clock.BatchClock, batch_stats.Overhead, list[float]]:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
-    calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: verdict.Reference."""
+    calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: verdict.Reference.
+    ``spans`` clocks each step (``timing.spans.SLOT_STEPS``); the clock keeps it for the pairs that follow."""
     hidden = SeedStream()  # secret whatever seed_base says: the timed inputs are never reproducible
 
     def draw(index: int) -> list[Any]:
         return make_inputs(reference.module, hidden.seed(index), device)
 
-    clock = batch_clock.BatchClock(
-        _timed_reference(reference.model, options),
-        arena,
-        reference.spec,
-        device,
-        options.l2_flush_mb,
-        draw,
-        reference_keeps_inputs=reference.keeps_inputs,
-    )
-    clock.prepare(1)
-    clock.stage()
-    for _ in range(max(options.warmup_calls, 1)):
-        clock.time_reference()
-    empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
-    one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
-    slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
-    clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
-    clock.stage()
-    blocks = [calibration.calibrate(clock, client)]
+    with spans("slot.layout"):
+        clock = batch_clock.BatchClock(
+            _timed_reference(reference.model, options),
+            arena,
+            reference.spec,
+            device,
+            options.l2_flush_mb,
+            draw,
+            reference_keeps_inputs=reference.keeps_inputs,
+            spans=spans,
+        )
+        clock.prepare(1)
+        clock.stage()
+    with spans("slot.reference_warmup"):
+        for _ in range(max(options.warmup_calls, 1)):
+            clock.time_reference()
+        empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
+        one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
+    with spans("slot.layout"):
+        slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
+        clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
+        clock.stage()
+    with spans("slot.calibration"):
+        blocks = [calibration.calibrate(clock, client)]
     first = calibration.overhead_from(blocks)
     reference_batch_ms = one_call * clock.calls + max(first.reference_ms, first.reference_wall_ms)
     batches = _batches(options.timing_budget_ms * BEFORE_SHARE, reference_batch_ms, minimum=5)
-    before_ms = batch_clock.time_reference_alone(clock, batches)  # also spaces the calibration blocks apart
-    blocks.append(calibration.calibrate(clock, client))
-    if not calibration.blocks_agree(*blocks):
+    with spans("slot.reference_baseline"):  # also spaces the calibration blocks apart
+        before_ms = batch_clock.time_reference_alone(clock, batches)
+    with spans("slot.calibration"):
         blocks.append(calibration.calibrate(clock, client))
+        if not calibration.blocks_agree(*blocks):
+            blocks.append(calibration.calibrate(clock, client))
     overhead = calibration.overhead_from(blocks).with_output_copies(clock.output_copy_ms())
     before = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in before_ms]
     return clock, overhead, before
@@ -109,10 +119,12 @@ def compare_timed(
 ) -> batch_stats.BatchTiming:
     """Warm the candidate (first-call compiles, autotuning) on verified batches that do not count, then measure;
     the second warm-up pair's wall-clock time sizes the measurement."""
-    batch_clock.time_interleaved(clock, candidate, client, 1, _validator(options))
-    start = time.perf_counter()
-    batch_clock.time_interleaved(clock, candidate, client, 1, _validator(options))
-    return measure(clock, candidate, client, overhead, before, options, (time.perf_counter() - start) * 1e3)
+    with clock.spans("slot.warmup_pairs"):
+        batch_clock.time_interleaved(clock, candidate, client, 1, _validator(options))
+        start = time.perf_counter()
+        batch_clock.time_interleaved(clock, candidate, client, 1, _validator(options))
+        pair_wall_ms = (time.perf_counter() - start) * 1e3
+    return measure(clock, candidate, client, overhead, before, options, pair_wall_ms)
 
 
 TIMED_OUTLIER_SHARE = (
@@ -135,13 +147,16 @@ def measure(
     before: list[float],
     options: EvalOptions,
     pair_wall_ms: float = 0.0,
+    *,
+    step: str = "slot.timed_pairs",
 ) -> batch_stats.BatchTiming:
-    """Interleaved batch pairs within the timing budget, every candidate output verified."""
+    """Interleaved batch pairs within the timing budget, every candidate output verified (clocked as ``step``)."""
     batches = _batches(
         options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms)
     )
     late_before = clock.late_gates()
-    batches_ms = batch_clock.time_interleaved(clock, candidate, client, batches, _validator(options))
+    with clock.spans(step):
+        batches_ms = batch_clock.time_interleaved(clock, candidate, client, batches, _validator(options))
     late_pairs = clock.late_gates() - late_before
     during = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
     candidate_ms = [batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]

@@ -7,6 +7,7 @@ import pytest
 from kernel_reward.result import EvalResult
 from kernel_reward.timing import roofline
 from kernel_reward.timing.batch_stats import BatchTiming, Overhead
+from kernel_reward.timing.spans import unrecorded
 
 GB = 10**9
 
@@ -111,12 +112,12 @@ def test_the_judge_records_the_roofline_and_clamps_a_speedup_that_stays_below_it
 
     monkeypatch.setattr(verdict.gpu_state, "sample", lambda device: types.SimpleNamespace())
     monkeypatch.setattr(verdict.gpu_state, "around", lambda before, after: {})
-    clock = types.SimpleNamespace(device=torch.device("cpu"))
+    clock = types.SimpleNamespace(device=torch.device("cpu"), spans=unrecorded)
 
     def run(candidate_ms: float) -> EvalResult:
         timings = iter([_timing(3.0, candidate_ms), _timing(3.0, candidate_ms)])  # two measurements at most
         monkeypatch.setattr(verdict.measure, "compare_timed", lambda *args: next(timings))
-        monkeypatch.setattr(verdict.measure, "measure", lambda *args: next(timings))
+        monkeypatch.setattr(verdict.measure, "measure", lambda *args, **kwargs: next(timings))
         result = EvalResult()
         verdict._time_candidate(
             clock,
