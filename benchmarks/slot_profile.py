@@ -12,8 +12,8 @@ from typing import Any
 
 from kernel_reward.timing.spans import PAIR_STEPS, SLOT_STEPS
 
-# Size classes by the MiB one call moves (inputs and outputs): under 4, 4-64, 64 and over.
-SIZE_BOUNDS_MB = ((4.0, "small"), (64.0, "medium"), (float("inf"), "large"))
+# Size classes by the MiB one call moves (inputs and outputs); the shipped tasks span 64-1024 MiB.
+SIZE_BOUNDS_MB = ((160.0, "small"), (400.0, "medium"), (float("inf"), "large"))
 
 
 def size_class(call_mb: float) -> str:

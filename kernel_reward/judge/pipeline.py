@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from kernel_reward import runtime
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.feedback import redact_error, render_feedback
 from kernel_reward.judge.stop import JudgeStop
@@ -36,13 +37,13 @@ from kernel_reward.options import EvalOptions
 from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.reward import compute_reward
-from kernel_reward.runtime import (  # noqa: F401  (the zygote calls a worker module's preimport and prepare_worker)
+from kernel_reward.runtime import (  # noqa: F401  (the zygote calls a worker module's preimport)
     Mode,
+    WorkerInfo,
     apply_tf32_policy,
     ensure_interpreter_env,
     mode_of,
     preimport,
-    prepare_worker,
 )
 from kernel_reward.sandbox import SandboxPolicy
 from kernel_reward.screen.screen import screen_candidate
@@ -59,6 +60,22 @@ JUDGES_A_RUNNER = True  # the zygote forks a sandboxed runner for each judge chi
 
 def _phase(phases: dict[str, float], name: str) -> AbstractContextManager[None]:
     return SpanClock(phases)(name)
+
+
+def prepare_worker(device: str | None = None, *, triton_check: bool = True) -> WorkerInfo:
+    """``runtime.prepare_worker``, then the judge's own kernel (the output seal's fingerprint) compiled or loaded
+    from Triton's cache, so that no evaluation pays it inside the timing slot. The zygote's seed-cache build calls
+    this too, so every judge child finds the compiled kernel in its cache and only loads it while warming."""
+    info = runtime.prepare_worker(device, triton_check=triton_check)
+    if info.mode is Mode.GPU and "seal_kernel" not in info.warmup_seconds:
+        import torch
+
+        from kernel_reward.timing import output_seal
+
+        start = time.perf_counter()
+        output_seal.warm_up(torch.device(info.device))
+        info.warmup_seconds["seal_kernel"] = round(time.perf_counter() - start, 4)
+    return info
 
 
 def evaluate_request(
@@ -266,7 +283,7 @@ def _run_pipeline(
             runner = start_runner_process(result.mode)
     try:
         with _phase(phases, "prepare"):
-            info = prepare_worker(device, triton_check=False)  # the judge runs no Triton code
+            info = prepare_worker(device, triton_check=False)  # the judge runs only its own seal kernel
         result.device = info.device_name
         import torch
 
