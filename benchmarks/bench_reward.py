@@ -146,7 +146,7 @@ def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) 
                         torch_device,
                     )
                     remote.share_arena(client, arena)
-                    clock, overhead, before = measure.time_reference_before(
+                    clock, overhead, before, *_ = measure.time_reference_before(
                         reference, arena, torch_device, options, client, [1, 2, 3], spans
                     )
                     client.ask(

@@ -47,6 +47,7 @@ from kernel_reward.runtime import (  # noqa: F401  (the zygote calls a worker mo
 )
 from kernel_reward.sandbox import SandboxPolicy
 from kernel_reward.screen.screen import screen_candidate
+from kernel_reward.timing.prior import PriorExchange
 from kernel_reward.timing.spans import SpanClock
 
 log = logging.getLogger(__name__)
@@ -85,10 +86,12 @@ def evaluate_request(
     device: str | None = None,
     timing_slot: TimingSlot = nullcontext,
     runner: Any = None,
+    priors: PriorExchange | None = None,
 ) -> EvalResult:
     """Judge one candidate from this process against ``runner`` (a warm ``runner_channel.RunnerProcess``; None:
     start a fresh one for this evaluation). ``device``: where this worker runs it (the pool's device; None: the
-    request's). Never raises for candidate faults."""
+    request's). ``priors``: the service's store of timing baselines (``timing.prior``). Never raises for
+    candidate faults."""
     device = device or request.device
     mode = mode_of(device)
     result = EvalResult(mode=mode)  # known up front: the reward of an early failure depends on it
@@ -97,7 +100,7 @@ def evaluate_request(
     code: str | None = None
     try:
         code = _screened_code(request, phases)
-        _run_pipeline(request, code, device, Path(work_dir), timing_slot, result, phases, runner)
+        _run_pipeline(request, code, device, Path(work_dir), timing_slot, result, phases, runner, priors)
     except JudgeStop as stop:
         apply_stop(result, stop)
     except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
@@ -276,6 +279,7 @@ def _run_pipeline(
     result: EvalResult,
     phases: dict[str, float],
     runner: Any,
+    priors: PriorExchange | None = None,
 ) -> None:
     own_runner = runner is None
     if own_runner:  # the one-shot path: a fresh sandboxed runner of our own
@@ -320,6 +324,7 @@ def _run_pipeline(
                 torch_device,
                 deadline,
                 spans=SpanClock(phases),
+                priors=priors,
             )
         except RunnerFault as fault:
             raise stop_from_fault(fault) from fault

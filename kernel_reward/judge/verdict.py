@@ -44,6 +44,7 @@ from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.timing import batch_clock, batch_stats, gpu_state, measure, roofline
+from kernel_reward.timing.prior import PriorExchange
 from kernel_reward.timing.spans import Spans, unrecorded
 
 ARENA_BYTES_GPU = 512 * 1024 * 1024  # shared slots for timed batches; large tasks get fewer calls per batch
@@ -62,10 +63,12 @@ def judge(
     deadline: float | None = None,
     *,
     spans: Spans = unrecorded,
+    priors: PriorExchange | None = None,
 ) -> None:
     """Fill ``result`` for one candidate (already screened; ``code`` extracted). Raises JudgeStop / RunnerFault.
     ``deadline``: time.monotonic() by which the runner must have answered (None: the service's wall clock).
-    ``spans``: where the timing slot's steps are clocked (``timing.spans.SLOT_STEPS``)."""
+    ``spans``: where the timing slot's steps are clocked (``timing.spans.SLOT_STEPS``). ``priors``: the service's
+    store of timing baselines (``timing.prior``; None: every evaluation measures its own)."""
     options: EvalOptions = request.options
     client = RunnerClient(runner, deadline)
     seeds = correctness.trial_seeds(options.seed_base, options.num_trials + 3)
@@ -90,6 +93,7 @@ def judge(
             result,
             phases,
             spans,
+            priors,
             device,
             seeds,
             options,
@@ -122,6 +126,7 @@ def _judge_loaded(
     result: EvalResult,
     phases: Any,
     spans: Spans,
+    priors: PriorExchange | None,
     device: torch.device,
     seeds: list[int],
     options: EvalOptions,
@@ -146,11 +151,11 @@ def _judge_loaded(
             device.type == "cuda"
         ):  # calibration and the reference's baseline: before the candidate's code exists
             with timing_slot(), phases("timing"):  # the phase counts time in the slot, not queueing for it
-                with spans("slot.bandwidth"):  # once per process: a copy with the GPU to itself
-                    bandwidth = roofline.device_bandwidth_gbps(device)
-                clock, overhead, before = measure.time_reference_before(
-                    reference, arena, device, options, client, seeds, spans
+                baseline = measure.task_baseline(
+                    request, reference, arena, device, options, client, seeds, spans, priors
                 )
+            clock, overhead, before = baseline.clock, baseline.overhead, baseline.before
+            bandwidth = baseline.prior.bandwidth_gbps
             clock.release()  # its private buffers are not needed again before the candidate's timing
         with shared():
             with phases("load"):
@@ -189,6 +194,9 @@ def _judge_loaded(
                 _time_candidate(
                     clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth)
                 )
+                if baseline.reused:
+                    result.flags.append("timing_baseline_reused")
+                    result.timing_method["baseline_prior"] = {"age_s": baseline.age_s, "uses": baseline.uses}
                 clock.release()  # nothing after the timing needs its buffers (2 input + 2 output sets at most)
                 if (
                     options.coverage_in_timing_slot

@@ -12,6 +12,7 @@ be mistaken for one of them.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import select
 import signal
 import threading
@@ -22,6 +23,7 @@ from typing import Any
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.result import EvalResult, Status
+from kernel_reward.service.timing_priors import PriorStore
 
 GROUP_SCAN_INTERVAL_S = 0.5  # the /proc scan for a candidate's helper processes; its main process every 0.1 s
 
@@ -99,8 +101,17 @@ class ChildSession:
     """The parent's side of one attempt (module docstring). ``zygote`` kills children; ``stopping`` is the pool's
     shutdown flag."""
 
-    def __init__(self, config: Any, zygote: Any, child: Any, job: Any, stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        config: Any,
+        zygote: Any,
+        child: Any,
+        job: Any,
+        stopping: threading.Event,
+        priors: PriorStore | None = None,
+    ) -> None:
         self.config = config
+        self.priors = priors  # the pool's timing priors, asked for and offered by the judge (timing_priors)
         self.zygote = zygote
         self.child = child
         self.job = job
@@ -192,6 +203,13 @@ class ChildSession:
                 if clock.paused_since is not None:
                     clock.resume(time.monotonic())
                     isolation["slot_wait_s"] = round(clock.waited, 4)
+            elif kind == "prior_ask" and accepted:
+                prior = self.priors.get(event.get("key")) if self.priors is not None else None
+                self._answer({"type": "prior", "prior": prior})
+            elif kind == "prior_offer" and accepted:
+                if self.priors is not None:
+                    self.priors.put(event.get("key"), event.get("prior"))
+                self._answer({"type": "prior_ok"})
             elif kind == "accepted":
                 accepted = True
                 isolation.update(event.get("isolation") or {})
@@ -206,6 +224,11 @@ class ChildSession:
                 return self._failure(
                     Status.CRASHED, f"worker failed: {event.get('error')}", output, isolation
                 )
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        """Reply to the child; a child that is gone is seen as such by the next read of its channel."""
+        with contextlib.suppress(OSError):
+            wire.send_message(self.child.channel, message)
 
     def _result(
         self, message: dict[str, Any], output: sandbox.OutputTail, isolation: dict[str, Any], start: float

@@ -34,6 +34,10 @@ class PoolConfig:
     # for it (gpu_lock). Off by default: on an H200 (8 workers, 64 mixed pairs) it cuts throughput from 80 to 50
     # evaluations a minute, and what it buys in timing fidelity under load is not measured (docs/decisions.md).
     exclusive_gpu_timing: bool = False
+    # A task's timing baseline (layout, calibration, the reference timed alone) measured by one judge is handed to
+    # the next judges of the same task for this long and this many times (timing_priors); 0 uses: never.
+    timing_prior_max_age_s: float = 60.0
+    timing_prior_max_uses: int = 64
     env: dict[str, str] = field(
         default_factory=dict
     )  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
@@ -52,6 +56,11 @@ class PoolConfig:
             raise ValueError(f"PoolConfig.warm_spares must be >= 1, got {self.warm_spares}")
         if self.max_attempts < 1:
             raise ValueError(f"PoolConfig.max_attempts must be >= 1, got {self.max_attempts}")
+        if not self.timing_prior_max_age_s >= 0 or self.timing_prior_max_uses < 0:
+            raise ValueError(
+                "PoolConfig.timing_prior_max_age_s and timing_prior_max_uses must be >= 0, got "
+                f"{self.timing_prior_max_age_s!r}, {self.timing_prior_max_uses!r}"
+            )
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from kernel_reward.result import EvalResult, Status
 from kernel_reward.service.child_session import ChildSession, Outcome
 from kernel_reward.service.config import PoolConfig
 from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX, GpuLock
+from kernel_reward.service.timing_priors import PriorStore
 from kernel_reward.service.zygote_client import (
     ChildHandle,
     InfrastructureError,
@@ -126,6 +127,7 @@ class DevicePool:
         os.chmod(self.state_dir, 0o711)
         self.stopping = threading.Event()
         self.share = DeviceShare(device_lock_file(config, "share"))
+        self.priors = PriorStore(config.timing_prior_max_age_s, config.timing_prior_max_uses)
         self.zygote_lock = threading.Lock()
         self.zygote_restarts = 0
         self.spawned = 0  # children asked of the zygote so far (each serves at most one candidate)
@@ -248,7 +250,7 @@ class DevicePool:
         zygote = self.zygote
         try:
             with self.share.alone() if job.request.alone else self.share.shared():
-                return ChildSession(self.config, zygote, child, job, self.stopping).run()
+                return ChildSession(self.config, zygote, child, job, self.stopping, self.priors).run()
         finally:
             zygote.kill(
                 child

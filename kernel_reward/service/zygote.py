@@ -143,6 +143,28 @@ def _timing_slot_factory(
     )
 
 
+class ChannelPriors:
+    """A judge child's side of the pool's timing-prior store (``service.timing_priors``): each question and each
+    offer is one message on the child's channel, answered before the judge goes on (it holds the timing slot)."""
+
+    def __init__(self, channel: socket.socket) -> None:
+        self.channel = channel
+
+    def _exchange(self, message: dict[str, Any], reply_type: str) -> dict[str, Any]:
+        wire.send_message(self.channel, message)
+        reply = wire.recv_message_blocking(self.channel)
+        if not isinstance(reply, dict) or reply.get("type") != reply_type:
+            raise RuntimeError(f"the service answered a {message['type']} with {reply!r:.200}")
+        return reply
+
+    def ask(self, key: str) -> dict[str, Any] | None:
+        prior = self._exchange({"type": "prior_ask", "key": key}, "prior").get("prior")
+        return prior if isinstance(prior, dict) else None
+
+    def offer(self, key: str, prior: dict[str, Any]) -> None:
+        self._exchange({"type": "prior_offer", "key": key, "prior": prior}, "prior_ok")
+
+
 class Zygote:
     def __init__(self, control: socket.socket, config: ZygoteConfig) -> None:
         self.control = control
@@ -426,7 +448,12 @@ class Zygote:
             slot = _timing_slot_factory(*lock_fds, channel, self.config.exclusive_gpu_timing)
             if runner is not None:
                 result = self.worker.evaluate_request(
-                    request, work_dir=work_dir, device=self.config.device, timing_slot=slot, runner=runner
+                    request,
+                    work_dir=work_dir,
+                    device=self.config.device,
+                    timing_slot=slot,
+                    runner=runner,
+                    priors=ChannelPriors(channel) if self.config.mode is Mode.GPU else None,
                 )
             else:
                 result = self.worker.evaluate_request(

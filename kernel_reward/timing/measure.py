@@ -9,9 +9,10 @@ verified (``compare_timed`` / ``measure``). The batch clock itself is ``batch_cl
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -22,8 +23,11 @@ from kernel_reward.judge.compare import PiecewiseComparison
 from kernel_reward.judge.remote import RemoteCandidate
 from kernel_reward.judge.seeds import SeedStream
 from kernel_reward.options import EvalOptions
-from kernel_reward.timing import batch_clock, batch_stats, calibration
+from kernel_reward.timing import batch_clock, batch_stats, calibration, roofline
+from kernel_reward.timing.prior import PriorExchange, TimingPrior, overhead_with, prior_key
 from kernel_reward.timing.spans import Spans, unrecorded
+
+log = logging.getLogger(__name__)
 
 MAX_CALLS_PER_BATCH = 64
 TARGET_BATCH_MS = (
@@ -43,6 +47,19 @@ def _timed_reference(reference_model: Any, options: EvalOptions) -> Any:
     return torch.compile(reference_model)
 
 
+class Baseline(NamedTuple):
+    """What the timing of one candidate starts from: the clock laid out, both sides' fixed costs, the reference's
+    per-call baseline, that measurement as a reusable ``TimingPrior``, and whether it came from one."""
+
+    clock: batch_clock.BatchClock
+    overhead: batch_stats.Overhead
+    before: list[float]
+    prior: TimingPrior
+    reused: bool
+    age_s: float | None = None  # of a reused prior, as the service reported it
+    uses: int | None = None
+
+
 def time_reference_before(
     reference: Any,
     arena: exchange.Arena,
@@ -51,10 +68,17 @@ def time_reference_before(
     client: RunnerClient,
     seeds: list[int],
     spans: Spans = unrecorded,
-) -> tuple[batch_clock.BatchClock, batch_stats.Overhead, list[float]]:
+    *,
+    bandwidth_gbps: float = 0.0,
+    prior: TimingPrior | None = None,
+) -> Baseline:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
     calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: verdict.Reference.
-    ``spans`` clocks each step (``timing.spans.SLOT_STEPS``); the clock keeps it for the pairs that follow."""
+    ``spans`` clocks each step (``timing.spans.SLOT_STEPS``); the clock keeps it for the pairs that follow.
+
+    With a ``prior`` of the same task (``timing.prior``): its layout, one fresh calibration block against this
+    runner, and, when that block agrees with one of the prior's, the prior's baseline; otherwise the full
+    measurement."""
     hidden = SeedStream()  # secret whatever seed_base says: the timed inputs are never reproducible
 
     def draw(index: int) -> list[Any]:
@@ -71,19 +95,32 @@ def time_reference_before(
             reference_keeps_inputs=reference.keeps_inputs,
             spans=spans,
         )
-        clock.prepare(1)
+        clock.prepare(prior.calls if prior is not None else 1)
         clock.stage()
-    with spans("slot.reference_warmup"):
-        for _ in range(max(options.warmup_calls, 1)):
-            clock.time_reference()
-        empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
-        one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
-    with spans("slot.layout"):
-        slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
-        clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
-        clock.stage()
-    with spans("slot.calibration"):
-        blocks = [calibration.calibrate(clock, client)]
+    if prior is not None:
+        with spans("slot.reference_warmup"):
+            for _ in range(max(options.warmup_calls, 1)):
+                clock.time_reference()
+        with spans("slot.calibration"):
+            fresh = calibration.calibrate(clock, client)
+        overhead = overhead_with(prior, fresh)
+        if overhead is not None:
+            clock.reference_late_gates = prior.reference_late_gates
+            return Baseline(clock, overhead, list(prior.before), prior, True)
+        blocks = [fresh]
+        one_call = statistics.median(prior.before)  # sizes the baseline below
+    else:
+        with spans("slot.reference_warmup"):
+            for _ in range(max(options.warmup_calls, 1)):
+                clock.time_reference()
+            empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
+            one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
+        with spans("slot.layout"):
+            slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
+            clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
+            clock.stage()
+        with spans("slot.calibration"):
+            blocks = [calibration.calibrate(clock, client)]
     first = calibration.overhead_from(blocks)
     reference_batch_ms = one_call * clock.calls + max(first.reference_ms, first.reference_wall_ms)
     batches = _batches(options.timing_budget_ms * BEFORE_SHARE, reference_batch_ms, minimum=5)
@@ -93,9 +130,49 @@ def time_reference_before(
         blocks.append(calibration.calibrate(clock, client))
         if not calibration.blocks_agree(*blocks):
             blocks.append(calibration.calibrate(clock, client))
-    overhead = calibration.overhead_from(blocks).with_output_copies(clock.output_copy_ms())
+    copy_ms = clock.output_copy_ms()
+    overhead = calibration.overhead_from(blocks).with_output_copies(copy_ms)
     before = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in before_ms]
-    return clock, overhead, before
+    measured = TimingPrior(
+        clock.calls, tuple(blocks), copy_ms, tuple(before), clock.reference_late_gates, bandwidth_gbps
+    )
+    return Baseline(clock, overhead, before, measured, False)
+
+
+def task_baseline(
+    request: Any,
+    reference: Any,
+    arena: exchange.Arena,
+    device: torch.device,
+    options: EvalOptions,
+    client: RunnerClient,
+    seeds: list[int],
+    spans: Spans,
+    priors: PriorExchange | None,
+) -> Baseline:
+    """The task's timing baseline, from the service's prior when one agrees (``timing.prior``), else measured and
+    offered to the next judge of the task. Inside the timing slot, before the candidate's code exists.
+    ``request``: the EvalRequest; ``reference``: verdict.Reference."""
+    key = prior_key(request.reference_code, request.entry_point, torch.cuda.get_device_name(device), options)
+    offered = priors.ask(key) if priors is not None else None
+    prior = None
+    if offered is not None:
+        try:
+            prior = TimingPrior.from_dict(offered)
+        except ValueError:
+            log.warning("the service handed over a malformed timing prior; measuring afresh", exc_info=True)
+    bandwidth = prior.bandwidth_gbps if prior is not None and prior.bandwidth_gbps > 0 else 0.0
+    if not bandwidth:
+        with spans("slot.bandwidth"):  # once per process: a copy with the GPU to itself
+            bandwidth = roofline.device_bandwidth_gbps(device)
+    baseline = time_reference_before(
+        reference, arena, device, options, client, seeds, spans, bandwidth_gbps=bandwidth, prior=prior
+    )
+    if baseline.reused:
+        return baseline._replace(age_s=offered.get("age_s"), uses=offered.get("uses"))
+    if priors is not None:
+        priors.offer(key, baseline.prior.to_dict())
+    return baseline
 
 
 def _batch_ms(call_ms: float, calls: int, overhead: batch_stats.Overhead, pair_wall_ms: float = 0.0) -> float:

@@ -293,3 +293,64 @@ def test_the_parent_s_own_wall_clock_still_ends_a_silent_child():
         ends[0].close(), ends[1].close(), os.close(ends[2]), os.close(ends[3])
     assert outcome.result is not None and outcome.result.status == Status.TIMEOUT, outcome
     assert "wall-clock limit of 0.3 s" in outcome.result.error
+
+
+def test_a_judge_leaves_a_timing_prior_and_the_next_question_gets_it():
+    """The pool's side of the prior exchange: an offer is kept and acknowledged, a question answered with the
+    kept prior (its age and use count added), an unknown key with nothing; each answer on the child's channel."""
+    import os
+
+    from kernel_reward.ipc import wire
+    from kernel_reward.result import EvalResult, Status
+    from kernel_reward.service.timing_priors import PriorStore
+
+    key = "cd" * 32
+    session, ends = _session_with_messages(
+        [
+            {"type": "accepted"},
+            {"type": "prior_offer", "key": key, "prior": {"calls": 4}},
+            {"type": "prior_ask", "key": key},
+            {"type": "prior_ask", "key": "ef" * 32},
+            {"type": "result", "result": EvalResult(status=Status.CORRECT, correct=True).to_dict()},
+        ]
+    )
+    session.priors = PriorStore(max_age_s=60.0, max_uses=4)
+    try:
+        outcome = session.run()
+        replies = [wire.recv_message_blocking(ends[1]) for _ in range(4)]
+    finally:
+        ends[0].close(), ends[1].close(), os.close(ends[2]), os.close(ends[3])
+    assert outcome.result is not None and outcome.result.status == Status.CORRECT, outcome
+    assert [r["type"] for r in replies] == ["request", "prior_ok", "prior", "prior"]
+    assert replies[2]["prior"]["calls"] == 4 and replies[2]["prior"]["uses"] == 1
+    assert replies[3]["prior"] is None
+
+
+def test_the_judge_child_asks_and_offers_over_its_channel():
+    import socket
+    import threading
+
+    from kernel_reward.ipc import wire
+    from kernel_reward.service.zygote import ChannelPriors
+
+    ours, theirs = socket.socketpair()
+    seen = []
+
+    def service() -> None:
+        for answer in ({"type": "prior", "prior": {"calls": 2}}, {"type": "prior_ok"}, {"type": "result"}):
+            seen.append(wire.recv_message_blocking(theirs))
+            wire.send_message(theirs, answer)
+
+    thread = threading.Thread(target=service)
+    thread.start()
+    try:
+        priors = ChannelPriors(ours)
+        assert priors.ask("k") == {"calls": 2}
+        priors.offer("k", {"calls": 3})
+        with pytest.raises(RuntimeError, match="answered a prior_ask"):
+            priors.ask("k")  # anything but the answer it asked for is an error, never a prior
+    finally:
+        thread.join(5)
+        ours.close(), theirs.close()
+    assert [m["type"] for m in seen] == ["prior_ask", "prior_offer", "prior_ask"]
+    assert seen[1]["prior"] == {"calls": 3}
