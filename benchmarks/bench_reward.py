@@ -392,6 +392,13 @@ def main(argv: list[str] | None = None) -> int:
         help="--throughput: children each slot keeps warming ahead (default: the pool's)",
     )
     parser.add_argument(
+        "--gpu-timing",
+        choices=["exclusive", "shared"],
+        default=None,
+        help="--throughput: PoolConfig.exclusive_gpu_timing: the GPU to a timing judge alone, or shared with the "
+        "other judges' GPU phases (default: the pool's)",
+    )
+    parser.add_argument(
         "--coverage-method",
         choices=["profiler", "events"],
         default=None,

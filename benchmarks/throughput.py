@@ -213,6 +213,7 @@ def run_pool(
     timeout_s: float,
     warm_spares: int | None = None,
     step_size: int | None = None,
+    gpu_timing: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Every pair through one warm pool. ``step_size``: hand them over that many at a time, each batch only once the
@@ -220,13 +221,15 @@ def run_pool(
     from kernel_reward.evaluator import Evaluator
 
     start = time.monotonic()
-    pool_options = {"warm_spares": warm_spares} if warm_spares else None
+    pool_options: dict[str, Any] = {"warm_spares": warm_spares} if warm_spares else {}
+    if gpu_timing is not None:  # PoolConfig.exclusive_gpu_timing: "exclusive" or "shared"
+        pool_options["exclusive_gpu_timing"] = gpu_timing == "exclusive"
     with Evaluator(
         device=device,
         workers=workers,
         timeout=timeout_s,
         progress=False,
-        pool_options=pool_options,
+        pool_options=pool_options or None,
         **options,
     ) as ev:
         pools = ev.backend.pools
@@ -280,6 +283,7 @@ def run_pool(
         "startup_s": startup_s,
         "workers": workers_used,
         "warm_spares": spares,
+        "exclusive_gpu_timing": pools[0].config.exclusive_gpu_timing,
         "evals_per_min": 60 * len(results) / wall_s,
         "step_s": step_s,
         "phase_mean_s": {k: statistics.fmean(v) for k, v in sorted(phases.items())},
@@ -375,6 +379,7 @@ def throughput(
     preset: str = "full",
     warm_spares: int | None = None,
     rounds: int = 1,
+    gpu_timing: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """``options``: EvalOptions fields for every evaluation, pool and baseline alike (e.g. coverage_method).
@@ -384,7 +389,13 @@ def throughput(
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     pairs = build_pairs(preset)
     pool = run_pool(
-        pairs * rounds, "cuda:0" if device == "cuda" else device, workers, timeout_s, warm_spares, **options
+        pairs * rounds,
+        "cuda:0" if device == "cuda" else device,
+        workers,
+        timeout_s,
+        warm_spares,
+        gpu_timing=gpu_timing,
+        **options,
     )
     baseline = (
         run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s, **options)
@@ -423,6 +434,7 @@ def rl_throughput(
     timeout_s: float = 120.0,
     preset: str = "full",
     warm_spares: int | None = None,
+    gpu_timing: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """The RL-shaped run (see the module docstring): ``steps`` steps of ``prompts_per_step`` x ``group_size``."""
@@ -435,6 +447,7 @@ def rl_throughput(
         timeout_s,
         warm_spares,
         step_size=group_size * prompts_per_step,
+        gpu_timing=gpu_timing,
         **options,
     )
     summary = {
@@ -478,7 +491,8 @@ def _pool_lines(report: dict[str, Any]) -> list[str]:
     lines = [
         f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
         f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
-        f"GPU idle fraction {pool['gpu_idle_fraction']}",
+        f"GPU idle fraction {pool['gpu_idle_fraction']}; GPU while timing: "
+        f"{'exclusive' if pool.get('exclusive_gpu_timing') else 'shared'}",
         f"options: {report['summary'].get('options') or 'defaults'}",
         "phase            mean s",
     ]
@@ -500,6 +514,7 @@ def run_cli(args: Any) -> int:
             steps=args.rl_steps,
             preset=preset,
             warm_spares=args.warm_spares,
+            gpu_timing=getattr(args, "gpu_timing", None),
             **options,
         )
     else:
@@ -509,6 +524,7 @@ def run_cli(args: Any) -> int:
             baseline_count=args.baseline_count,
             warm_spares=args.warm_spares,
             rounds=args.rounds,
+            gpu_timing=getattr(args, "gpu_timing", None),
             preset=preset,
             **options,
         )

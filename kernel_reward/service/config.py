@@ -31,9 +31,8 @@ class PoolConfig:
     gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
     lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
     # Hold the GPU alone while timing: the other children's GPU phases (builds, correctness, shape checks) wait
-    # for it (gpu_lock). Off by default: on an H200 (8 workers, 64 mixed pairs) it cuts throughput from 80 to 50
-    # evaluations a minute, and what it buys in timing fidelity under load is not measured (docs/decisions.md).
-    exclusive_gpu_timing: bool = False
+    # for it (gpu_lock). Shared, honest kernels read ~0.2x instead of ~1x under load (docs/decisions.md).
+    exclusive_gpu_timing: bool = True
     # A task's timing baseline (layout, calibration, the reference timed alone) measured by one judge is handed to
     # the next judges of the same task for this long and this many times (timing_priors); 0 uses: never.
     timing_prior_max_age_s: float = 60.0

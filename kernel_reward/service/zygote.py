@@ -62,7 +62,7 @@ class ZygoteConfig:
     lock_path: str  # per-GPU timing lock (flock), shared by every process that times on this GPU
     gpu_memory_fraction: float | None = None
     seed_triton_cache: bool = False
-    exclusive_gpu_timing: bool = False  # PoolConfig.exclusive_gpu_timing
+    exclusive_gpu_timing: bool = True  # PoolConfig.exclusive_gpu_timing
     uid_base: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
