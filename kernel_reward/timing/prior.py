@@ -7,7 +7,7 @@ A ``TimingPrior`` is that measurement as plain data; the execution service keeps
 (``service.timing_priors``) and a judge asks for it once it holds the slot.
 
 A reused prior never stands alone: the judge still calibrates one fresh block against its own runner, and uses the
-prior only when that block agrees with one of the prior's (``calibration.blocks_agree``); otherwise it measures
+prior only when that block is quiet and agrees with one of the prior's (``confirms``); otherwise it measures
 everything itself. The reference's baseline from the prior can only lower the reference time the speedup is
 taken against (``batch_stats.pick_reference`` keeps the lower of it and the interleaved samples).
 """
@@ -20,7 +20,14 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from kernel_reward.timing.batch_stats import Overhead
-from kernel_reward.timing.calibration import CalibrationBlock, blocks_agree, overhead_from
+from kernel_reward.timing.calibration import (
+    CALIBRATION_AGREE_MS,
+    CALIBRATION_AGREE_SHARE,
+    CalibrationBlock,
+    blocks_agree,
+    overhead_from,
+)
+from kernel_reward.timing.calibration import samples_spread as calibration_spread
 
 MAX_SAMPLES = 4096  # per list: a prior larger than this is malformed
 
@@ -115,16 +122,19 @@ def prior_key(reference_code: str, entry_point: str, device_name: str, options: 
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def agreeing_block(prior: TimingPrior, fresh: CalibrationBlock) -> CalibrationBlock | None:
-    """Pure: the prior's calibration block closest to ``fresh`` when the two agree (``blocks_agree``), else None."""
-    closest = min(prior.blocks, key=lambda b: abs(b.candidate_median - fresh.candidate_median))
-    return closest if blocks_agree(closest, fresh) else None
+def confirms(prior: TimingPrior, fresh: CalibrationBlock) -> bool:
+    """Pure: does a fresh block confirm the prior's hand-over cost? Its median agrees with one of the prior's blocks
+    (``blocks_agree``) and its own samples are quiet (10th-90th percentile range within the same tolerance: a
+    block whose samples split between two states can have an agreeing median)."""
+    median = fresh.candidate_median
+    quiet = calibration_spread(fresh.candidate) <= max(CALIBRATION_AGREE_MS, CALIBRATION_AGREE_SHARE * median)
+    return quiet and any(blocks_agree(block, fresh) for block in prior.blocks)
 
 
 def overhead_with(prior: TimingPrior, fresh: CalibrationBlock) -> Overhead | None:
-    """Pure: the overhead from the fresh block pooled with the prior's agreeing one (the output copies' cost
-    added), or None when no prior block agrees with the fresh one."""
-    partner = agreeing_block(prior, fresh)
-    if partner is None:
+    """Pure: the prior's own overhead (from its blocks, as its first judge computed it, the output copies' cost
+    added) when the fresh block confirms it, else None. The fresh block decides only whether the prior is used:
+    its samples never enter the figures."""
+    if not confirms(prior, fresh):
         return None
-    return overhead_from([partner, fresh]).with_output_copies(prior.output_copy_ms)
+    return overhead_from(list(prior.blocks)).with_output_copies(prior.output_copy_ms)
