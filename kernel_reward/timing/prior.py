@@ -124,10 +124,12 @@ def prior_key(reference_code: str, entry_point: str, device_name: str, options: 
 
 def confirms(prior: TimingPrior, fresh: CalibrationBlock) -> bool:
     """Pure: does a fresh block confirm the prior's hand-over cost? Its median agrees with one of the prior's blocks
-    (``blocks_agree``) and its own samples are quiet (10th-90th percentile range within the same tolerance: a
-    block whose samples split between two states can have an agreeing median)."""
-    median = fresh.candidate_median
-    quiet = calibration_spread(fresh.candidate) <= max(CALIBRATION_AGREE_MS, CALIBRATION_AGREE_SHARE * median)
+    (``blocks_agree``) and its samples are as quiet as the prior's: their 10th-90th percentile range at most twice
+    the widest of the prior's blocks, plus the agreement tolerance (a block whose samples split between two states
+    can have an agreeing median; the two pair orders of a block always differ a little)."""
+    widest = max(calibration_spread(block.candidate) for block in prior.blocks)
+    tolerance = max(CALIBRATION_AGREE_MS, CALIBRATION_AGREE_SHARE * fresh.candidate_median)
+    quiet = calibration_spread(fresh.candidate) <= 2 * widest + tolerance
     return quiet and any(blocks_agree(block, fresh) for block in prior.blocks)
 
 

@@ -46,6 +46,13 @@ def test_the_prior_is_taken_only_when_a_quiet_fresh_block_agrees_with_one_of_its
     # a block split between two states, whose median still agrees (the H100 repeatability run that read 2.4x)
     split = CalibrationBlock([0.05] * 8, [0.30] * 5 + [0.95] * 3, [1.0] * 8)
     assert overhead_with(prior, split) is None
+    # the two pair orders of a block differ a little (0.04 ms here, beyond the 0.02 ms tolerance): as in the
+    # prior's own blocks, that is not noise
+    orders = [0.30, 0.34] * 4
+    ordered_prior = TimingPrior(
+        4, (CalibrationBlock([0.05] * 8, orders, [1.0] * 8),), 0.0, (0.2,), (0, 5), 1.0
+    )
+    assert overhead_with(ordered_prior, CalibrationBlock([0.05] * 8, [0.31, 0.35] * 4, [1.0] * 8)) is not None
 
 
 def test_the_key_separates_what_changes_the_timed_batches():
