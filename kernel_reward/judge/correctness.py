@@ -15,7 +15,10 @@ docs/reward.md#the-correctness-checks.
 
 from __future__ import annotations
 
+import contextlib
 import enum
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,9 +181,15 @@ def run_reference(task: JudgeTask, inputs: list[Any], device: torch.device) -> l
 
 
 def check_correctness(
-    task: JudgeTask, device: torch.device, options: EvalOptions, seeds: list[int]
+    task: JudgeTask,
+    device: torch.device,
+    options: EvalOptions,
+    seeds: list[int],
+    gpu_turn: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> CorrectnessReport:
-    """All trials, the constant-output check, decoy ablation and launch verification. Never raises."""
+    """All trials, the constant-output check, decoy ablation and launch verification. Never raises.
+    ``gpu_turn``: held around each step that runs on the device (the GPU lock's shared side), so that a judge
+    waiting to time waits for one trial, not for the whole check."""
     report = CorrectnessReport()
     runner = CandidateRunner(task, device, options)
     trials: list[dict[str, Any]] = []
@@ -193,27 +202,29 @@ def check_correctness(
         },
     }
     try:
-        _check_buffer_reuse(runner, task, device, options, seeds)
+        with gpu_turn():
+            _check_buffer_reuse(runner, task, device, options, seeds)
         report.details["buffer_reuse_check"] = "passed"
         # Fingerprints, not the outputs: a trial holds its inputs and two outputs at most (keeping every trial's
         # outputs for the constant-output check would hold 2 x trials x outputs, 60 GiB on a 6 GiB task).
         ref_prints, cand_prints = [], []
         for index, seed in enumerate(seeds):
-            inputs = make_inputs(task.reference_module, seed, device)
-            before = runner.call(inputs)
-            try:
-                reference = run_reference(task, inputs, device)
-            except Exception as exc:
-                raise JudgeStop(
-                    Status.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)
-                ) from exc
-            report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
-            first = before.compare(reference, options.tolerance)
-            del before
-            after = runner.call(inputs)
-            del inputs
-            read = after.read([reference], options.tolerance)
-            second = read.comparisons[0]
+            with gpu_turn():
+                inputs = make_inputs(task.reference_module, seed, device)
+                before = runner.call(inputs)
+                try:
+                    reference = run_reference(task, inputs, device)
+                except Exception as exc:
+                    raise JudgeStop(
+                        Status.RUNTIME_ERROR, format_exception("the REFERENCE raised (task problem)", exc)
+                    ) from exc
+                report.details.setdefault("output_dtypes", [str(o.dtype) for o in reference])
+                first = before.compare(reference, options.tolerance)
+                del before
+                after = runner.call(inputs)
+                del inputs
+                read = after.read([reference], options.tolerance)
+                second = read.comparisons[0]
             trials.append(
                 {
                     "trial": index,
@@ -234,9 +245,11 @@ def check_correctness(
         _check_not_constant(ref_prints, cand_prints)
         report.details["constant_output_check"] = "passed"
         if options.decoy_check:
-            _check_not_decoy(runner, task, device, options, seeds[0])
+            with gpu_turn():
+                _check_not_decoy(runner, task, device, options, seeds[0])
             report.details["decoy_check"] = "passed"
-        report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
+        with gpu_turn():
+            report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
         report.passed = True
     except JudgeStop as stop:
         report.stop = stop

@@ -157,28 +157,28 @@ def _judge_loaded(
             clock, overhead, before = baseline.clock, baseline.overhead, baseline.before
             bandwidth = baseline.prior.bandwidth_gbps
             clock.release()  # its private buffers are not needed again before the candidate's timing
-        with shared():
-            with phases("load"):
-                _load_candidate(client, code, options.allow_tf32)
-            with phases("build"):
-                result.state_transfer = build_remote(
-                    client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
-                )
-            result.compiled = True
-            candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
-            task = correctness.JudgeTask(
-                reference.module,
-                reference.model,
-                candidate,
-                reference.init_inputs,
-                result.state_transfer,
-                reference.keeps_inputs,
-                buffer_snapshot(reference.model),
+        # Each GPU step holds the lock's shared side on its own: a judge waiting to time waits for one step.
+        with phases("load"), shared():
+            _load_candidate(client, code, options.allow_tf32)
+        with phases("build"), shared():
+            result.state_transfer = build_remote(
+                client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
             )
-            with phases("correctness"):
-                _check_correctness(task, device, options, seeds, result)
-            with phases("shape_check"):
-                _check_resized(request, client, arena, device, options, seeds, result)
+        result.compiled = True
+        candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
+        task = correctness.JudgeTask(
+            reference.module,
+            reference.model,
+            candidate,
+            reference.init_inputs,
+            result.state_transfer,
+            reference.keeps_inputs,
+            buffer_snapshot(reference.model),
+        )
+        with phases("correctness"):
+            _check_correctness(task, device, options, seeds, result, shared)
+        with phases("shape_check"), shared():
+            _check_resized(request, client, arena, device, options, seeds, result)
         if clock is None:
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
@@ -272,8 +272,9 @@ def _check_correctness(
     options: EvalOptions,
     seeds: list[int],
     result: EvalResult,
+    gpu_turn: Any = contextlib.nullcontext,
 ) -> None:
-    report = correctness.check_correctness(task, device, options, seeds[: options.num_trials])
+    report = correctness.check_correctness(task, device, options, seeds[: options.num_trials], gpu_turn)
     result.correctness = report.details
     result.launched_kernels = report.launched_kernels
     if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):

@@ -105,23 +105,31 @@ def test_hidden_seeds_differ_per_base_and_avoid_42():
 
 def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     """evaluate_request in a fresh interpreter (TRITON_INTERPRET must precede the triton import): the slot is
-    never entered on CPU, where nothing is timed; prepare_worker is idempotent and reports interpreter mode."""
+    never entered on CPU, where nothing is timed; prepare_worker is idempotent and reports interpreter mode. The
+    lock's shared side is taken per device step (each correctness trial on its own), so a judge waiting to time
+    waits for one step, not for a whole check."""
     script = textwrap.dedent(f"""
         import contextlib, json, pathlib
         from kernel_reward.request import EvalRequest
         from kernel_reward.judge.pipeline import evaluate_request
         from kernel_reward.runtime import prepare_worker
-        entered = []
+        entered, shared = [], []
         @contextlib.contextmanager
         def slot():
             entered.append(1)
             yield
+        @contextlib.contextmanager
+        def shared_side():
+            shared.append(1)
+            yield
+        slot.shared = shared_side
         info = prepare_worker("cpu")
         assert prepare_worker("cpu") is info
         request = EvalRequest({ADD_RELU!r}, {fenced("honest_add_relu.py")!r}, device="cpu")
         results = [evaluate_request(request, work_dir=pathlib.Path({str(tmp_path)!r}) / str(i), timing_slot=slot)
                    for i in range(2)]
-        print(json.dumps({{"mode": info.mode, "entered": len(entered),
+        print(json.dumps({{"mode": info.mode, "entered": len(entered), "shared": len(shared),
+                          "trials": [r.correctness["num_trials"] for r in results],
                           "statuses": [r.status.value for r in results],
                           "prepare": [r.phase_seconds.get("prepare") for r in results]}}))
     """)
@@ -132,6 +140,9 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     assert data["mode"] == "interpreter" and data["entered"] == 0
+    # per evaluation: the reference's build, the load, the build, buffer reuse, each trial, the decoy and launch
+    # passes, the resized check
+    assert data["shared"] == sum(trials + 7 for trials in data["trials"]), data
     assert data["statuses"] == ["correct", "correct"]
     assert all(seconds < 0.05 for seconds in data["prepare"])  # paid once, before the candidates
 
