@@ -97,10 +97,10 @@ def time_reference_before(
         )
         clock.prepare(prior.calls if prior is not None else 1)
         clock.stage()
+    with spans("slot.reference_warmup"):
+        for _ in range(max(options.warmup_calls, 1)):
+            clock.time_reference()
     if prior is not None:
-        with spans("slot.reference_warmup"):
-            for _ in range(max(options.warmup_calls, 1)):
-                clock.time_reference()
         with spans("slot.calibration"):
             fresh = calibration.calibrate(clock, client)
         overhead = overhead_with(prior, fresh)
@@ -110,9 +110,7 @@ def time_reference_before(
         blocks = [fresh]
         one_call = statistics.median(prior.before)  # sizes the baseline below
     else:
-        with spans("slot.reference_warmup"):
-            for _ in range(max(options.warmup_calls, 1)):
-                clock.time_reference()
+        with spans("slot.reference_warmup"):  # the one-call estimate that sizes the batch
             empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
             one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
         with spans("slot.layout"):
