@@ -131,6 +131,7 @@ class DevicePool:
         self.zygote_lock = threading.Lock()
         self.zygote_restarts = 0
         self.spawned = 0  # children asked of the zygote so far (each serves at most one candidate)
+        self.completed = 0  # jobs this pool answered (the shared queue spreads them over the device pools)
         self.zygote = ZygoteClient(config, self.state_dir, self.pool_id)
         self.threads = [
             threading.Thread(target=self._slot_loop, name=f"slot-{config.device}-{i}", daemon=True)
@@ -190,6 +191,8 @@ class DevicePool:
                     result = EvalResult.failure(
                         Status.CRASHED, f"execution service error: {exc!r}", attempts=job.attempts
                     )
+                with self.zygote_lock:
+                    self.completed += 1
                 job.future.set_result(result)
         finally:
             for spare in warm:
