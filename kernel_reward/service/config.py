@@ -34,9 +34,10 @@ class PoolConfig:
     # for it (gpu_lock). Shared, honest kernels read ~0.2x instead of ~1x under load (docs/decisions.md).
     exclusive_gpu_timing: bool = True
     # A task's timing baseline (layout, calibration, the reference timed alone) measured by one judge is handed to
-    # the next judges of the same task for this long and this many times (timing_priors); 0 uses: never.
-    timing_prior_max_age_s: float = 60.0
-    timing_prior_max_uses: int = 64
+    # the next judges of the same task for this long and this many times (timing_priors; an RL group's worth),
+    # then measured afresh; 0 uses: never.
+    timing_prior_max_age_s: float = 30.0
+    timing_prior_max_uses: int = 16
     env: dict[str, str] = field(
         default_factory=dict
     )  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST

@@ -80,7 +80,7 @@ def overhead_from(blocks: list[CalibrationBlock]) -> Overhead:
     reference = [ms for block in chosen for ms in block.reference]
     candidate = [ms for block in chosen for ms in block.candidate]
     walls = [ms for block in chosen for ms in block.walls]
-    spread = max(samples_spread(reference), samples_spread(candidate))
+    spread = max(_spread(reference), _spread(candidate))
     kernel_ms = handover_kernel_ms(
         [ms for block in chosen for ms in block.kernel_plain], [ms for block in chosen for ms in block.kernel]
     )
@@ -103,7 +103,7 @@ def handover_kernel_ms(plain: list[float], with_kernel: list[float]) -> float:
     return max(float(np.median(with_kernel)) - float(np.median(plain)), 0.0)
 
 
-def samples_spread(samples: list[float]) -> float:
+def _spread(samples: list[float]) -> float:
     """Pure: the 10th-90th percentile range (a single outlier does not make a whole evaluation noisy)."""
     low, high = np.percentile(samples, [10, 90])
     return float(high - low)

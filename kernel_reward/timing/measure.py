@@ -24,7 +24,7 @@ from kernel_reward.judge.remote import RemoteCandidate
 from kernel_reward.judge.seeds import SeedStream
 from kernel_reward.options import EvalOptions
 from kernel_reward.timing import batch_clock, batch_stats, calibration, roofline
-from kernel_reward.timing.prior import PriorExchange, TimingPrior, overhead_with, prior_key
+from kernel_reward.timing.prior import PriorExchange, TimingPrior, prior_key
 from kernel_reward.timing.spans import Spans, unrecorded
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,31 @@ class Baseline(NamedTuple):
     uses: int | None = None
 
 
+def _clock(
+    reference: Any, arena: exchange.Arena, device: torch.device, options: EvalOptions, spans: Spans
+) -> Any:
+    hidden = SeedStream()  # secret whatever seed_base says: the timed inputs are never reproducible
+
+    def draw(index: int) -> list[Any]:
+        return make_inputs(reference.module, hidden.seed(index), device)
+
+    return batch_clock.BatchClock(
+        _timed_reference(reference.model, options),
+        arena,
+        reference.spec,
+        device,
+        options.l2_flush_mb,
+        draw,
+        reference_keeps_inputs=reference.keeps_inputs,
+        spans=spans,
+    )
+
+
+def _warm_reference(clock: batch_clock.BatchClock, options: EvalOptions) -> None:
+    for _ in range(max(options.warmup_calls, 1)):
+        clock.time_reference()
+
+
 def time_reference_before(
     reference: Any,
     arena: exchange.Arena,
@@ -70,55 +95,24 @@ def time_reference_before(
     spans: Spans = unrecorded,
     *,
     bandwidth_gbps: float = 0.0,
-    prior: TimingPrior | None = None,
 ) -> Baseline:
     """Everything of the timing that must happen while the runner still holds no candidate code: the layout, the
     calibration of both sides' fixed costs, and the reference's own baseline. ``reference``: verdict.Reference.
-    ``spans`` clocks each step (``timing.spans.SLOT_STEPS``); the clock keeps it for the pairs that follow.
-
-    With a ``prior`` of the same task (``timing.prior``): its layout, one fresh calibration block against this
-    runner, and, when that block agrees with one of the prior's, the prior's baseline; otherwise the full
-    measurement."""
-    hidden = SeedStream()  # secret whatever seed_base says: the timed inputs are never reproducible
-
-    def draw(index: int) -> list[Any]:
-        return make_inputs(reference.module, hidden.seed(index), device)
-
+    ``spans`` clocks each step (``timing.spans.SLOT_STEPS``); the clock keeps it for the pairs that follow."""
     with spans("slot.layout"):
-        clock = batch_clock.BatchClock(
-            _timed_reference(reference.model, options),
-            arena,
-            reference.spec,
-            device,
-            options.l2_flush_mb,
-            draw,
-            reference_keeps_inputs=reference.keeps_inputs,
-            spans=spans,
-        )
-        clock.prepare(prior.calls if prior is not None else 1)
+        clock = _clock(reference, arena, device, options, spans)
+        clock.prepare(1)
         clock.stage()
-    with spans("slot.reference_warmup"):
-        for _ in range(max(options.warmup_calls, 1)):
-            clock.time_reference()
-    if prior is not None:
-        with spans("slot.calibration"):
-            fresh = calibration.calibrate(clock, client)
-        overhead = overhead_with(prior, fresh)
-        if overhead is not None:
-            clock.reference_late_gates = prior.reference_late_gates
-            return Baseline(clock, overhead, list(prior.before), prior, True)
-        blocks = [fresh]
-        one_call = statistics.median(prior.before)  # sizes the baseline below
-    else:
-        with spans("slot.reference_warmup"):  # the one-call estimate that sizes the batch
-            empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
-            one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
-        with spans("slot.layout"):
-            slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
-            clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
-            clock.stage()
-        with spans("slot.calibration"):
-            blocks = [calibration.calibrate(clock, client)]
+    with spans("slot.reference_warmup"):  # and the one-call estimate that sizes the batch
+        _warm_reference(clock, options)
+        empty_one = statistics.median(clock.time_reference(empty=True) for _ in range(5))
+        one_call = statistics.median(clock.time_reference() for _ in range(5)) - empty_one
+    with spans("slot.layout"):
+        slots = max(1, min(MAX_CALLS_PER_BATCH, arena.layout.capacity // max(clock.used, 1)))
+        clock.prepare(batch_stats.calls_per_batch(one_call, TARGET_BATCH_MS, slots))
+        clock.stage()
+    with spans("slot.calibration"):
+        blocks = [calibration.calibrate(clock, client)]
     first = calibration.overhead_from(blocks)
     reference_batch_ms = one_call * clock.calls + max(first.reference_ms, first.reference_wall_ms)
     batches = _batches(options.timing_budget_ms * BEFORE_SHARE, reference_batch_ms, minimum=5)
@@ -137,8 +131,52 @@ def time_reference_before(
     return Baseline(clock, overhead, before, measured, False)
 
 
+def baseline_from_prior(
+    reference: Any,
+    arena: exchange.Arena,
+    device: torch.device,
+    options: EvalOptions,
+    prior: TimingPrior,
+    spans: Spans = unrecorded,
+) -> Baseline:
+    """The task's baseline as an earlier judge measured it (``timing.prior``): its layout, fixed costs and reference
+    samples, with this process's reference warmed up. Nothing is timed, so it needs no timing slot."""
+    clock = _clock(reference, arena, device, options, spans)
+    clock.prepare(prior.calls)
+    clock.stage()
+    _warm_reference(clock, options)
+    clock.reference_late_gates = prior.reference_late_gates
+    return Baseline(clock, prior.overhead(), list(prior.before), prior, True)
+
+
+def baseline_key(request: Any, device: torch.device, options: EvalOptions) -> str:
+    """``timing.prior.prior_key`` of an EvalRequest's task on ``device``."""
+    return prior_key(request.reference_code, request.entry_point, torch.cuda.get_device_name(device), options)
+
+
+def reused_baseline(
+    reference: Any,
+    arena: exchange.Arena,
+    device: torch.device,
+    options: EvalOptions,
+    priors: PriorExchange | None,
+    key: str,
+    spans: Spans = unrecorded,
+) -> Baseline | None:
+    """The baseline from the service's prior for ``key``, or None when it has none (or a malformed one)."""
+    offered = priors.ask(key) if priors is not None else None
+    if offered is None:
+        return None
+    try:
+        prior = TimingPrior.from_dict(offered)
+    except ValueError:
+        log.warning("the service handed over a malformed timing prior; measuring afresh", exc_info=True)
+        return None
+    baseline = baseline_from_prior(reference, arena, device, options, prior, spans)
+    return baseline._replace(age_s=offered.get("age_s"), uses=offered.get("uses"))
+
+
 def task_baseline(
-    request: Any,
     reference: Any,
     arena: exchange.Arena,
     device: torch.device,
@@ -147,27 +185,19 @@ def task_baseline(
     seeds: list[int],
     spans: Spans,
     priors: PriorExchange | None,
+    key: str,
 ) -> Baseline:
-    """The task's timing baseline, from the service's prior when one agrees (``timing.prior``), else measured and
-    offered to the next judge of the task. Inside the timing slot, before the candidate's code exists.
-    ``request``: the EvalRequest; ``reference``: verdict.Reference."""
-    key = prior_key(request.reference_code, request.entry_point, torch.cuda.get_device_name(device), options)
-    offered = priors.ask(key) if priors is not None else None
-    prior = None
-    if offered is not None:
-        try:
-            prior = TimingPrior.from_dict(offered)
-        except ValueError:
-            log.warning("the service handed over a malformed timing prior; measuring afresh", exc_info=True)
-    bandwidth = prior.bandwidth_gbps if prior is not None and prior.bandwidth_gbps > 0 else 0.0
-    if not bandwidth:
-        with spans("slot.bandwidth"):  # once per process: a copy with the GPU to itself
-            bandwidth = roofline.device_bandwidth_gbps(device)
+    """Inside the timing slot, before the candidate's code exists: the prior a judge may have offered while this one
+    queued for the slot, else the baseline measured here and offered to the next judges of the task.
+    ``reference``: verdict.Reference; ``key``: ``timing.prior.prior_key``."""
+    reused = reused_baseline(reference, arena, device, options, priors, key, spans)
+    if reused is not None:
+        return reused
+    with spans("slot.bandwidth"):  # a copy with the GPU to itself
+        bandwidth = roofline.device_bandwidth_gbps(device)
     baseline = time_reference_before(
-        reference, arena, device, options, client, seeds, spans, bandwidth_gbps=bandwidth, prior=prior
+        reference, arena, device, options, client, seeds, spans, bandwidth_gbps=bandwidth
     )
-    if baseline.reused:
-        return baseline._replace(age_s=offered.get("age_s"), uses=offered.get("uses"))
     if priors is not None:
         priors.offer(key, baseline.prior.to_dict())
     return baseline

@@ -4,12 +4,12 @@ Before any candidate code exists, a judge lays out the batches, calibrates both 
 reference alone (``measure.time_reference_before``). None of it depends on the candidate, so the candidates of one
 RL group (the same task, the same device, within seconds) need not each pay it inside the exclusive timing slot.
 A ``TimingPrior`` is that measurement as plain data; the execution service keeps the freshest per ``prior_key``
-(``service.timing_priors``) and a judge asks for it once it holds the slot.
+(``service.timing_priors``) for a bounded time and number of uses, and a judge asks for it before it queues for
+the slot and again once it holds it.
 
-A reused prior never stands alone: the judge still calibrates one fresh block against its own runner, and uses the
-prior only when that block is quiet and agrees with one of the prior's (``confirms``); otherwise it measures
-everything itself. The reference's baseline from the prior can only lower the reference time the speedup is
-taken against (``batch_stats.pick_reference`` keeps the lower of it and the interleaved samples).
+A reused prior's figures are the measuring judge's own, never mixed with the new runner's: that runner (which
+holds the candidate's code by the time it is timed) cannot touch them. The reference's baseline from the prior can
+only lower the reference time the speedup is taken against (``batch_stats.pick_reference``).
 """
 
 from __future__ import annotations
@@ -20,14 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from kernel_reward.timing.batch_stats import Overhead
-from kernel_reward.timing.calibration import (
-    CALIBRATION_AGREE_MS,
-    CALIBRATION_AGREE_SHARE,
-    CalibrationBlock,
-    blocks_agree,
-    overhead_from,
-)
-from kernel_reward.timing.calibration import samples_spread as calibration_spread
+from kernel_reward.timing.calibration import CalibrationBlock, overhead_from
 
 MAX_SAMPLES = 4096  # per list: a prior larger than this is malformed
 
@@ -51,6 +44,10 @@ class TimingPrior:
     before: tuple[float, ...]
     reference_late_gates: tuple[int, int]
     bandwidth_gbps: float
+
+    def overhead(self) -> Overhead:
+        """Both sides' fixed costs as the measuring judge computed them from its blocks (output copies added)."""
+        return overhead_from(list(self.blocks)).with_output_copies(self.output_copy_ms)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -120,23 +117,3 @@ def prior_key(reference_code: str, entry_point: str, device_name: str, options: 
         repr(options.allow_tf32),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
-def confirms(prior: TimingPrior, fresh: CalibrationBlock) -> bool:
-    """Pure: does a fresh block confirm the prior's hand-over cost? Its median agrees with one of the prior's blocks
-    (``blocks_agree``) and its samples are as quiet as the prior's: their 10th-90th percentile range at most twice
-    the widest of the prior's blocks, plus the agreement tolerance (a block whose samples split between two states
-    can have an agreeing median; the two pair orders of a block always differ a little)."""
-    widest = max(calibration_spread(block.candidate) for block in prior.blocks)
-    tolerance = max(CALIBRATION_AGREE_MS, CALIBRATION_AGREE_SHARE * fresh.candidate_median)
-    quiet = calibration_spread(fresh.candidate) <= 2 * widest + tolerance
-    return quiet and any(blocks_agree(block, fresh) for block in prior.blocks)
-
-
-def overhead_with(prior: TimingPrior, fresh: CalibrationBlock) -> Overhead | None:
-    """Pure: the prior's own overhead (from its blocks, as its first judge computed it, the output copies' cost
-    added) when the fresh block confirms it, else None. The fresh block decides only whether the prior is used:
-    its samples never enter the figures."""
-    if not confirms(prior, fresh):
-        return None
-    return overhead_from(list(prior.blocks)).with_output_copies(prior.output_copy_ms)

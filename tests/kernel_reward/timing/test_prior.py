@@ -7,7 +7,7 @@ import pytest
 
 from kernel_reward.options import EvalOptions
 from kernel_reward.timing.calibration import CalibrationBlock
-from kernel_reward.timing.prior import TimingPrior, overhead_with, prior_key
+from kernel_reward.timing.prior import TimingPrior, prior_key
 
 
 def _block(candidate_ms: float) -> CalibrationBlock:
@@ -26,6 +26,10 @@ def test_a_prior_survives_json_and_rejects_what_a_judge_never_measures():
         {**prior.to_dict(), "before": []},
         {**prior.to_dict(), "calls": 0},
         {**prior.to_dict(), "bandwidth_gbps": -1.0},
+        {
+            **prior.to_dict(),
+            "bandwidth_gbps": 0.0,
+        },  # never measured: the roofline would have nothing to go on
         {**prior.to_dict(), "blocks": []},
         {**prior.to_dict(), "before": [0.1] * 5000},
         {k: v for k, v in prior.to_dict().items() if k != "blocks"},
@@ -35,24 +39,13 @@ def test_a_prior_survives_json_and_rejects_what_a_judge_never_measures():
             TimingPrior.from_dict(broken)
 
 
-def test_the_prior_is_taken_only_when_a_quiet_fresh_block_agrees_with_one_of_its_own():
+def test_a_reused_prior_carries_the_measuring_judge_s_own_fixed_costs():
     prior = _prior(0.30, 0.31, 0.45)
-    agreed = overhead_with(prior, _block(0.302))
-    assert agreed is not None
-    # the prior's own overhead (its two closest blocks pooled), never the fresh block's samples; copies added
-    assert agreed.candidate_ms == pytest.approx(0.305 + 0.01)
-    assert agreed.output_copy_ms == 0.01
-    assert overhead_with(prior, _block(0.38)) is None  # between them, close to none: measure afresh
-    # a block split between two states, whose median still agrees (the H100 repeatability run that read 2.4x)
-    split = CalibrationBlock([0.05] * 8, [0.30] * 5 + [0.95] * 3, [1.0] * 8)
-    assert overhead_with(prior, split) is None
-    # the two pair orders of a block differ a little (0.04 ms here, beyond the 0.02 ms tolerance): as in the
-    # prior's own blocks, that is not noise
-    orders = [0.30, 0.34] * 4
-    ordered_prior = TimingPrior(
-        4, (CalibrationBlock([0.05] * 8, orders, [1.0] * 8),), 0.0, (0.2,), (0, 5), 1.0
-    )
-    assert overhead_with(ordered_prior, CalibrationBlock([0.05] * 8, [0.31, 0.35] * 4, [1.0] * 8)) is not None
+    overhead = prior.overhead()
+    # the two closest blocks pooled (as calibration.overhead_from did for the judge that measured them), plus the
+    # output copies; nothing of a later runner enters it
+    assert overhead.candidate_ms == pytest.approx(0.305 + 0.01)
+    assert overhead.output_copy_ms == 0.01 and overhead.reference_ms == pytest.approx(0.05)
 
 
 def test_the_key_separates_what_changes_the_timed_batches():
