@@ -16,7 +16,7 @@ from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.service.config import ServiceConfig
 from kernel_reward.trl import KernelReward
-from kernel_reward.trl_environment import KernelEnvironmentFactory
+from kernel_reward.trl_environment import KernelEnv, KernelEnvironmentFactory
 
 __all__ = [
     "EvalOptions",
@@ -24,6 +24,7 @@ __all__ = [
     "EvalResult",
     "Evaluator",
     "KernelEnvironment",
+    "KernelEnv",
     "KernelEnvironmentFactory",
     "KernelReward",
     "ServiceConfig",

@@ -9,11 +9,14 @@ the model can refine its kernel within one rollout. The rollout's reward is its 
 the service could not score returns None, which TRL leaves out of the loss.
 
 Every instance of one factory shares one ``Evaluator``, started on first use; ``factory.close()`` stops it.
+``KernelEnv`` drives the same judge through an OpenEnv-style ``reset`` / ``step`` / ``state`` for loops that step
+an environment themselves (TRL's ``rollout_func``, agent harnesses) instead of through tool calls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kernel_reward.options import EvalOptions
@@ -136,3 +139,61 @@ class KernelToolEnvironment:
             scored = [result for result in self.results if not unscored(result)]
             chosen = max(scored, key=lambda result: result.reward) if scored else chosen
         return None if unscored(chosen) else float(chosen.reward)
+
+
+@dataclass(frozen=True)
+class KernelObservation:
+    """What ``KernelEnv`` returns, in OpenEnv's shape: the text the model reads next (the task's prompt after
+    ``reset``, the judge's feedback after ``step``), the step's reward (None after ``reset``, or when the service
+    could not score it), whether the episode is over, and the judge's full result."""
+
+    text: str
+    reward: float | None
+    done: bool
+    result: EvalResult | None = None
+
+
+class KernelEnv:
+    """One task at a time, OpenEnv-style: ``reset(row)``, then ``step(code)`` per submission until ``done`` (a
+    correct kernel, or the factory's ``max_submissions`` used). ``get_reward()`` is the episode's reward as
+    ``KernelToolEnvironment`` computes it (last or best submission). Kept apart from ``KernelToolEnvironment``:
+    TRL offers every public method of an environment to the model as a tool."""
+
+    def __init__(self, factory: KernelEnvironmentFactory) -> None:
+        self._factory = factory
+        self._episode = factory()
+        self._done = False
+
+    def reset(self, row: Mapping[str, Any]) -> KernelObservation:
+        """Start the task of a dataset row (``reward_model["ground_truth"]``: the reference); the observation is
+        the row's last user message."""
+        self._episode.reset(**row)
+        self._done = False
+        messages = row.get("prompt") or []
+        users = [m.get("content", "") for m in messages if isinstance(m, Mapping) and m.get("role") == "user"]
+        return KernelObservation(text=users[-1] if users else "", reward=None, done=False)
+
+    def step(self, code: str) -> KernelObservation:
+        """Judge one submission (a complete module defining ``ModelNew``, fenced or not)."""
+        if self._done:
+            raise RuntimeError("KernelEnv.step after the episode ended: call reset first")
+        feedback = self._episode.evaluate_kernel(code)
+        result = self._episode.results[-1]
+        self._done = (
+            result.status == Status.CORRECT or len(self._episode.results) >= self._factory.max_submissions
+        )
+        reward = None if unscored(result) else float(result.reward)
+        return KernelObservation(text=feedback, reward=reward, done=self._done, result=result)
+
+    def get_reward(self) -> float | None:
+        return self._episode.get_reward()
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """Submissions so far (their statuses), whether the episode is over, and the episode's reward so far."""
+        return {
+            "submissions": len(self._episode.results),
+            "statuses": [result.status.value for result in self._episode.results],
+            "done": self._done,
+            "reward": self.get_reward() if self._episode.results else None,
+        }

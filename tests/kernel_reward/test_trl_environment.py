@@ -9,7 +9,7 @@ import pytest
 
 from hack_corpus import load_corpus
 from kernel_reward.result import EvalResult, Status
-from kernel_reward.trl_environment import KernelEnvironmentFactory, KernelToolEnvironment
+from kernel_reward.trl_environment import KernelEnv, KernelEnvironmentFactory, KernelToolEnvironment
 
 CORPUS = {entry.name: entry for entry in load_corpus()}
 HONEST = CORPUS["honest_add_relu"]
@@ -104,3 +104,22 @@ def test_grpo_trainer_trains_steps_with_the_kernel_environment(tmp_path, factory
     assert logged["rewards/KernelToolEnvironment/mean"] == pytest.approx(factory.no_submission_reward())
     pool = [env for envs in trainer._environment_pool.values() for env in envs]
     assert sum(env._reference == HONEST.reference for env in pool) >= 2  # reset with each rollout's row
+
+
+def test_the_openenv_style_loop_steps_until_a_correct_kernel(factory):
+    env = KernelEnv(factory)
+    first = env.reset(row())
+    assert first.text.startswith("Write ModelNew") and first.reward is None and not first.done
+    wrong = env.step(WRONG.source)
+    assert wrong.result.status == Status.INCORRECT and not wrong.done and wrong.reward is not None
+    right = env.step(HONEST.source)
+    assert right.result.status == Status.CORRECT and right.done and right.reward > wrong.reward
+    assert env.state == {
+        "submissions": 2,
+        "statuses": ["incorrect", "correct"],
+        "done": True,
+        "reward": right.reward,
+    }
+    with pytest.raises(RuntimeError, match="after the episode ended"):
+        env.step(HONEST.source)
+    assert not env.reset(row()).done and env.state["submissions"] == 0
