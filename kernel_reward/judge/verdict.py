@@ -82,6 +82,7 @@ def judge(
                 Status.RUNTIME_ERROR,
                 f"reference program failed to load (task problem): {type(exc).__name__}: {exc}",
                 flag="reference_error",
+                scored=False,  # before any candidate code: nothing here is the candidate's doing
             ) from exc
     try:
         _judge_loaded(
@@ -248,6 +249,7 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
             Status.RUNTIME_ERROR,
             f"reference model could not be built or run (task problem): {type(exc).__name__}: {exc}",
             flag="reference_error",
+            scored=False,  # before the candidate's code is loaded
         ) from exc
     return Reference(
         module,

@@ -95,6 +95,7 @@ def test_broken_reference_is_flagged_as_a_task_problem(evaluate_subprocess):
     reference = ADD_RELU.replace("def get_inputs", "def get_inputz")
     result = evaluate_subprocess(reference, fenced("honest_add_relu.py"))
     assert result.status.value == "runtime_error" and "reference_error" in result.flags
+    assert result.scored is False  # a task problem met before any candidate code: trained neither way
     assert "get_inputs" in result.error
 
 
