@@ -4,9 +4,9 @@ Stages (``--stages`` picks some; docs/training.md#the-main-job describes each on
     build     build the dataset from the shipped task set into OUT/dataset (`small` preset without CUDA)
     validate  validate OUT/dataset (card, schema, every row) and fail when anything is wrong
     split     hold out --heldout-tasks tasks: OUT/splits/train and OUT/splits/heldout (seeded, disjoint)
-    sft_data  verified synthetic SFT trajectories and held-out synthetic tasks -> OUT/sft_data
+    sft_data  verified synthetic SFT trajectories, held-out synthetic tasks and an RL pool -> OUT/sft_data
     sft       cold-start SFT -> OUT/sft; held-out synthetic tasks evaluated before and after (OUT/sft_eval)
-    train     a few multi-turn TRLOO steps of --recipe on OUT/splits/train -> OUT/trained
+    train     a few multi-turn TRLOO steps of --recipe on the RL pool (else OUT/splits/train) -> OUT/trained
     evaluate  the trained model on the held-out tasks (samples x turns with feedback) -> OUT/eval/report.md
 
 Each stage is a function that receives the parsed arguments and the summaries of the stages before it and
@@ -305,7 +305,11 @@ def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     import subprocess
 
     out = Path(args.out)
-    model = done["sft"]["sft_model"] if "sft_model" in done.get("sft", {}) else _base_model(args)
+    after_sft = "sft_model" in done.get("sft", {})
+    model = done["sft"]["sft_model"] if after_sft else _base_model(args)
+    # After SFT, RL runs on the fresh tasks of the trained variants (sft_data's RL pool), where the SFT model is
+    # right some of the time: a group with both right and wrong answers is what gives the policy gradient a signal.
+    dataset = done.get("sft_data", {}).get("rl_pool") or str(out / "splits" / "train")
     command = [
         sys.executable,
         str(Path(__file__).resolve().parent / "train.py"),
@@ -314,7 +318,7 @@ def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
         "--model_name_or_path",
         model,
         "--dataset_name",
-        str(out / "splits" / "train"),
+        dataset,
         "--output_dir",
         str(out / "trained"),
         "--max_steps",
@@ -327,13 +331,41 @@ def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     print(" ".join(command), flush=True)
     if subprocess.run(command).returncode != 0:
         raise StageFailed("scripts/train.py failed (its output is above)")
+    signal = rl_signal(out / "trained" / "log_history.json")
+    print(
+        "RL steps (reward mean, groups with no reward spread, grad norm): "
+        + "; ".join(
+            f"{s['reward']:.3f}, {s['frac_reward_zero_std']:.2f}, {s['grad_norm']:.3g}" for s in signal
+        ),
+        flush=True,
+    )
+    after_rl = None
+    if after_sft:  # the same held-out synthetic tasks as the sft stage's table, once more after RL
+        after_rl = _evaluate_synthetic(args, str(out / "trained"), out / "sft_eval" / "after_rl")
+        before, after = done["sft"]["before"], done["sft"]["after"]
+        print(f"{'metric':<14}{'base':>8}{'SFT':>8}{'RL':>8}")
+        for key in SFT_METRICS:
+            print(f"{key:<14}{before[key]:>8.3f}{after[key]:>8.3f}{after_rl[key]:>8.3f}")
     return {
         "base_model": model,
+        "dataset": dataset,
         "trained_model": str(out / "trained"),
         "recipe": args.recipe,
         "steps": args.train_steps,
         "device": "cuda" if _cuda() else "cpu",
+        "rl_signal": signal,
+        "heldout_after_rl": after_rl,
     }
+
+
+def rl_signal(log_history: Path) -> list[dict[str, float]]:
+    """Per logged training step: the mean reward, the share of groups whose rewards were all equal (no policy
+    gradient from them) and the gradient norm; [] when the trainer wrote no log."""
+    if not log_history.is_file():
+        return []
+    rows = json.loads(log_history.read_text(encoding="utf-8"))
+    keys = ("reward", "frac_reward_zero_std", "grad_norm")
+    return [{k: float(row[k]) for k in keys} for row in rows if all(k in row for k in keys)]
 
 
 def stage_evaluate(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
@@ -414,8 +446,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", help="base model to train (default: a tiny model built locally)")
     parser.add_argument(
         "--recipe",
-        default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu.yaml"),
-        help="training recipe YAML (default: recipes/tiny_cpu.yaml)",
+        default=str(Path(__file__).resolve().parents[1] / "recipes" / "tiny_cpu_rl.yaml"),
+        help="training recipe YAML (default: recipes/tiny_cpu_rl.yaml, made for the SFT model)",
     )
     parser.add_argument(
         "--sft-tasks",
@@ -434,9 +466,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--rl-pool-tasks",
         type=int,
-        default=0,
+        default=4,
         help="also write OUT/sft_data/rl_pool: this many fresh solvable tasks of the variants SFT "
-        "trained on, for RL after SFT (default 0: none)",
+        "trained on; the train stage then runs on them (default 4; 0: none, train on OUT/splits/train)",
     )
     parser.add_argument(
         "--sft-heldout-tasks",
@@ -486,7 +518,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds per candidate evaluation in sft_data and the synthetic evaluation (default 120)",
     )
     parser.add_argument(
-        "--train-steps", type=int, default=3, help="optimiser steps of the train stage (default 3)"
+        "--train-steps", type=int, default=4, help="optimiser steps of the train stage (default 4)"
     )
     parser.add_argument("--eval-samples", type=int, default=2, help="samples per held-out task (default 2)")
     parser.add_argument(

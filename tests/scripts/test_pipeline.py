@@ -55,6 +55,8 @@ def test_full_pipeline_trains_and_evaluates(tmp_path):
         "4",
         "--sft-eval-max-new-tokens",
         "16",
+        "--rl-pool-tasks",
+        "1",
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -62,6 +64,18 @@ def test_full_pipeline_trains_and_evaluates(tmp_path):
     summary = json.loads((tmp_path / "pipeline_summary.json").read_text())
     assert list(summary) == ["build", "validate", "split", "sft_data", "sft", "train", "evaluate"]
     assert summary["train"]["base_model"] == str(tmp_path / "sft")
+    # after SFT the policy trains on the RL pool, and each step's reward signal is reported
+    assert (
+        summary["train"]["dataset"]
+        == summary["sft_data"]["rl_pool"]
+        == str(tmp_path / "sft_data" / "rl_pool")
+    )
+    assert len(summary["train"]["rl_signal"]) == 1 and set(summary["train"]["rl_signal"][0]) == {
+        "reward",
+        "frac_reward_zero_std",
+        "grad_norm",
+    }
+    assert summary["train"]["heldout_after_rl"]["model"] == str(tmp_path / "trained")  # the sft table's tasks
     assert (tmp_path / "trained" / "config.json").is_file()
     evaluation = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert (evaluation["num_tasks"], evaluation["num_samples"], evaluation["num_turns"]) == (2, 2, 2)
@@ -82,6 +96,8 @@ def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
         "2",
         "--sft-eval-max-new-tokens",
         "8",
+        "--rl-pool-tasks",
+        "0",
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((tmp_path / "pipeline_summary.json").read_text())
