@@ -505,29 +505,20 @@ def run_cli(args: Any) -> int:
     device = "cuda" if args.device.startswith("cuda") else "cpu"
     preset = "full" if device == "cuda" else "small"  # the CPU interpreter refuses the shipped sizes up front
     options = {"coverage_method": args.coverage_method} if args.coverage_method else {}
+    common = {
+        "device": device,
+        "workers": args.workers,
+        "preset": preset,
+        "warm_spares": args.warm_spares,
+        "gpu_timing": getattr(args, "gpu_timing", None),
+        **options,
+    }
     if getattr(args, "rl_group", None):
         report = rl_throughput(
-            device=device,
-            workers=args.workers,
-            group_size=args.rl_group,
-            prompts_per_step=args.rl_prompts,
-            steps=args.rl_steps,
-            preset=preset,
-            warm_spares=args.warm_spares,
-            gpu_timing=getattr(args, "gpu_timing", None),
-            **options,
+            group_size=args.rl_group, prompts_per_step=args.rl_prompts, steps=args.rl_steps, **common
         )
     else:
-        report = throughput(
-            device=device,
-            workers=args.workers,
-            baseline_count=args.baseline_count,
-            warm_spares=args.warm_spares,
-            rounds=args.rounds,
-            gpu_timing=getattr(args, "gpu_timing", None),
-            preset=preset,
-            **options,
-        )
+        report = throughput(baseline_count=args.baseline_count, rounds=args.rounds, **common)
     print(format_report(report))
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -50,8 +50,11 @@ class TimingPrior:
         return overhead_from(list(self.blocks)).with_output_copies(self.output_copy_ms)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (lists, not tuples): what ``from_dict`` reads, with or without a trip through JSON."""
         data = asdict(self)
         data["blocks"] = [asdict(block) for block in self.blocks]
+        data["before"] = list(self.before)
+        data["reference_late_gates"] = list(self.reference_late_gates)
         return data
 
     @classmethod
@@ -84,6 +87,8 @@ class TimingPrior:
             or any(not b.candidate for b in prior.blocks)
         ):
             raise ValueError("a timing prior needs calls >= 1, calibration blocks and a baseline")
+        if prior.bandwidth_gbps <= 0:
+            raise ValueError("a timing prior needs the device's measured bandwidth")
         return prior
 
 

@@ -21,6 +21,9 @@ def _prior(*handovers: float) -> TimingPrior:
 def test_a_prior_survives_json_and_rejects_what_a_judge_never_measures():
     prior = _prior(0.30, 0.31)
     assert TimingPrior.from_dict(json.loads(json.dumps(prior.to_dict()))) == prior
+    assert (
+        TimingPrior.from_dict(prior.to_dict()) == prior
+    )  # each broken variant below fails for its own reason
     for broken in (
         {**prior.to_dict(), "before": [math.nan]},
         {**prior.to_dict(), "before": []},
