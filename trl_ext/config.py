@@ -113,14 +113,24 @@ class MultiTurnKernelConfig(GRPOConfig):
             "trainer's log-probs differ from the rollout's, so MRS rejects nearly every trajectory."
         },
     )
-    loss_aggregation: Literal["token_mean", "turn_sum_mean"] = field(
+    loss_aggregation: Literal["token_mean", "turn_sum_mean", "turn_sum_norm"] = field(
         default="token_mean",
         metadata={
             "help": "How the token losses of a generation batch are summed into the loss (loss_type 'dapo' only). "
             "'token_mean' (TRL's dapo): sum over all loss tokens divided by their number. 'turn_sum_mean' (the "
             "Dr. Kernel reference, which trains each turn as its own row with verl's seq-mean-token-sum): sum over "
-            "all loss tokens divided by the number of trained turns. Both weight every token of a batch equally; "
-            "they differ by a per-batch scale, the mean number of loss tokens per trained turn."
+            "all loss tokens divided by the number of trained turns. 'turn_sum_norm' (verl's "
+            "seq-mean-token-sum-norm): that sum divided by trained turns x loss_scale_tokens, a constant per turn, "
+            "so the gradient has a token mean's size and max_grad_norm clips outliers instead of every step. All "
+            "three weight every token of a batch equally; they differ by a scale per batch (Adam's update barely "
+            "depends on a constant one; gradient clipping does)."
+        },
+    )
+    loss_scale_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "The per-turn token count that loss_aggregation='turn_sum_norm' divides by. None: "
+            "max_completion_length (a turn's token budget)."
         },
     )
     # --- MRS ------------------------------------------------------------------------------------------------
@@ -234,15 +244,24 @@ class MultiTurnKernelConfig(GRPOConfig):
                 "use_mrs with disable_dropout=False: dropout makes the trainer's log-probs differ from the rollout's, "
                 "so MRS rejects nearly every trajectory and the gradient is 0. Leave disable_dropout unset (or True)"
             )
-        if self.loss_aggregation not in ("token_mean", "turn_sum_mean"):
+        if self.loss_aggregation not in ("token_mean", "turn_sum_mean", "turn_sum_norm"):
             raise ValueError(
-                f"loss_aggregation must be 'token_mean' or 'turn_sum_mean', got {self.loss_aggregation!r}"
+                "loss_aggregation must be 'token_mean', 'turn_sum_mean' or 'turn_sum_norm', got "
+                f"{self.loss_aggregation!r}"
             )
-        if self.loss_aggregation == "turn_sum_mean" and self.loss_type != "dapo":
+        if self.loss_aggregation != "token_mean" and self.loss_type != "dapo":
             raise ValueError(
-                f"loss_aggregation='turn_sum_mean' replaces the token count of loss_type='dapo' by the turn count; "
-                f"it does not apply to loss_type={self.loss_type!r}. Set loss_type='dapo'"
+                f"loss_aggregation={self.loss_aggregation!r} replaces the token count of loss_type='dapo' by a "
+                f"turn count; it does not apply to loss_type={self.loss_type!r}. Set loss_type='dapo'"
             )
+        if self.loss_scale_tokens is not None and not (
+            isinstance(self.loss_scale_tokens, int) and self.loss_scale_tokens >= 1
+        ):
+            raise ValueError(
+                f"loss_scale_tokens must be a positive integer or None, got {self.loss_scale_tokens!r}"
+            )
+        if self.loss_scale_tokens is not None and self.loss_aggregation != "turn_sum_norm":
+            raise ValueError("loss_scale_tokens applies to loss_aggregation='turn_sum_norm' only")
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
         if self.generation_kv_cache_gib is not None and not self.generation_kv_cache_gib > 0:

@@ -301,7 +301,9 @@ class TRLOOTrainer(GRPOTrainer):
 
         ``loss_aggregation='token_mean'``: the number of loss tokens (TRL's dapo). ``'turn_sum_mean'``: the number of
         (trajectory, turn) pairs with at least one loss token, so the loss is the mean over trained turns of each
-        turn's token-loss sum (the reference's per-turn rows with seq-mean-token-sum).
+        turn's token-loss sum (the reference's per-turn rows with seq-mean-token-sum). ``'turn_sum_norm'``: that
+        count times ``loss_scale_tokens`` (default ``max_completion_length``), a constant per turn that gives the
+        gradient a token mean's size.
 
         Args:
             loss_mask: (B, L) 0/1 tokens that carry loss.
@@ -311,6 +313,8 @@ class TRLOOTrainer(GRPOTrainer):
             local = loss_mask.sum()
         else:
             local = trained_turns(loss_mask, turn_ids, self.args.max_turns)
+        if self.args.loss_aggregation == "turn_sum_norm":
+            local = local * (self.args.loss_scale_tokens or self.args.max_completion_length)
         return self.accelerator.gather(local.to(self.accelerator.device)).sum()
 
     def _train_logps(self, output: dict) -> torch.Tensor:

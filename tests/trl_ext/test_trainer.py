@@ -2,6 +2,7 @@
 
 import contextlib
 import math
+from itertools import product
 
 import pytest
 import torch
@@ -605,6 +606,55 @@ def test_turn_sum_mean_divides_token_losses_by_trained_turns(tiny_dir, tmp_path)
             trainer.model, {**inputs, "num_items_in_batch": torch.tensor(loss_tokens)}
         )
     assert per_turn * trained_turns == pytest.approx(per_token.item() * loss_tokens, rel=1e-5)
+
+
+def test_turn_sum_norm_gives_the_gradient_a_deliberate_scale(tiny_dir, tmp_path):
+    """loss_aggregation='turn_sum_norm' divides the turn-sum loss by a constant per turn (max_completion_length by
+    default): on the same rollouts its gradient is turn_sum_mean's / L, so max_grad_norm 1.0 no longer clips every
+    step, while Adam's update without clipping is the same step."""
+    runs = {}
+    for aggregation, max_grad_norm in product(("turn_sum_mean", "turn_sum_norm"), (1.0, 1e9)):
+        trainer, before, _ = run_trainer(
+            tiny_dir,
+            tmp_path / f"{aggregation}{max_grad_norm}",
+            max_steps=1,
+            loss_aggregation=aggregation,
+            max_grad_norm=max_grad_norm,
+        )
+        entry = next(e for e in trainer.state.log_history if "grad_norm" in e)
+        update = torch.cat([(p.detach() - before[n]).flatten() for n, p in trainer.model.named_parameters()])
+        runs[aggregation, max_grad_norm] = entry, update
+    summed, scaled = runs["turn_sum_mean", 1.0][0], runs["turn_sum_norm", 1.0][0]
+    assert summed["grad_norm"] == pytest.approx(6 * scaled["grad_norm"], rel=1e-4)  # max_completion_length 6
+    assert summed["clip_coefficient"] < 1.0 == scaled["clip_coefficient"], (summed, scaled)
+    unclipped = [runs[a, 1e9][1] for a in ("turn_sum_mean", "turn_sum_norm")]
+    assert float((unclipped[0] - unclipped[1]).norm() / unclipped[0].norm()) < 0.02
+    with pytest.raises(ValueError, match="turn_sum_norm' only"):
+        make_args(tmp_path, loss_scale_tokens=4)
+    with pytest.raises(ValueError, match="positive integer"):
+        make_args(tmp_path, loss_aggregation="turn_sum_norm", loss_scale_tokens=0)
+
+
+def test_turn_sum_norm_divides_by_trained_turns_times_the_scale(tiny_dir, tmp_path):
+    """The normaliser is turn_sum_mean's (trained turns, checked above) times loss_scale_tokens, by default
+    max_completion_length; the same seed gives the same rollouts."""
+    model, tok = load(tiny_dir)
+    counts = {}
+    for aggregation, scale in (("turn_sum_mean", None), ("turn_sum_norm", None), ("turn_sum_norm", 5)):
+        trainer = TRLOOTrainer(
+            model=model,
+            environment=DigitGuessEnvironment(),
+            args=make_args(tmp_path, loss_aggregation=aggregation, loss_scale_tokens=scale),
+            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+            processing_class=tok,
+        )
+        trainer.model.train()
+        inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+        counts[aggregation, scale] = int(inputs["num_items_in_batch"])
+    turns = counts["turn_sum_mean", None]
+    assert (
+        turns > 0 and counts["turn_sum_norm", None] == 6 * turns and counts["turn_sum_norm", 5] == 5 * turns
+    )
 
 
 def test_turn_sum_mean_recounts_turns_after_in_loss_mrs(tiny_dir, tmp_path, monkeypatch):
