@@ -181,6 +181,29 @@ def untied_groups(rewards: torch.Tensor, group_ids: torch.Tensor, atol: float = 
     return (high - low)[dense] > atol
 
 
+def permute_within_groups(
+    rewards: torch.Tensor, group_ids: torch.Tensor, generator: torch.Generator
+) -> torch.Tensor:
+    """The control arm's rewards: at each turn, the rewards of a group's samples that reached it, shuffled among
+    them (a uniform random permutation per group and turn). Each group keeps its rewards' distribution, so its
+    baselines and spread are unchanged; which sample earned which reward is lost. NaN (turns not reached) stay.
+
+    Because later turns of a row can move to another row than its earlier ones, a shuffled row is no trajectory's
+    reward history: the returns of a permuted row mix samples, as a control should.
+    """
+    present = _check_rewards(rewards)
+    dense = _check_groups(group_ids, rewards.size(0))
+    shuffled = rewards.clone()
+    for group in range(int(dense.max().item()) + 1 if dense.numel() else 0):
+        members = dense == group
+        for turn in range(rewards.size(1)):
+            rows = torch.nonzero(members & present[:, turn]).flatten()
+            if rows.numel() > 1:
+                order = rows[torch.randperm(rows.numel(), generator=generator)]
+                shuffled[rows, turn] = rewards[order, turn]
+    return shuffled
+
+
 def per_token(turn_values: torch.Tensor, turn_ids: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
     """Spread per-turn values over tokens.
 

@@ -50,6 +50,15 @@ class MultiTurnKernelConfig(GRPOConfig):
             "paper's public code), 'zero' gives A = 0."
         },
     )
+    reward_control: Literal["none", "permute_within_group"] = field(
+        default="none",
+        metadata={
+            "help": "'permute_within_group': the control arm of a learning experiment. Advantages are computed "
+            "from each turn's rewards shuffled among the samples of its group that reached it, so the update "
+            "has the same size and spread as training's but carries no information about which completion "
+            "earned which reward. Logged rewards and every other filter read the true rewards."
+        },
+    )
     grpo_turn_scale_std: bool = field(
         default=False,
         metadata={
@@ -262,6 +271,10 @@ class MultiTurnKernelConfig(GRPOConfig):
             )
         if self.loss_scale_tokens is not None and self.loss_aggregation != "turn_sum_norm":
             raise ValueError("loss_scale_tokens applies to loss_aggregation='turn_sum_norm' only")
+        if self.reward_control not in ("none", "permute_within_group"):
+            raise ValueError(
+                f"reward_control must be 'none' or 'permute_within_group', got {self.reward_control!r}"
+            )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
         if self.generation_kv_cache_gib is not None and not self.generation_kv_cache_gib > 0:

@@ -32,6 +32,7 @@ from trl_ext.advantages import (
     grpo_turn_advantages,
     keep_failed_turns_after_success,
     per_token,
+    permute_within_groups,
     trloo_advantages,
     untied_groups,
 )
@@ -134,6 +135,7 @@ class TRLOOTrainer(GRPOTrainer):
         self._loss_forward = None  # (input ids, forward outputs) handed from _compute_loss to the base loss
         # PRS draws differ per rank (each rank holds different samples) but are reproducible.
         self._prs_generator = torch.Generator().manual_seed(args.seed * 1009 + self.accelerator.process_index)
+        self._control_generator = torch.Generator().manual_seed(args.seed * 7919 + 17)
 
     # ----------------------------------------------------------------------------------------- generation
     def _model_for_generation(self):
@@ -216,11 +218,22 @@ class TRLOOTrainer(GRPOTrainer):
         all_rewards = self.accelerator.gather(rewards.to(device)).cpu()  # (B_total, T)
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         group_ids = torch.arange(all_rewards.size(0)) // num_generations  # (B_total,)
+        advantage_rewards = all_rewards
+        if args.reward_control == "permute_within_group":
+            # the same generator state on every rank: each rank draws the same permutation of the gathered batch
+            advantage_rewards = permute_within_groups(all_rewards, group_ids, self._control_generator)
+            present = ~torch.isnan(all_rewards)  # the gathered batch: the same on every rank
+            moved = present & (advantage_rewards != all_rewards)
+            self._metrics[mode]["control/moved_reward_frac"].append(
+                float(moved.sum()) / max(int(present.sum()), 1)
+            )
         if args.advantage_estimator == "trloo":
-            all_adv = trloo_advantages(all_rewards, group_ids, args.gamma, singleton=args.singleton_advantage)
+            all_adv = trloo_advantages(
+                advantage_rewards, group_ids, args.gamma, singleton=args.singleton_advantage
+            )
         else:
             all_adv = grpo_turn_advantages(
-                all_rewards, group_ids, args.gamma, scale_by_std=args.grpo_turn_scale_std
+                advantage_rewards, group_ids, args.gamma, scale_by_std=args.grpo_turn_scale_std
             )
         local = slice(
             self.accelerator.process_index * num_local, (self.accelerator.process_index + 1) * num_local

@@ -10,6 +10,7 @@ from trl_ext.advantages import (
     grpo_turn_advantages,
     keep_failed_turns_after_success,
     per_token,
+    permute_within_groups,
     trloo_advantages,
     turn_returns,
     untied_groups,
@@ -166,3 +167,29 @@ def test_trloo_gradient_unbiased_grpo_shrinks():
     grpo_mean = estimates(grpo_turn_advantages(r, ids)).mean(0)
     grpo_se = estimates(grpo_turn_advantages(r, ids)).std(0) / math.sqrt(groups)
     assert ((grpo_mean - exact).abs() > 4 * grpo_se).any()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_control_permutes_rewards_within_groups_and_turns(seed):
+    rewards, group_ids = random_ragged(seed)
+    shuffled = permute_within_groups(rewards, group_ids, torch.Generator().manual_seed(seed))
+    assert torch.equal(torch.isnan(shuffled), torch.isnan(rewards))  # turns not reached stay so
+    for group in group_ids.unique():
+        for turn in range(rewards.size(1)):
+            rows = (group_ids == group) & ~torch.isnan(rewards[:, turn])
+            assert sorted(shuffled[rows, turn].tolist()) == sorted(rewards[rows, turn].tolist())
+    again = permute_within_groups(rewards, group_ids, torch.Generator().manual_seed(seed))
+    assert torch.equal(torch.nan_to_num(again, nan=-9), torch.nan_to_num(shuffled, nan=-9))  # seeded
+
+
+def test_the_control_breaks_the_link_between_a_sample_and_its_reward():
+    """Over many draws a sample's permuted reward is each of its group's rewards about equally often."""
+    rewards = torch.tensor([[0.0], [1.0], [2.0], [3.0]])
+    group_ids = torch.zeros(4, dtype=torch.long)
+    generator = torch.Generator().manual_seed(0)
+    draws = torch.stack([permute_within_groups(rewards, group_ids, generator) for _ in range(4000)])
+    first = draws[:, 0, 0]
+    shares = [float((first == value).float().mean()) for value in range(4)]
+    assert all(abs(share - 0.25) < 0.03 for share in shares), shares
+    with pytest.raises(ValueError, match="group_ids"):
+        permute_within_groups(rewards, torch.zeros(3, dtype=torch.long), generator)

@@ -2,6 +2,7 @@
 
 import contextlib
 import math
+from dataclasses import replace
 from itertools import product
 
 import pytest
@@ -655,6 +656,52 @@ def test_turn_sum_norm_divides_by_trained_turns_times_the_scale(tiny_dir, tmp_pa
     assert (
         turns > 0 and counts["turn_sum_norm", None] == 6 * turns and counts["turn_sum_norm", 5] == 5 * turns
     )
+
+
+def test_the_control_arm_trains_on_rewards_permuted_within_groups(tiny_dir, tmp_path):
+    """reward_control='permute_within_group': on the same rollouts the advantages are TRLOO's of the group-permuted
+    rewards (the trainer's seeded generator), not of the true ones; the logged rewards stay the true ones."""
+    from trl_ext import permute_within_groups, trloo_advantages
+    from trl_ext.masks import turn_tensors
+
+    class LengthRewardEnv(DigitGuessEnvironment):  # a reward that differs between samples of a group
+        def step(self, states, completions):
+            return [
+                replace(r, reward=float(len(c) % 7))
+                for r, c in zip(super().step(states, completions), completions, strict=True)
+            ]
+
+    model, tok = load(tiny_dir)
+    seen = {}
+    for control in ("none", "permute_within_group"):
+        trainer = TRLOOTrainer(
+            model=model,
+            environment=LengthRewardEnv(),
+            args=make_args(tmp_path, reward_control=control, max_turns=1, num_generations=4),
+            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+            processing_class=tok,
+        )
+        trainer.model.train()
+        rows = [dict(r) for r in trainer.train_dataset] * 2  # two groups of 4 samples
+        output = trainer._generate_and_score_completions(rows)
+        _, rewards = turn_tensors(trainer._trajectories, output["completion_ids"].size(1), 1)
+        advantages = output["advantages"].cpu()
+        seen[control] = rewards, advantages, trainer._metrics["train"]
+    (true_rewards, plain, _), (same_rewards, controlled, metrics) = seen["none"], seen["permute_within_group"]
+    assert torch.equal(true_rewards, same_rewards)  # same seed, same rollouts
+    groups = torch.arange(true_rewards.size(0)) // 4
+    expected = trloo_advantages(
+        permute_within_groups(true_rewards, groups, torch.Generator().manual_seed(0 * 7919 + 17)), groups
+    )
+    first_tokens = controlled[:, 0]
+    assert torch.allclose(first_tokens, expected[:, 0].float())
+    assert not torch.allclose(first_tokens, plain[:, 0]), (
+        true_rewards.flatten(),
+        first_tokens,
+    )  # it did move
+    assert torch.allclose(plain[:, 0], trloo_advantages(true_rewards, groups)[:, 0].float())
+    assert metrics["turn_1/reward"][-1] == pytest.approx(float(true_rewards.mean()))
+    assert "control/moved_reward_frac" in metrics
 
 
 def test_turn_sum_mean_recounts_turns_after_in_loss_mrs(tiny_dir, tmp_path, monkeypatch):
