@@ -55,6 +55,15 @@ class TrainScriptArguments(ScriptArguments):
             "help": "Stop after the first optimizer step that ends past this many seconds (then save)."
         },
     )
+    probe_dataset: str | None = field(
+        default=None,
+        metadata={
+            "help": "A dataset (Hub id or local folder, its train split) whose first probe_tasks rows are evaluated "
+            "during training as TRL's eval set: set --eval_strategy steps --eval_steps N (and num_generations_eval, "
+            "per_device_eval_batch_size); the eval_turn_k/* metrics go to log_history.json."
+        },
+    )
+    probe_tasks: int = field(default=16, metadata={"help": "Rows of --probe_dataset to evaluate."})
 
 
 def load_train_dataset(script_args: TrainScriptArguments, seed: int):
@@ -77,6 +86,25 @@ def load_train_dataset(script_args: TrainScriptArguments, seed: int):
     if script_args.max_train_samples is not None:
         train = train.select(range(min(script_args.max_train_samples, len(train))))
     return train
+
+
+def load_probe_dataset(script_args: TrainScriptArguments, args: MultiTurnKernelConfig):
+    """The probe rows (TRL's eval set), or None; one line and exit 2 when the options cannot work together."""
+    from trl_ext.script_input import fail, load_dataset_or_exit
+
+    if script_args.probe_dataset is None:
+        return None
+    if script_args.probe_tasks < 1:
+        fail(f"--probe_tasks must be >= 1, got {script_args.probe_tasks}")
+    if args.eval_strategy == "no":
+        fail("--probe_dataset is evaluated as TRL's eval set: add --eval_strategy steps --eval_steps N")
+    data = load_dataset_or_exit(script_args.probe_dataset)
+    if "train" not in data:
+        fail(f"--probe_dataset {script_args.probe_dataset!r} has no train split (splits: {list(data)})")
+    probe = data["train"]
+    if len(probe) < script_args.probe_tasks:
+        fail(f"--probe_dataset has {len(probe)} rows, fewer than --probe_tasks {script_args.probe_tasks}")
+    return probe.select(range(script_args.probe_tasks))
 
 
 def rank_reward_device(device: str | None, environ: Mapping[str, str]) -> str | None:
@@ -122,7 +150,8 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
             f"error: use_mrs needs identical trainer and rollout probabilities, but lora_dropout="
             f"{model_args.lora_dropout} makes them differ; set --lora_dropout 0"
         )
-    train_dataset = load_train_dataset(script_args, args.seed)  # the cheap check first
+    train_dataset = load_train_dataset(script_args, args.seed)  # the cheap checks first
+    probe_dataset = load_probe_dataset(script_args, args)
     tokenizer = pretrained_or_exit(
         AutoTokenizer.from_pretrained, model_args.model_name_or_path, revision=model_args.model_revision
     )
@@ -150,6 +179,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
             environment=environment,
             args=args,
             train_dataset=train_dataset,
+            eval_dataset=probe_dataset,
             processing_class=tokenizer,
             peft_config=get_peft_config(model_args),
             callbacks=callbacks,

@@ -118,3 +118,44 @@ def test_mrs_with_lora_dropout_is_refused(tmp_path):
         tmp_path,
     )
     assert proc.returncode != 0 and "lora_dropout" in proc.stderr
+
+
+def test_a_probe_dataset_is_evaluated_during_training(tmp_path):
+    """--probe_dataset: its first rows are TRL's eval set, evaluated every --eval_steps; the eval metrics reach
+    log_history.json. Without an eval strategy it is refused in one line."""
+    from datasets import Dataset
+
+    from trl_ext.env import make_toy_tasks
+    from trl_ext.tiny_model import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    Dataset.from_list(make_toy_tasks(3, seed=7)).to_json(probe / "train.jsonl")
+    common = ["--model_name_or_path", str(model_dir), "--environment", "toy", "--toy_tasks", "8"]
+    common += [
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",
+        "--report_to",
+        "none",
+    ]
+    common += ["--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "4"]
+    common += ["--max_turns", "1", "--logging_steps", "1", "--save_strategy", "no", "--max_steps", "2"]
+    common += ["--probe_dataset", str(probe), "--probe_tasks", "2"]
+    refused = run(common, tmp_path)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
+        "error: --probe_dataset is evaluated as TRL's eval set"
+    ), refused.stderr[-2000:]
+    probed = run(
+        [*common, "--eval_strategy", "steps", "--eval_steps", "1", "--num_generations_eval", "2"]
+        + ["--per_device_eval_batch_size", "4"],
+        tmp_path,
+    )
+    assert probed.returncode == 0, probed.stderr[-3000:]
+    history = json.loads((tmp_path / "out" / "log_history.json").read_text())
+    probe_steps = [entry["step"] for entry in history if "eval_turn_1/correct" in entry]
+    assert probe_steps == [1, 2], history
