@@ -1,0 +1,84 @@
+"""The pre-registered decision rule (tools/protocol_decision.py): each criterion can fail on its own, and the
+command applies it to evaluation summaries."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_eval.paired import PairedDifference
+
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "protocol_decision.py"
+_spec = importlib.util.spec_from_file_location("protocol_decision", SCRIPT)
+protocol_decision = importlib.util.module_from_spec(_spec)
+sys.modules["protocol_decision"] = protocol_decision  # its dataclass looks its module up there
+_spec.loader.exec_module(protocol_decision)
+decide, main = protocol_decision.decide, protocol_decision.main
+
+
+def gain(difference: float, low: float) -> PairedDifference:
+    return PairedDifference(
+        "correct_rate", 48, 0.1, 0.1 + difference, difference, low, difference + 0.05, 0.95, 10_000
+    )
+
+
+PASSING = {
+    ("trloo", 0): gain(0.08, 0.02),
+    ("trloo", 1): gain(0.06, 0.01),
+    ("trloo", 2): gain(0.07, 0.03),
+    ("control", 0): gain(0.01, -0.04),
+    ("control", 1): gain(-0.01, -0.06),
+    ("control", 2): gain(0.0, -0.05),
+}
+SPREAD = {
+    "trloo": {"a": 0.1, "b": 0.05, "c": 0.04, "d": 0.0},
+    "control": {"a": 0.0, "b": 0.01, "c": 0.0, "d": 0.02},
+}
+
+
+def test_learning_is_claimed_only_when_all_four_criteria_hold():
+    decision = decide(PASSING, SPREAD)
+    assert decision.learning_claimed and decision.computations_won == ["a", "b", "c"]
+    one_seed_unsure = {**PASSING, ("trloo", 1): gain(0.06, -0.01)}
+    assert not decide(one_seed_unsure, SPREAD).every_trloo_interval_above_zero
+    control_overlaps = {**PASSING, ("control", 2): gain(0.065, 0.0)}
+    assert not decide(control_overlaps, SPREAD).every_trloo_above_every_control
+    control_moves = {**PASSING, ("control", 0): gain(0.05, 0.01), ("control", 1): gain(0.04, 0.0)}
+    assert not decide(control_moves, SPREAD).mean_gains_in_band  # mean control +0.03
+    small = {key: gain(0.04, 0.01) if key[0] == "trloo" else d for key, d in PASSING.items()}
+    assert not decide(small, SPREAD).mean_gains_in_band  # mean TRLOO +0.04
+    narrow = {**SPREAD, "trloo": {"a": 0.2, "b": 0.0, "c": 0.0, "d": 0.0}}
+    assert not decide(PASSING, narrow).spread_over_computations
+    for failing in (one_seed_unsure, control_overlaps, control_moves, small):
+        assert not decide(failing, SPREAD).learning_claimed
+    assert not decide(PASSING, narrow).learning_claimed
+    with pytest.raises(ValueError, match="each arm"):
+        decide({k: d for k, d in PASSING.items() if k[0] == "trloo"}, SPREAD)
+    with pytest.raises(ValueError, match="unknown arms"):
+        decide({**PASSING, ("grpo", 0): gain(0.1, 0.05)}, SPREAD)
+
+
+def test_the_command_reads_summaries_and_writes_its_decision(tmp_path, capsys):
+    tasks = [f"t{i}" for i in range(8)]
+    (tmp_path / "test").mkdir()
+    novelty = [{"uuid": t, "computation": "abcd"[i % 4]} for i, t in enumerate(tasks)]
+    (tmp_path / "test" / "novelty.json").write_text(json.dumps(novelty))
+
+    def summary(name, rates):
+        path = tmp_path / f"{name}.json"
+        path.write_text(
+            json.dumps({"per_task": {t: {"correct_rate": r} for t, r in zip(tasks, rates, strict=True)}})
+        )
+        return str(path)
+
+    sft = summary("sft", [0.0, 0.25, 0.5, 0.0, 0.25, 0.0, 0.5, 0.0])
+    rl = summary("rl", [0.5, 0.5, 0.75, 0.25, 0.5, 0.25, 0.75, 0.25])
+    ctl = summary("ctl", [0.0, 0.25, 0.5, 0.0, 0.25, 0.0, 0.5, 0.0])
+    argv = ["--sft", sft, "--tasks", str(tmp_path / "test"), "--out", str(tmp_path / "result")]
+    assert main([*argv, "--run", "trloo", "0", rl, "--run", "control", "0", ctl]) == 0
+    printed = capsys.readouterr().out
+    assert "trloo | 0 | 0.188 | 0.469 | +0.281" in printed and "learning claimed: True" in printed
+    record = json.loads((tmp_path / "result" / "decision.json").read_text())
+    assert record["decision"]["computations_won"] == ["a", "b", "c", "d"]
