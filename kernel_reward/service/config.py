@@ -106,12 +106,23 @@ class ServiceConfig:
         return cls(**{**data, "policy": sandbox.SandboxPolicy.from_dict(data["policy"])})
 
 
+# A GPU worker's device-memory share (0.9 of the card over its workers) stays at least this large: a KernelBench
+# call of 1 GiB peaks near 2.5 GiB in the judge, and a task out of memory under its share runs again alone.
+MIN_WORKER_SHARE_GIB = 6.0
+MAX_GPU_WORKERS = 8  # beyond this, more judges per GPU wait on the timing slot and add no throughput
+
+
 def default_workers(device: str) -> int:
-    """Concurrent candidates per device: all cores on the CPU (interpreter), a few per GPU (timing is exclusive)."""
+    """Concurrent candidates per device: all cores on the CPU (interpreter); on a GPU, its share of the host's
+    cores, no more than its memory holds at ``MIN_WORKER_SHARE_GIB`` each (so a host with unlike GPUs gives each
+    its own count), at most ``MAX_GPU_WORKERS`` and at least 2 (timing is exclusive, the rest overlaps)."""
     cores = len(os.sched_getaffinity(0))
     if device == "cpu":
         return max(1, cores)
-    return max(2, min(8, cores // max(1, _gpu_count())))
+    by_cores = cores // max(1, _gpu_count())
+    memory = _gpu_memory_gib(device)
+    by_memory = int(0.9 * memory // MIN_WORKER_SHARE_GIB) if memory is not None else by_cores
+    return max(2, min(MAX_GPU_WORKERS, by_cores, by_memory))
 
 
 def _gpu_count() -> int:
@@ -121,3 +132,13 @@ def _gpu_count() -> int:
         return torch.cuda.device_count()
     except Exception:  # noqa: BLE001 - no torch / broken driver: treat as no GPU
         return 0
+
+
+def _gpu_memory_gib(device: str) -> float | None:
+    """Total memory of ``device`` ("cuda:N") in GiB, or None when it cannot be read (no driver here)."""
+    try:
+        import torch
+
+        return torch.cuda.get_device_properties(int(device.split(":")[1])).total_memory / 2**30
+    except Exception:  # noqa: BLE001 - no torch / no such device / broken driver: place by cores alone
+        return None

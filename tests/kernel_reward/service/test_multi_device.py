@@ -44,6 +44,20 @@ def test_workers_are_split_over_the_gpus_and_each_gpu_times_under_its_own_lock(m
     assert len(locks) == 4  # one timing slot per GPU: timing on one never waits for another
 
 
+def test_workers_are_placed_by_each_gpus_memory(monkeypatch):
+    """A GPU whose memory would give a worker less than MIN_WORKER_SHARE_GIB gets fewer workers than its cores
+    allow; unlike GPUs of one host each get their own count; unreadable memory falls back to the cores."""
+    memory = {"cuda:0": 80.0, "cuda:1": 24.0, "cuda:2": 12.0, "cuda:3": None}
+    monkeypatch.setattr(service_config.os, "sched_getaffinity", lambda _pid: set(range(64)))
+    monkeypatch.setattr(service_config, "_gpu_count", lambda: 4)
+    monkeypatch.setattr(service_config, "_gpu_memory_gib", memory.get)
+    monkeypatch.setattr(service_config, "MAX_GPU_WORKERS", 64)
+    counts = {device: service_config.default_workers(device) for device in memory}
+    assert counts == {"cuda:0": 12, "cuda:1": 3, "cuda:2": 2, "cuda:3": 16}, counts  # 0.9 x GiB / 6; 64 / 4
+    monkeypatch.setattr(service_config, "MAX_GPU_WORKERS", 8)
+    assert service_config.default_workers("cuda:0") == 8
+
+
 def test_two_device_pools_share_one_queue_and_both_take_work():
     with Evaluator(device=["cpu", "cpu"], workers=1, worker_module=FAKE, timeout=60, progress=False) as ev:
         results = ev.evaluate_many([("x = 1", SLOW)] * 6)
