@@ -1,4 +1,4 @@
-"""Command line: `python -m dataset_builder {build,validate,push} ...` (see `--help` of each)."""
+"""Command line: `python -m dataset_builder {build,validate,push,task} ...` (see `--help` of each)."""
 
 from __future__ import annotations
 
@@ -122,6 +122,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     push.add_argument("--private", action="store_true", help="create the repository as private")
     push.add_argument("--no-verify", action="store_true", help="skip loading the pushed revision back")
+
+    task = sub.add_parser(
+        "task",
+        help="write one shipped task's reference program at a size preset (e.g. small sizes for the CPU)",
+    )
+    task.add_argument("name", help="the task's name (a file of dataset_builder/tasks without .py)")
+    task.add_argument(
+        "--preset", choices=("full", "small"), default="small", help="size preset (default small)"
+    )
+    task.add_argument("--out", help="write here (default: standard output)")
     return parser
 
 
@@ -178,6 +188,23 @@ def _push(args: argparse.Namespace) -> int:
     return 0
 
 
+def _task(args: argparse.Namespace) -> int:
+    from .tasks import load_tasks
+
+    try:
+        (task,) = load_tasks(args.preset, [args.name])
+    except ValueError as exc:
+        print(f"error: {str(exc).splitlines()[0][:400]}", file=sys.stderr)
+        return 1
+    if args.out is None:
+        sys.stdout.write(task.source)
+    else:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(task.source)
+        print(f"wrote {args.name} at its {args.preset} sizes to {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -189,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     from .sources.formats import SourceError
 
     try:
-        return {"build": _build, "validate": _validate, "push": _push}[args.command](args)
+        return {"build": _build, "validate": _validate, "push": _push, "task": _task}[args.command](args)
     except (SourceError, BuildError, PromptTemplateError, PublishError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -226,8 +226,8 @@ def refuse_tasks_too_large_for_the_interpreter(module: Any) -> None:
         raise JudgeStop(
             Status.INTERPRETER_UNSUPPORTED,
             f"the task's inputs are {nbytes / (1 << 20):.0f} MiB a call, too large for the CPU Triton interpreter "
-            f"(limit {INTERPRETER_MAX_INPUT_BYTES >> 20} MiB): evaluate on a GPU, or use the task set's small preset "
-            "(python -m dataset_builder build --format sample --preset small)",
+            f"(limit {INTERPRETER_MAX_INPUT_BYTES >> 20} MiB): evaluate on a GPU, or use a shipped task's small sizes "
+            "(python -m dataset_builder task NAME --out FILE; a dataset: build ... --preset small)",
             flag="task_too_large_for_interpreter",
             scored=False,
         )

@@ -262,3 +262,18 @@ def test_malformed_task_file_errors_name_the_file(tmp_path, body, message):
     path.write_text(body, encoding="utf-8")
     with pytest.raises(tasks_api.TaskFileError, match=re.compile(f"bad_task.py.*{message}", re.S)):
         tasks_api._load_task(path, "small")
+
+
+def test_the_task_command_writes_a_shipped_task_at_its_small_sizes(tmp_path, capsys):
+    from dataset_builder.__main__ import main
+    from dataset_builder.tasks import load_tasks
+
+    out = tmp_path / "silu.py"
+    assert main(["task", "activation_silu", "--out", str(out)]) == 0
+    (small,) = load_tasks("small", ["activation_silu"])
+    (full,) = load_tasks("full", ["activation_silu"])
+    assert out.read_text() == small.source != full.source
+    assert main(["task", "activation_silu", "--preset", "full"]) == 0
+    assert capsys.readouterr().out.endswith(full.source)
+    assert main(["task", "no_such_task"]) == 1
+    assert capsys.readouterr().err.startswith("error: unknown task name(s) ['no_such_task']")

@@ -390,6 +390,7 @@ def test_a_task_too_large_for_the_interpreter_is_refused_unscored(evaluate_subpr
     result = evaluate_subprocess(reference, fenced("honest_add_relu.py"))
     assert result.status.value == "interpreter_unsupported" and not result.scored
     assert "task_too_large_for_interpreter" in result.flags and "--preset small" in result.error
+    assert "python -m dataset_builder task NAME" in result.error  # how to write one task at its small sizes
     assert (
         "load" in result.phase_seconds and "build" not in result.phase_seconds
     )  # nothing was drawn or built
