@@ -188,7 +188,9 @@ class MultiTurnKernelConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Weight of the profiling reward PR (coverage) in 'drkernel' / 'paper' (None: the scheme's "
-            "default; 0 disables PR)."
+            "default; 0 disables PR). The GPU recipes set 0: coverage is measured in the candidate's process, so a "
+            "forged value would be paid. PRS and reward_min_coverage still read it: a forged value only escapes them "
+            "(a turn kept, a Triton-wrapped torch answer not marked hacked)."
         },
     )
     reward_device: str | None = field(
@@ -337,10 +339,6 @@ class MultiTurnKernelConfig(GRPOConfig):
         if self.pr_weight is not None and self.reward_scheme not in ("drkernel", "paper"):
             raise ValueError(
                 f"pr_weight applies to reward_scheme 'drkernel' or 'paper', not {self.reward_scheme!r}"
-            )
-        if self.use_prs and self.pr_weight == 0.0:
-            warnings.warn(
-                "use_prs without PR in the reward (pr_weight=0): PRS still filters by coverage", stacklevel=2
             )
 
     def reward_params(self) -> dict[str, float]:
