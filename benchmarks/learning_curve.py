@@ -1,10 +1,11 @@
-"""Learning evidence on the toy multi-turn environment: TRLOO vs turn-level GRPO on the same budget.
+"""Learning evidence on the toy multi-turn environment: TRLOO vs turn-level GRPO, or vs a control, on one budget.
 
 The digit-guessing toy (trl_ext.env.DigitGuessEnvironment) hides a digit per task; a wrong turn's feedback
-reveals it, so turn-2 reward can only rise if the policy learns to use the feedback. For each estimator and
-seed, a fresh tiny random model is trained for ``--steps`` steps; per-step per-turn rewards go to JSON and a PNG,
-and the estimators' paired difference over seeds (the mean of the last fifth of the steps, TRLOO minus turn-level
-GRPO, with a bootstrap 95 % interval over seeds) closes the table.
+reveals it, so turn-2 reward can only rise if the policy learns to use the feedback. For each arm and seed, a
+fresh tiny random model is trained for ``--steps`` steps; per-step per-turn rewards go to JSON and a PNG, and the
+arms' paired difference over seeds (the mean of the last fifth of the steps, TRLOO minus the other arm, with a
+bootstrap 95 % interval over seeds) closes the table. The ``control`` arm is TRLOO trained on rewards shuffled
+within each group (``reward_control='permute_within_group'``): the same update sizes, no credit assignment.
 
     python benchmarks/learning_curve.py --out runs/learning_curve --steps 150 --seeds 0 1
 """
@@ -46,7 +47,8 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
         num_generations=args.generations,
         max_completion_length=args.max_tokens,
         max_turns=args.turns,
-        advantage_estimator=estimator,
+        advantage_estimator="trloo" if estimator == "control" else estimator,
+        reward_control="permute_within_group" if estimator == "control" else "none",
         use_mrs=args.mrs,
         top_k=0,
         top_p=1.0,
@@ -71,6 +73,8 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
     rows = [h for h in trainer.state.log_history if "turn_1/reward" in h]
     return {
         "estimator": estimator,
+        "advantage_estimator": config.advantage_estimator,
+        "reward_control": config.reward_control,
         "seed": seed,
         "seconds": time.perf_counter() - started,
         "turn_1_reward": [h["turn_1/reward"] for h in rows],
@@ -97,15 +101,17 @@ def tail_mean(values: list[float]) -> float:
     return sum(tail) / len(tail) if tail else float("nan")
 
 
-def paired_difference(runs: list[dict], key: str, resamples: int = 10_000) -> dict | None:
-    """TRLOO minus turn-level GRPO in ``key``'s tail mean, over the seeds both estimators ran: the mean difference
-    and a percentile bootstrap 95 % interval over seeds (None with fewer than two paired seeds)."""
+def paired_difference(
+    runs: list[dict], key: str, other: str = "grpo_turn", resamples: int = 10_000
+) -> dict | None:
+    """TRLOO minus ``other`` in ``key``'s tail mean, over the seeds both arms ran: the mean difference and a
+    percentile bootstrap 95 % interval over seeds (None with fewer than two paired seeds)."""
     import random
 
     by_seed: dict[int, dict[str, float]] = {}
     for run in runs:
         by_seed.setdefault(run["seed"], {})[run["estimator"]] = tail_mean(run[key])
-    diffs = [v["trloo"] - v["grpo_turn"] for v in by_seed.values() if {"trloo", "grpo_turn"} <= set(v)]
+    diffs = [v["trloo"] - v[other] for v in by_seed.values() if {"trloo", other} <= set(v)]
     if len(diffs) < 2:
         return None
     rng = random.Random(0)
@@ -139,7 +145,7 @@ def plot(runs: list[dict], path: Path, window: int) -> None:
         ("solved", "share of episodes solved"),
     )
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
-    colors = {"trloo": "tab:blue", "grpo_turn": "tab:orange"}
+    colors = {"trloo": "tab:blue", "grpo_turn": "tab:orange", "control": "tab:gray"}
     styles = ["-", "--", ":", "-."]
     for ax, (key, title) in zip(axes, panels, strict=True):
         for run in runs:
@@ -170,7 +176,11 @@ def main(argv: list[str] | None = None) -> None:
         "--seeds", type=int, nargs="+", default=[0], help="seeds (one run per estimator each)"
     )
     parser.add_argument(
-        "--estimators", nargs="+", default=["trloo", "grpo_turn"], choices=["trloo", "grpo_turn"]
+        "--estimators",
+        nargs="+",
+        default=["trloo", "grpo_turn"],
+        choices=["trloo", "grpo_turn", "control"],
+        help="arms: TRLOO, turn-level GRPO, or TRLOO on group-shuffled rewards (control)",
     )
     parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
     parser.add_argument("--generations", type=int, default=4, help="samples per prompt")
@@ -214,7 +224,12 @@ def main(argv: list[str] | None = None) -> None:
                 sum(run["turn_2_reward"][-tail:]) / tail,
                 run["seconds"],
             )
-    paired = {key: paired_difference(runs, key) for key in ("turn_2_reward", "solved")}
+    arms = {run["estimator"] for run in runs}
+    paired = {
+        other: {key: paired_difference(runs, key, other) for key in ("turn_2_reward", "solved")}
+        for other in ("grpo_turn", "control")
+        if other in arms
+    }
     (args.out / "curve.json").write_text(
         json.dumps(
             {"config": {k: str(v) for k, v in vars(args).items()}, "runs": runs, "paired": paired}, indent=1
@@ -236,12 +251,13 @@ def main(argv: list[str] | None = None) -> None:
             f"{mean(run['turn_2_reward'][-tail:]):>10.3f} {mean(run['solved'][:tail]):>12.3f} "
             f"{mean(run['solved'][-tail:]):>11.3f}"
         )
-    for key, diff in paired.items():
-        if diff is not None:
-            print(
-                f"trloo - grpo_turn, {key} (last fifth), {diff['seeds']} seeds: {diff['mean']:+.3f} "
-                f"[{diff['low']:+.3f}, {diff['high']:+.3f}], trloo higher on {diff['trloo_higher']}"
-            )
+    for other, by_key in paired.items():
+        for key, diff in by_key.items():
+            if diff is not None:
+                print(
+                    f"trloo - {other}, {key} (last fifth), {diff['seeds']} seeds: {diff['mean']:+.3f} "
+                    f"[{diff['low']:+.3f}, {diff['high']:+.3f}], trloo higher on {diff['trloo_higher']}"
+                )
     print(f"wrote {args.out / 'curve.json'} and {args.out / 'curve.png'}")
 
 

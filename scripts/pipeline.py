@@ -7,6 +7,7 @@ Stages (``--stages`` picks some; docs/training.md#the-main-job describes each on
     sft_data  verified synthetic SFT trajectories, held-out synthetic tasks and an RL pool -> OUT/sft_data
     sft       cold-start SFT -> OUT/sft; held-out synthetic tasks evaluated before and after (OUT/sft_eval)
     train     a few multi-turn TRLOO steps of --recipe on the RL pool (else OUT/splits/train) -> OUT/trained
+    curve     TRLOO against a shuffled-reward control on the toy environment, seeds x steps -> OUT/curve
     evaluate  the trained model on the held-out tasks (samples x turns with feedback) -> OUT/eval/report.md
 
 Each stage is a function that receives the parsed arguments and the summaries of the stages before it and
@@ -171,7 +172,8 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
     if pool:
         write_task_dataset(pool, out / "rl_pool")
     train_solutions = {task.solution for task in tasks if task.uuid not in held}
-    novel = sum(task.solution not in train_solutions for task in heldout_tasks)
+    seen_answer = sorted(task.uuid for task in heldout_tasks if task.solution in train_solutions)
+    novel = len(heldout_tasks) - len(seen_answer)
     print(report.summary())
     print(
         f"{len(train)} training trajectories; {len(heldout_tasks)} held-out tasks ({args.sft_split} split), "
@@ -187,6 +189,7 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
         "rl_pool": str(out / "rl_pool") if pool else None,
         "rl_pool_tasks": len(pool),
         "heldout_novel_solutions": novel,
+        "heldout_seen_answer": seen_answer,
         "split": args.sft_split,
         **{k: v for k, v in report.to_dict().items() if k != "drops"},
     }
@@ -224,7 +227,11 @@ def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluato
     return solvable[: args.rl_pool_tasks]
 
 
-def _evaluate_synthetic(args: argparse.Namespace, model: str, folder: Path) -> Summary:
+def _evaluate_synthetic(
+    args: argparse.Namespace, model: str, folder: Path, seen_answer: list[str] | None = None
+) -> Summary:
+    """The held-out synthetic tasks' rates for ``model``; with ``seen_answer`` (the tasks whose honest answer is a
+    training task's), the correct rate of those tasks and of the novel ones apart."""
     from kernel_eval.config import EvalConfig
     from kernel_eval.run import run_evaluation
 
@@ -240,11 +247,32 @@ def _evaluate_synthetic(args: argparse.Namespace, model: str, folder: Path) -> S
         seed=args.seed,
     )
     summary = run_evaluation(config)
-    return {
-        "model": model,
-        "report": str(folder / "report.md"),
-        **{k: summary[k] for k in ("num_tasks", "num_samples", *SFT_METRICS)},
-    }
+    rates = {k: summary[k] for k in ("num_tasks", "num_samples", *SFT_METRICS)}
+    if seen_answer is not None:
+        per_task = {task: row["correct_rate"] for task, row in summary["per_task"].items()}
+        for group, member in (("seen_answer", True), ("novel_answer", False)):
+            values = [rate for task, rate in per_task.items() if (task in seen_answer) is member]
+            rates[f"correct_rate_{group}"] = sum(values) / len(values) if values else None
+            rates[f"tasks_{group}"] = len(values)
+    return {"model": model, "report": str(folder / "report.md"), **rates}
+
+
+def _print_rates(columns: dict[str, Summary]) -> None:
+    """The held-out table: SFT_METRICS, then the correct rate of seen-answer and novel-answer tasks apart."""
+    print(f"{'metric':<26}" + "".join(f"{name:>8}" for name in columns))
+    first = next(iter(columns.values()))
+    keys = [*SFT_METRICS]
+    for group in ("seen_answer", "novel_answer"):
+        if first.get(f"tasks_{group}"):
+            keys.append(f"correct_rate_{group}")
+    for key in keys:
+        label = (
+            key if not key.endswith("_answer") else f"{key} ({first[key.replace('correct_rate', 'tasks')]})"
+        )
+        cells = "".join(
+            f"{'-' if c.get(key) is None else format(c[key], '.3f'):>8}" for c in columns.values()
+        )
+        print(f"{label:<26}{cells}")
 
 
 SFT_METRICS = ("format_rate", "compile_rate", "correct_rate", "hacked_rate")
@@ -255,7 +283,8 @@ def stage_sft(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
 
     out = Path(args.out)
     base = _base_model(args)
-    before = _evaluate_synthetic(args, base, out / "sft_eval" / "before")
+    seen_answer = done.get("sft_data", {}).get("heldout_seen_answer")
+    before = _evaluate_synthetic(args, base, out / "sft_eval" / "before", seen_answer)
     command = [
         sys.executable,
         str(Path(__file__).resolve().parent / "sft.py"),
@@ -283,13 +312,12 @@ def stage_sft(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     if subprocess.run(command).returncode != 0:
         raise StageFailed("scripts/sft.py failed (its output is above)")
     train_seconds = round(time.perf_counter() - started, 2)
-    after = _evaluate_synthetic(args, str(out / "sft"), out / "sft_eval" / "after")
+    after = _evaluate_synthetic(args, str(out / "sft"), out / "sft_eval" / "after", seen_answer)
     print(
-        f"held-out synthetic tasks ({before['num_tasks']} tasks x {args.sft_eval_samples} samples, 1 turn):"
+        f"held-out synthetic tasks ({before['num_tasks']} tasks x {args.sft_eval_samples} samples, 1 turn; "
+        "seen answer: a training task has the same honest answer):"
     )
-    print(f"{'metric':<14}{'before':>8}{'after':>8}")
-    for key in SFT_METRICS:
-        print(f"{key:<14}{before[key]:>8.3f}{after[key]:>8.3f}")
+    _print_rates({"before": before, "after": after})
     return {
         "base_model": base,
         "sft_model": str(out / "sft"),
@@ -341,11 +369,9 @@ def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
     )
     after_rl = None
     if after_sft:  # the same held-out synthetic tasks as the sft stage's table, once more after RL
-        after_rl = _evaluate_synthetic(args, str(out / "trained"), out / "sft_eval" / "after_rl")
-        before, after = done["sft"]["before"], done["sft"]["after"]
-        print(f"{'metric':<14}{'base':>8}{'SFT':>8}{'RL':>8}")
-        for key in SFT_METRICS:
-            print(f"{key:<14}{before[key]:>8.3f}{after[key]:>8.3f}{after_rl[key]:>8.3f}")
+        seen_answer = done.get("sft_data", {}).get("heldout_seen_answer")
+        after_rl = _evaluate_synthetic(args, str(out / "trained"), out / "sft_eval" / "after_rl", seen_answer)
+        _print_rates({"base": done["sft"]["before"], "SFT": done["sft"]["after"], "RL": after_rl})
     return {
         "base_model": model,
         "dataset": dataset,
@@ -355,6 +381,35 @@ def stage_train(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
         "device": "cuda" if _cuda() else "cpu",
         "rl_signal": signal,
         "heldout_after_rl": after_rl,
+    }
+
+
+def stage_curve(args: argparse.Namespace, done: dict[str, Summary]) -> Summary:
+    """A learning curve that fits the CPU: the tiny model on the toy multi-turn environment with the real trainer,
+    TRLOO against the control (TRLOO on rewards shuffled within each group), --curve-seeds x --curve-steps."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "learning_curve", Path(__file__).resolve().parents[1] / "benchmarks" / "learning_curve.py"
+    )
+    learning_curve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(learning_curve)
+    folder = Path(args.out) / "curve"
+    learning_curve.main(
+        ["--out", str(folder), "--steps", str(args.curve_steps), "--estimators", "trloo", "control"]
+        + ["--seeds", *map(str, args.curve_seeds)]
+    )
+    data = json.loads((folder / "curve.json").read_text(encoding="utf-8"))
+    tail = {
+        f"{run['estimator']}_seed{run['seed']}": round(learning_curve.tail_mean(run["turn_2_reward"]), 4)
+        for run in data["runs"]
+    }
+    return {
+        "curve": str(folder / "curve.json"),
+        "plot": str(folder / "curve.png"),
+        "steps": args.curve_steps,
+        "turn_2_reward_last_fifth": tail,
+        "trloo_minus_control": data["paired"].get("control"),
     }
 
 
@@ -405,6 +460,7 @@ STAGES: dict[str, Callable[[argparse.Namespace, dict[str, Summary]], Summary]] =
     "sft_data": stage_sft_data,
     "sft": stage_sft,
     "train": stage_train,
+    "curve": stage_curve,
     "evaluate": stage_evaluate,
 }
 
@@ -519,6 +575,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--train-steps", type=int, default=4, help="optimiser steps of the train stage (default 4)"
+    )
+    parser.add_argument(
+        "--curve-steps", type=int, default=40, help="curve stage: training steps per run (default 40)"
+    )
+    parser.add_argument(
+        "--curve-seeds", type=int, nargs="+", default=[0, 1], help="curve stage: seeds, one run per arm each"
     )
     parser.add_argument("--eval-samples", type=int, default=2, help="samples per held-out task (default 2)")
     parser.add_argument(

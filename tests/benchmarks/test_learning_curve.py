@@ -32,5 +32,17 @@ def test_two_steps_of_both_estimators_with_mrs(tmp_path):
         + ["--max-tokens", "2", "--turns", "2", "--stop-on-success", "--mrs"]
     )
     data = json.loads((tmp_path / "curve.json").read_text())
-    assert len(data["runs"]) == 4 and data["paired"]["solved"]["seeds"] == 2
+    assert len(data["runs"]) == 4 and data["paired"]["grpo_turn"]["solved"]["seeds"] == 2
     assert (tmp_path / "curve.png").exists()
+
+
+def test_the_control_arm_trains_trloo_on_group_shuffled_rewards(tmp_path):
+    learning_curve.main(
+        ["--out", str(tmp_path), "--steps", "2", "--seeds", "0", "1", "--estimators", "trloo", "control"]
+        + ["--prompts", "2", "--generations", "2", "--max-tokens", "2"]
+    )
+    data = json.loads((tmp_path / "curve.json").read_text())
+    assert len(data["runs"]) == 4
+    assert set(data["paired"]) == {"control"} and data["paired"]["control"]["solved"]["seeds"] == 2
+    arms = {(r["estimator"], r["advantage_estimator"], r["reward_control"]) for r in data["runs"]}
+    assert arms == {("trloo", "trloo", "none"), ("control", "trloo", "permute_within_group")}

@@ -1,4 +1,5 @@
-"""scripts/pipeline.py's split / sft_data / sft / train / evaluate stages (the README's main job), as subprocess runs."""
+"""scripts/pipeline.py's split / sft_data / sft / train / curve / evaluate stages (the README's main job), as subprocess
+runs."""
 
 import json
 import subprocess
@@ -57,12 +58,14 @@ def test_full_pipeline_trains_and_evaluates(tmp_path):
         "16",
         "--rl-pool-tasks",
         "1",
+        "--curve-steps",
+        "2",
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.rstrip().endswith(f"evaluation report: {tmp_path}/eval/report.md")
     summary = json.loads((tmp_path / "pipeline_summary.json").read_text())
-    assert list(summary) == ["build", "validate", "split", "sft_data", "sft", "train", "evaluate"]
+    assert list(summary) == ["build", "validate", "split", "sft_data", "sft", "train", "curve", "evaluate"]
     assert summary["train"]["base_model"] == str(tmp_path / "sft")
     # after SFT the policy trains on the RL pool, and each step's reward signal is reported
     assert (
@@ -125,7 +128,29 @@ def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
     from transformers import AutoTokenizer
 
     assert len(AutoTokenizer.from_pretrained(str(tmp_path / "tiny-model-sft"))) > 400
-    assert "metric          before   after" in done.stdout and "correct_rate" in done.stdout
+    assert f"{'metric':<26}  before   after" in done.stdout and "correct_rate" in done.stdout
+    # the held-out task's correct rate is also given apart as seen-answer or novel-answer (a training task has, or
+    # has not, the same honest answer)
+    seen = data["heldout_seen_answer"]
+    for side in ("before", "after"):
+        assert (sft[side]["tasks_seen_answer"], sft[side]["tasks_novel_answer"]) == (len(seen), 1 - len(seen))
+    group = "seen_answer" if seen else "novel_answer"
+    assert sft["after"][f"correct_rate_{group}"] == sft["after"]["correct_rate"]
+    assert f"correct_rate_{group} (1)" in done.stdout
+
+
+def test_the_curve_stage_trains_trloo_against_a_shuffled_reward_control(tmp_path):
+    done = pipeline(tmp_path, "--stages", "curve", "--curve-steps", "2", "--curve-seeds", "0", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    curve = json.loads((tmp_path / "pipeline_summary.json").read_text())["curve"]
+    assert set(curve["turn_2_reward_last_fifth"]) == {
+        "trloo_seed0",
+        "trloo_seed1",
+        "control_seed0",
+        "control_seed1",
+    }
+    assert curve["trloo_minus_control"]["turn_2_reward"]["seeds"] == 2
+    assert Path(curve["plot"]).is_file() and "trloo - control, turn_2_reward" in done.stdout
 
 
 def test_sft_data_rejects_a_heldout_count_out_of_range(tmp_path):
