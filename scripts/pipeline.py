@@ -10,8 +10,7 @@ Stages (``--stages`` picks some; docs/training.md#the-main-job describes each on
     curve     TRLOO against a shuffled-reward control on the toy environment, seeds x steps -> OUT/curve
     evaluate  the trained model on the held-out tasks (samples x turns with feedback) -> OUT/eval/report.md
 
-Each stage is a function that receives the parsed arguments and the summaries of the stages before it and
-returns its own; the summaries are printed and written to OUT/pipeline_summary.json.
+Each stage takes the arguments and the earlier stages' summaries and returns its own (OUT/pipeline_summary.json).
 
     .venv/bin/python scripts/pipeline.py --stages build --preset full --out /tmp/run
 """
