@@ -258,7 +258,7 @@ def _evaluate_synthetic(
 
 def _print_rates(columns: dict[str, Summary]) -> None:
     """The held-out table: SFT_METRICS, then the correct rate of seen-answer and novel-answer tasks apart."""
-    print(f"{'metric':<26}" + "".join(f"{name:>8}" for name in columns))
+    print(f"{'metric':<31}" + "".join(f"{name:>8}" for name in columns))
     first = next(iter(columns.values()))
     keys = [*SFT_METRICS]
     for group in ("seen_answer", "novel_answer"):
@@ -271,7 +271,7 @@ def _print_rates(columns: dict[str, Summary]) -> None:
         cells = "".join(
             f"{'-' if c.get(key) is None else format(c[key], '.3f'):>8}" for c in columns.values()
         )
-        print(f"{label:<26}{cells}")
+        print(f"{label:<31}{cells}")
 
 
 SFT_METRICS = ("format_rate", "compile_rate", "correct_rate", "hacked_rate")

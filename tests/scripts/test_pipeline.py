@@ -128,7 +128,7 @@ def test_sft_stages_verify_train_and_evaluate_before_and_after(tmp_path):
     from transformers import AutoTokenizer
 
     assert len(AutoTokenizer.from_pretrained(str(tmp_path / "tiny-model-sft"))) > 400
-    assert f"{'metric':<26}  before   after" in done.stdout and "correct_rate" in done.stdout
+    assert f"{'metric':<31}  before   after" in done.stdout and "correct_rate" in done.stdout
     # the held-out task's correct rate is also given apart as seen-answer or novel-answer (a training task has, or
     # has not, the same honest answer)
     seen = data["heldout_seen_answer"]
