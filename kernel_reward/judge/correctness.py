@@ -4,10 +4,11 @@ The candidate runs in its own process (``remote.RemoteCandidate``); every compar
 reference itself stay here. In order: the buffer-reuse check (two calls on the SAME input buffers, refilled with
 new values: a replayed cache is hacked); per trial from a hidden seed, the candidate, the reference, then the
 candidate again, each on fresh clones, with the arena's inputs checked bitwise unchanged and the outputs'
-structure, shape, dtype and values compared; across trials, the constant-output check; then one ablated call
-(decoy kernels) and one forward per module mode under ``inference_mode`` and ``enable_grad``, each of which must
-launch a candidate kernel and still be right. Checks that rest on the runner's own report (which kernels launched,
-the ablated call) can only lower a verdict the outputs allow (``launch_checks_self_reported``).
+structure, shape, dtype and values compared, with one ablated call (decoy kernels) on inputs of its own placed at a
+random point among the trials; across trials, the constant-output check; then one forward per module mode under
+``inference_mode`` and ``enable_grad``, each of which must launch a candidate kernel and still be right. Checks
+that rest on the runner's own report (which kernels launched, the ablated call) can only lower a verdict the
+outputs allow (``launch_checks_self_reported``).
 
 Fail closed: the report is ``passed`` only when every check ran and succeeded. Step by step:
 docs/reward.md#the-correctness-checks.
@@ -37,7 +38,7 @@ from kernel_reward.common.tensors import (
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.compare import fingerprint
 from kernel_reward.judge.remote import RemoteCandidate, SlotOutputs
-from kernel_reward.judge.seeds import SeedStream
+from kernel_reward.judge.seeds import SeedStream, ablation_point, fresh_seed
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import Status
@@ -50,20 +51,17 @@ class HackReason(enum.StrEnum):
     CONSTANT_OUTPUT = "constant_output"
     NO_KERNEL_LAUNCHED = "no_kernel_launched"
     DECOY_KERNEL = "decoy_kernel"
-    INCONSISTENT_RESULTS = (
-        "inconsistent_results"  # right before the reference ran, wrong after (or vice versa)
-    )
+    # right before the reference ran, wrong after (or vice versa)
+    INCONSISTENT_RESULTS = "inconsistent_results"
     INCORRECT_AFTER_TIMING = "incorrect_after_timing"
     INCORRECT_DURING_TIMING = "incorrect_during_timing"
     TIMED_WITHOUT_OWN_KERNEL = "timed_without_own_kernel"  # a timed call launched none of its own kernels
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
-    CACHED_REPLAY = (
-        "cached_replay"  # same input buffers, new values, the old values' answer (cached on pointers)
-    )
+    # same input buffers, new values, the old values' answer (cached on pointers)
+    CACHED_REPLAY = "cached_replay"
     LOW_COVERAGE = "low_coverage"  # strict mode (EvalOptions.min_coverage): coverage under the floor
-    FORGED_MESSAGE = (
-        "forged_message"  # the runner sent a frame its harness never sends (the candidate wrote it)
-    )
+    # the runner sent a frame its harness never sends (the candidate wrote it)
+    FORGED_MESSAGE = "forged_message"
 
 
 # Runner-side checks (``runner._self_check``) whose report names a hack: a runner can only hurt itself by them.
@@ -97,9 +95,8 @@ class JudgeTask:
     candidate: RemoteCandidate
     init_inputs: list[Any]
     state_transfer: dict[str, Any] = field(default_factory=dict)
-    reference_keeps_inputs: bool = (
-        False  # its forward leaves its inputs alone: it may run on the judge's own inputs
-    )
+    # its forward leaves its inputs alone: it may run on the judge's own inputs
+    reference_keeps_inputs: bool = False
     # The reference's buffers when the candidate was built (and given the reference's state): both sides go back to
     # them before each module mode's launch passes (``verify_launch_passes``).
     reference_buffers: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -186,10 +183,15 @@ def check_correctness(
     options: EvalOptions,
     seeds: list[int],
     gpu_turn: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+    decoy_seed: int | None = None,
 ) -> CorrectnessReport:
     """All trials, the constant-output check, decoy ablation and launch verification. Never raises.
     ``gpu_turn``: held around each step that runs on the device (the GPU lock's shared side), so that a judge
-    waiting to time waits for one trial, not for the whole check."""
+    waiting to time waits for one trial, not for the whole check. ``decoy_seed``: the hidden seed of the ablated
+    call's inputs, used by no other call; it also places that call among the trials (None: drawn here)."""
+    if decoy_seed is None:
+        decoy_seed = fresh_seed()
+    decoy_before = ablation_point(decoy_seed, len(seeds)) if options.decoy_check else None
     report = CorrectnessReport()
     runner = CandidateRunner(task, device, options)
     trials: list[dict[str, Any]] = []
@@ -209,6 +211,10 @@ def check_correctness(
         # outputs for the constant-output check would hold 2 x trials x outputs, 60 GiB on a 6 GiB task).
         ref_prints, cand_prints = [], []
         for index, seed in enumerate(seeds):
+            if index == decoy_before:
+                with gpu_turn():
+                    _check_not_decoy(runner, task, device, options, decoy_seed)
+                report.details["decoy_check"] = "passed"
             with gpu_turn():
                 inputs = make_inputs(task.reference_module, seed, device)
                 before = runner.call(inputs)
@@ -242,12 +248,12 @@ def check_correctness(
             ref_prints.append(fingerprint(reference))
             cand_prints.append(read.fingerprint)  # of the values just compared: the same read
             del reference, after
+        if decoy_before == len(seeds):
+            with gpu_turn():
+                _check_not_decoy(runner, task, device, options, decoy_seed)
+            report.details["decoy_check"] = "passed"
         _check_not_constant(ref_prints, cand_prints)
         report.details["constant_output_check"] = "passed"
-        if options.decoy_check:
-            with gpu_turn():
-                _check_not_decoy(runner, task, device, options, seeds[0])
-            report.details["decoy_check"] = "passed"
         with gpu_turn():
             report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
         report.passed = True

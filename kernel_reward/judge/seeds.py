@@ -30,3 +30,9 @@ class SeedStream:
 def fresh_seed() -> int:
     """One secret 63-bit seed (a build seed, say)."""
     return secrets.randbits(SEED_BITS)
+
+
+def ablation_point(decoy_seed: int, num_trials: int) -> int:
+    """Pure: before which correctness trial the ablated call runs (``num_trials``: after the last), from the hidden
+    seed of its own inputs, so neither its place among the calls nor its inputs can be told from earlier calls."""
+    return decoy_seed % (num_trials + 1)

@@ -71,7 +71,7 @@ def judge(
     store of timing baselines (``timing.prior``; None: every evaluation measures its own)."""
     options: EvalOptions = request.options
     client = RunnerClient(runner, deadline)
-    seeds = correctness.trial_seeds(options.seed_base, options.num_trials + 3)
+    seeds = correctness.trial_seeds(options.seed_base, options.num_trials + 4)
     result.flags.append("launch_checks_self_reported")
 
     with phases("load"):
@@ -280,7 +280,8 @@ def _check_correctness(
     result: EvalResult,
     gpu_turn: Any = contextlib.nullcontext,
 ) -> None:
-    report = correctness.check_correctness(task, device, options, seeds[: options.num_trials], gpu_turn)
+    trials, decoy = seeds[: options.num_trials], seeds[options.num_trials]  # [-3:]: recheck, resized, build
+    report = correctness.check_correctness(task, device, options, trials, gpu_turn, decoy)
     result.correctness = report.details
     result.launched_kernels = report.launched_kernels
     if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
