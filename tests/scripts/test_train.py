@@ -22,6 +22,16 @@ def run(args, tmp_path):
     )
 
 
+def toy_run(model_dir: Path, out: Path, max_turns: int) -> list[str]:
+    """Arguments of a tiny toy-environment run on the CPU (4 samples of one prompt, 4-token turns)."""
+    return [
+        "--model_name_or_path", str(model_dir), "--environment", "toy", "--toy_tasks", "8",
+        "--output_dir", str(out), "--use_cpu", "true", "--bf16", "false",
+        "--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "4",
+        "--max_turns", str(max_turns),
+    ]  # fmt: skip
+
+
 def test_help_lists_multi_turn_options(tmp_path):
     proc = run(["--help"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -40,27 +50,7 @@ def test_toy_run_checkpoints_and_resumes(tmp_path):
     from trl_ext.tiny_model import save_tiny_model
 
     model_dir = save_tiny_model(tmp_path / "tiny")
-    common = [
-        "--model_name_or_path",
-        str(model_dir),
-        "--environment",
-        "toy",
-        "--toy_tasks",
-        "8",
-        "--output_dir",
-        str(tmp_path / "out"),
-        "--use_cpu",
-        "true",
-        "--bf16",
-        "false",
-        "--per_device_train_batch_size",
-        "4",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--max_turns",
-        "2",
+    common = toy_run(model_dir, tmp_path / "out", max_turns=2) + [
         "--save_strategy",
         "steps",
         "--save_steps",
@@ -132,19 +122,8 @@ def test_a_probe_dataset_is_evaluated_during_training(tmp_path):
     probe = tmp_path / "probe"
     probe.mkdir()
     Dataset.from_list(make_toy_tasks(3, seed=7)).to_json(probe / "train.jsonl")
-    common = ["--model_name_or_path", str(model_dir), "--environment", "toy", "--toy_tasks", "8"]
-    common += [
-        "--output_dir",
-        str(tmp_path / "out"),
-        "--use_cpu",
-        "true",
-        "--bf16",
-        "false",
-        "--report_to",
-        "none",
-    ]
-    common += ["--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "4"]
-    common += ["--max_turns", "1", "--logging_steps", "1", "--save_strategy", "no", "--max_steps", "2"]
+    common = toy_run(model_dir, tmp_path / "out", max_turns=1)
+    common += ["--report_to", "none", "--logging_steps", "1", "--save_strategy", "no", "--max_steps", "2"]
     common += ["--probe_dataset", str(probe), "--probe_tasks", "2"]
     refused = run(common, tmp_path)
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
