@@ -199,24 +199,11 @@ def _rl_pool(args: argparse.Namespace, sft_tasks: list, held: set[str], evaluato
     """--rl-pool-tasks fresh tasks for RL after SFT: drawn from another seed, of the variants SFT trained on (so
     the held-out variants stay unseen), none equal to an SFT task, each kept only when its honest solution is
     judged correct (the task is solvable); with --rl-pool-answers seen, only tasks whose honest answer a training
-    task has (twice as many draws)."""
+    task has (``dataset_builder.synthetic.pool``)."""
     from dataset_builder.sft_data import completion
-    from dataset_builder.synthetic.generate import generate_tasks
+    from dataset_builder.synthetic.pool import rl_pool_candidates
 
-    trained_keys = {
-        task.key for task in sft_tasks if task.uuid not in held
-    }  # none held out with --sft-split variant
-    seen = {task.uuid for task in sft_tasks}
-    taught = {task.solution for task in sft_tasks if task.uuid not in held}
-    families = sorted({key.split("/")[0] for key in trained_keys})
-    draws = (4 if args.rl_pool_answers == "any" else 8) * args.rl_pool_tasks
-    candidates = [
-        task
-        for task in generate_tasks(draws, seed=args.seed + 1, families=families)
-        if task.key in trained_keys
-        and task.uuid not in seen
-        and (args.rl_pool_answers == "any" or task.solution in taught)
-    ]
+    candidates = rl_pool_candidates(sft_tasks, held, args.rl_pool_tasks, args.seed, args.rl_pool_answers)
     candidates = candidates[: 2 * args.rl_pool_tasks]
     results = evaluator.evaluate_many(
         [(t.reference, completion(t.plan, t.solution)) for t in candidates], progress=True

@@ -151,6 +151,15 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
             f"{model_args.lora_dropout} makes them differ; set --lora_dropout 0"
         )
     train_dataset = load_train_dataset(script_args, args.seed)  # the cheap checks first
+    prompts = args.generation_batch_size // args.num_generations
+    if len(train_dataset) < prompts:
+        from trl_ext.script_input import fail
+
+        fail(
+            f"the training set has {len(train_dataset)} rows, fewer than the {prompts} prompts one generation batch "
+            f"samples (generation_batch_size {args.generation_batch_size} / num_generations {args.num_generations}): "
+            "no training step could run"
+        )
     probe_dataset = load_probe_dataset(script_args, args)
     tokenizer = pretrained_or_exit(
         AutoTokenizer.from_pretrained, model_args.model_name_or_path, revision=model_args.model_revision

@@ -22,22 +22,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from dataset_builder.synthetic.generate import generate_tasks  # noqa: E402
 from dataset_builder.synthetic.novelty import nearest_answer  # noqa: E402
+from dataset_builder.synthetic.pool import rl_pool_candidates  # noqa: E402
 from dataset_builder.synthetic.split import DEFAULT_HELD_OUT, split_tasks  # noqa: E402
 from dataset_builder.synthetic.task import FAMILIES, SyntheticTask  # noqa: E402
 
 
-def pool_tasks(pool_folder: Path, pool_draws: int, seed: int, trained: set[str]) -> list[SyntheticTask]:
-    """The pool's tasks: its rows' uuids among the candidates ``pipeline._rl_pool`` draws (4 x --rl-pool-tasks
-    from seed + 1, the trained families in sorted order), so a pool filtered afterwards is found too."""
+def pool_tasks(
+    pool_folder: Path, sft: list[SyntheticTask], held: set[str], pool_draws: int, seed: int, answers: str
+) -> list[SyntheticTask]:
+    """The pool's tasks: its rows' uuids among the candidates the pipeline drew for it
+    (``dataset_builder.synthetic.pool``), so a pool filtered afterwards is found too."""
     import datasets
 
     rows = datasets.load_dataset(str(pool_folder))["train"]
     uuids = {row["extra_info"]["uuid"] for row in rows}
-    families = sorted({key.split("/")[0] for key in trained})
-    drawn = {task.uuid: task for task in generate_tasks(4 * pool_draws, seed=seed + 1, families=families)}
+    drawn = {task.uuid: task for task in rl_pool_candidates(sft, held, pool_draws, seed, answers)}
     missing = sorted(uuids - set(drawn))
     if missing:
-        raise SystemExit(f"error: pool tasks not regenerated from seed {seed + 1}: {missing[:5]}")
+        raise SystemExit(
+            f"error: pool tasks not among the candidates drawn from seed {seed + 1}: {missing[:5]}"
+        )
     return [drawn[uuid] for uuid in sorted(uuids)]
 
 
@@ -76,6 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         default=64,
         help="pipeline --rl-pool-tasks the pool was drawn with (default 64)",
     )
+    parser.add_argument(
+        "--rl-pool-answers",
+        choices=["seen", "any"],
+        default="any",
+        help="pipeline --rl-pool-answers the pool was drawn with (default any, the protocol's)",
+    )
     parser.add_argument("--count", type=int, default=48, help="test tasks (default 48)")
     parser.add_argument("--test-seed", type=int, default=2, help="seed of the test draws (default 2)")
     parser.add_argument(
@@ -90,7 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     sft = generate_tasks(args.sft_tasks, seed=args.seed)
     split = split_tasks(sft, DEFAULT_HELD_OUT)
     trained = {task.key for task in split.train}
-    pool = pool_tasks(args.pool, args.rl_pool_tasks, args.seed, trained) if args.pool else []
+    held = {task.uuid for task in split.held_out}
+    pool = (
+        pool_tasks(args.pool, sft, held, args.rl_pool_tasks, args.seed, args.rl_pool_answers)
+        if args.pool
+        else []
+    )
     known = {**{t.uuid: t.solution for t in split.train}, **{t.uuid: t.solution for t in pool}}
     seen = {t.uuid for t in sft} | {t.uuid for t in pool}
     fresh = across_computations(

@@ -57,7 +57,7 @@ def test_full_pipeline_trains_and_evaluates(tmp_path):
         "--sft-eval-max-new-tokens",
         "16",
         "--rl-pool-tasks",
-        "1",
+        "2",
         "--curve-steps",
         "2",
         timeout=900,

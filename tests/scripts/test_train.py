@@ -138,3 +138,22 @@ def test_a_probe_dataset_is_evaluated_during_training(tmp_path):
     history = json.loads((tmp_path / "out" / "log_history.json").read_text())
     probe_steps = [entry["step"] for entry in history if "eval_turn_1/correct" in entry]
     assert probe_steps == [1, 2], history
+
+
+def test_a_training_set_smaller_than_one_generation_batch_is_refused(tmp_path):
+    """Fewer rows than the prompts of one generation batch would train for no step at all: one line, exit 2."""
+    from trl_ext.tiny_model import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    args = toy_run(model_dir, tmp_path / "out", max_turns=1) + ["--report_to", "none", "--max_steps", "1"]
+    args[args.index("--toy_tasks") + 1] = "1"
+    args[args.index("--per_device_train_batch_size") + 1] = "8"  # 2 prompts x 4 samples a step
+    proc = run(args, tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "error: the training set has 1 rows, fewer than the 2 prompts one generation batch samples"
+        )
+    )
