@@ -127,3 +127,24 @@ def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch
 def test_the_coverage_floor_must_be_a_fraction(tmp_path):
     with pytest.raises(ValueError, match="reward_min_coverage must be in \\[0, 1\\]"):
         recipe_configs("one_gpu_lora.yaml", tmp_path, reward_min_coverage=30)
+
+
+@pytest.mark.parametrize("name", GPU_RECIPES)
+def test_the_runners_coverage_number_earns_no_reward_in_the_gpu_recipes(name, tmp_path):
+    """Coverage is measured in the candidate's process (docs/security.md): under a GPU recipe a correct candidate
+    reporting full coverage is paid exactly what it is paid at the coverage floor."""
+    from kernel_reward.reward import compute_reward
+
+    args, _ = recipe_configs(name, tmp_path)
+    paid = {
+        coverage: compute_reward(
+            args.reward_scheme,
+            status="correct",
+            speedup=1.5,
+            coverage=coverage,
+            hacked=False,
+            params=args.reward_params(),
+        ).reward
+        for coverage in (0.3, 1.0)
+    }
+    assert paid[0.3] == paid[1.0], (name, paid)
