@@ -60,7 +60,6 @@ class KernelSession(ResourceSession):
         self._row = row
         self._env = KernelEnv(environments)
         self._env.reset(row)
-        self._done = False
 
     def initial_messages(self) -> list[dict[str, Any]]:
         return [dict(message) for message in self._row["prompt"]]
@@ -75,10 +74,9 @@ class KernelSession(ResourceSession):
         code = arguments.get("code")
         if not isinstance(code, str) or set(arguments) != {"code"}:
             raise ValueError(f"{TOOL_NAME} takes one argument, code (a string); got {sorted(arguments)}")
-        if self._done:
+        if self._env.state["done"]:
             return ToolResult(data="The episode is over: this submission was not evaluated.", done=True)
         observation = self._env.step(code)
-        self._done = observation.done
         result = observation.result
         return ToolResult(
             data=observation.text,
@@ -106,7 +104,7 @@ class KernelSession(ResourceSession):
         )
 
     def close(self) -> None:
-        self._done = True  # the judge belongs to the factory: KernelSessionFactory.close stops it
+        """Nothing to release: the judge belongs to the factory (``KernelSessionFactory.close`` stops it)."""
 
 
 class KernelSessionFactory(ResourceSessionFactory[KernelSession]):

@@ -241,9 +241,10 @@ def _evaluate_synthetic(
     summary = run_evaluation(config)
     rates = {k: summary[k] for k in ("num_tasks", "num_samples", *SFT_METRICS)}
     if seen_answer is not None:
+        seen = set(seen_answer)
         per_task = {task: row["correct_rate"] for task, row in summary["per_task"].items()}
         for group, member in (("seen_answer", True), ("novel_answer", False)):
-            values = [rate for task, rate in per_task.items() if (task in seen_answer) is member]
+            values = [rate for task, rate in per_task.items() if (task in seen) is member]
             rates[f"correct_rate_{group}"] = sum(values) / len(values) if values else None
             rates[f"tasks_{group}"] = len(values)
     return {"model": model, "report": str(folder / "report.md"), **rates}
@@ -253,14 +254,11 @@ def _print_rates(columns: dict[str, Summary]) -> None:
     """The held-out table: SFT_METRICS, then the correct rate of seen-answer and novel-answer tasks apart."""
     print(f"{'metric':<31}" + "".join(f"{name:>8}" for name in columns))
     first = next(iter(columns.values()))
-    keys = [*SFT_METRICS]
+    rows = [(key, key) for key in SFT_METRICS]  # (label, summary key)
     for group in ("seen_answer", "novel_answer"):
         if first.get(f"tasks_{group}"):
-            keys.append(f"correct_rate_{group}")
-    for key in keys:
-        label = (
-            key if not key.endswith("_answer") else f"{key} ({first[key.replace('correct_rate', 'tasks')]})"
-        )
+            rows.append((f"correct_rate_{group} ({first[f'tasks_{group}']})", f"correct_rate_{group}"))
+    for label, key in rows:
         cells = "".join(
             f"{'-' if c.get(key) is None else format(c[key], '.3f'):>8}" for c in columns.values()
         )

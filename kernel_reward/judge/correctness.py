@@ -189,8 +189,7 @@ def check_correctness(
     ``gpu_turn``: held around each step that runs on the device (the GPU lock's shared side), so that a judge
     waiting to time waits for one trial, not for the whole check. ``decoy_seed``: the hidden seed of the ablated
     call's inputs, used by no other call; it also places that call among the trials (None: drawn here)."""
-    if decoy_seed is None:
-        decoy_seed = fresh_seed()
+    decoy_seed = fresh_seed() if decoy_seed is None else decoy_seed
     decoy_before = ablation_point(decoy_seed, len(seeds)) if options.decoy_check else None
     report = CorrectnessReport()
     runner = CandidateRunner(task, device, options)
@@ -210,11 +209,13 @@ def check_correctness(
         # Fingerprints, not the outputs: a trial holds its inputs and two outputs at most (keeping every trial's
         # outputs for the constant-output check would hold 2 x trials x outputs, 60 GiB on a 6 GiB task).
         ref_prints, cand_prints = [], []
-        for index, seed in enumerate(seeds):
+        for index, seed in enumerate([*seeds, None]):  # None: the place after the last trial
             if index == decoy_before:
                 with gpu_turn():
                     _check_not_decoy(runner, task, device, options, decoy_seed)
                 report.details["decoy_check"] = "passed"
+            if seed is None:
+                break
             with gpu_turn():
                 inputs = make_inputs(task.reference_module, seed, device)
                 before = runner.call(inputs)
@@ -248,10 +249,6 @@ def check_correctness(
             ref_prints.append(fingerprint(reference))
             cand_prints.append(read.fingerprint)  # of the values just compared: the same read
             del reference, after
-        if decoy_before == len(seeds):
-            with gpu_turn():
-                _check_not_decoy(runner, task, device, options, decoy_seed)
-            report.details["decoy_check"] = "passed"
         _check_not_constant(ref_prints, cand_prints)
         report.details["constant_output_check"] = "passed"
         with gpu_turn():
