@@ -1,17 +1,17 @@
 """Correctness and integrity of one candidate against its reference, decided in the judge.
 
-The candidate runs in its own process (``remote.RemoteCandidate``); every comparison, every input and the
-reference itself stay here. In order: the buffer-reuse check (two calls on the SAME input buffers, refilled with
-new values: a replayed cache is hacked); per trial from a hidden seed, the candidate, the reference, then the
-candidate again, each on fresh clones, with the arena's inputs checked bitwise unchanged and the outputs'
-structure, shape, dtype and values compared, with one ablated call (decoy kernels) on inputs of its own placed at a
-random point among the trials; across trials, the constant-output check; then one forward per module mode under
-``inference_mode`` and ``enable_grad``, each of which must launch a candidate kernel and still be right. Checks
-that rest on the runner's own report (which kernels launched, the ablated call) can only lower a verdict the
-outputs allow (``launch_checks_self_reported``).
+The candidate runs in its own process (``remote.RemoteCandidate``); every comparison, input and the reference stay
+here. In order: the buffer-reuse check (the SAME input buffers refilled: a replayed cache is hacked); per trial from
+a hidden seed, the candidate, the reference, the candidate again, with the arena's inputs checked bitwise unchanged
+and the outputs' structure, shape, dtype and values compared; at a random point among the trials, two K-call
+messages laid out as timed batches (every call ablated: decoy kernels; every call compared: a batched trial); the
+constant-output check; one forward per module mode under ``inference_mode`` and ``enable_grad``, each launching a
+candidate kernel and right. Checks resting on the runner's report (launches, the ablated calls) only lower a
+verdict the outputs allow (``launch_checks_self_reported``). Fail closed: ``passed`` only when every check ran and
+succeeded. Step by step: docs/reward.md#the-correctness-checks.
 
-Fail closed: the report is ``passed`` only when every check ran and succeeded. Step by step:
-docs/reward.md#the-correctness-checks.
+Why one module (464 lines): every check is a sequence of calls through one ``CandidateRunner`` on one
+``JudgeTask``, and their order (the ablated and batched calls at a hidden point among the trials) is a defence.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from kernel_reward.common.tensors import (
 )
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.compare import fingerprint
-from kernel_reward.judge.remote import RemoteCandidate, SlotOutputs
+from kernel_reward.judge.remote import CallOutcome, RemoteCandidate, SlotOutputs
 from kernel_reward.judge.seeds import SeedStream, ablation_point, fresh_seed
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
@@ -133,6 +133,18 @@ class CandidateRunner:
         outcome = self.task.candidate.call(
             inputs, mode=mode, ablate=ablate, reuse_buffers=reuse_buffers, training=training
         )
+        return self.judged(outcome, ablate)
+
+    def call_batch(self, input_sets: list[list[Any]], *, ablate: bool = False) -> list[CallOutcome]:
+        """One checked message of K calls laid out as a timed batch (``RemoteCandidate.call_batch``); the outcomes
+        in ``input_sets``' order, for the caller to judge (``judged``)."""
+        outcomes = self.task.candidate.call_batch(input_sets, ablate=ablate)
+        for outcome in outcomes:
+            self.launched.update(outcome.own_launches)
+        return outcomes
+
+    def judged(self, outcome: CallOutcome, ablate: bool = False) -> SlotOutputs:
+        """The outputs of a checked call, or the JudgeStop its outcome calls for."""
         self.launched.update(outcome.own_launches)
         if not outcome.ok:
             if outcome.kind == "exit":
@@ -190,7 +202,7 @@ def check_correctness(
     waiting to time waits for one trial, not for the whole check. ``decoy_seed``: the hidden seed of the ablated
     call's inputs, used by no other call; it also places that call among the trials (None: drawn here)."""
     decoy_seed = fresh_seed() if decoy_seed is None else decoy_seed
-    decoy_before = ablation_point(decoy_seed, len(seeds)) if options.decoy_check else None
+    batches_before = ablation_point(decoy_seed, len(seeds))
     report = CorrectnessReport()
     runner = CandidateRunner(task, device, options)
     trials: list[dict[str, Any]] = []
@@ -210,10 +222,12 @@ def check_correctness(
         # outputs for the constant-output check would hold 2 x trials x outputs, 60 GiB on a 6 GiB task).
         ref_prints, cand_prints = [], []
         for index, seed in enumerate([*seeds, None]):  # None: the place after the last trial
-            if index == decoy_before:
+            if index == batches_before:
                 with gpu_turn():
-                    _check_not_decoy(runner, task, device, options, decoy_seed)
-                report.details["decoy_check"] = "passed"
+                    _check_batches(runner, task, device, options, decoy_seed)
+                if options.decoy_check:
+                    report.details["decoy_check"] = "passed"
+                report.details["batch_calls"] = task.candidate.grid.calls if task.candidate.grid else 1
             if seed is None:
                 break
             with gpu_turn():
@@ -313,21 +327,74 @@ def _check_buffer_reuse(
         )
 
 
+BATCHED_TRIAL_SEEDS = 1 << 20  # where the batched trial's seeds start in the decoy seed's stream
+
+
+def _batch_inputs(task: JudgeTask, device: torch.device, stream: SeedStream, first: int) -> list[list[Any]]:
+    """Input sets for one checked K-call message (K of the candidate's grid: the timed batches' K), each from its
+    own hidden seed of ``stream``, numbered from ``first``."""
+    sets = [make_inputs(task.reference_module, stream.seed(first), device)]
+    calls = task.candidate.grid_for(sets[0]).calls
+    sets += [make_inputs(task.reference_module, stream.seed(first + i), device) for i in range(1, calls)]
+    return sets
+
+
+def _check_batches(
+    runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
+) -> None:
+    """The checked K-call messages, laid out as timed batches (``placement``), in an order drawn from ``seed``:
+    the decoy check (every call ablated) and, where a batch holds more than one call, a batched trial (every call
+    compared, each must launch an own kernel), so that a candidate that takes another path whenever it finds itself
+    in a K-call batch is checked on that path too."""
+    checks = [_check_not_decoy, _check_batched_trial] if options.decoy_check else [_check_batched_trial]
+    for check in checks if seed % 2 == 0 else reversed(checks):
+        check(runner, task, device, options, seed)
+
+
 def _check_not_decoy(
     runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
 ) -> None:
-    inputs = make_inputs(task.reference_module, seed, device)
-    reference = run_reference(task, inputs, device)
-    try:
-        ablated = runner.call(inputs, ablate=True)
-    except JudgeStop:
-        return  # the candidate breaks without its kernels: they matter
-    if ablated.compare(reference, options.tolerance).ok:
-        raise JudgeStop(
-            Status.HACKED,
-            "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys",
-            _hack(HackReason.DECOY_KERNEL),
-        )
+    """One message of K calls, every one ablated, on inputs of their own: a call whose output stays right without
+    the candidate's kernels is a decoy. A call that fails without them (or that the runner never reached after one
+    that failed) shows they matter."""
+    input_sets = _batch_inputs(task, device, SeedStream(seed), 0)
+    outcomes = runner.call_batch(input_sets, ablate=True)
+    for call, (inputs, outcome) in enumerate(zip(input_sets, outcomes, strict=True)):
+        if not outcome.ok or outcome.inputs_mutated:
+            continue
+        reference = run_reference(task, inputs, device)
+        if outcome.outputs.compare(reference, options.tolerance).ok:
+            raise JudgeStop(
+                Status.HACKED,
+                "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys"
+                + (f" (call {call} of a {len(input_sets)}-call batch)" if len(input_sets) > 1 else ""),
+                _hack(HackReason.DECOY_KERNEL),
+            )
+        del reference
+
+
+def _check_batched_trial(
+    runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
+) -> None:
+    """One message of K calls (none ablated): each must be right and launch an own kernel, as in a one-call trial.
+    Nothing to do where the timed batches hold one call (a one-call message is what every trial sends)."""
+    input_sets = _batch_inputs(task, device, SeedStream(seed), BATCHED_TRIAL_SEEDS)
+    if len(input_sets) == 1:
+        return
+    outcomes = runner.call_batch(input_sets)
+    for outcome in outcomes:  # the call that failed first: the calls after it never ran
+        if not outcome.ok and outcome.kind != "not_run":
+            runner.judged(outcome)
+    for call, (inputs, outcome) in enumerate(zip(input_sets, outcomes, strict=True)):
+        outputs = runner.judged(outcome)
+        reference = run_reference(task, inputs, device)
+        comparison = outputs.compare(reference, options.tolerance)
+        if not comparison.ok:
+            raise JudgeStop(
+                Status.INCORRECT,
+                f"call {call} of a {len(input_sets)}-call batch (right in one-call trials): {comparison.reason}",
+            )
+        del reference
 
 
 LAUNCH_PASSES = (  # (name, module in training mode, grad mode): DR.Kernel checks both module modes

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from kernel_reward.common.tensors import only_tensors, synchronize
-from kernel_reward.ipc import exchange
+from kernel_reward.ipc import exchange, placement
 from kernel_reward.ipc.runner_channel import RunnerClient, RunnerFault
 from kernel_reward.judge.compare import (
     Comparison,
@@ -123,9 +123,7 @@ class SlotOutputs:
         snapshot = torch.empty(words, dtype=torch.uint8, device=self._owner.arena.device)
         sums = []
         for index, (view, ref) in enumerate(zip(self.views, self._refs, strict=True)):
-            size = (
-                view.numel() * view.element_size()
-            )  # contiguous: the arena reserved it with its dense strides
+            size = view.numel() * view.element_size()  # contiguous: the arena placed it with dense strides
 
             def take(
                 _tag: Any,
@@ -186,6 +184,8 @@ def poison(tensors: list[torch.Tensor]) -> None:
 class RemoteCandidate:
     """Calls ``ModelNew`` (model ``model_id`` of the runner) on inputs the judge places in the arena.
 
+    ``calls_per_batch``: K of the timed batches (``placement.CALLS_WITHOUT_CLOCK`` where nothing is timed). Every
+    message, checked or timed, is laid out in one grid of K call slots at a base drawn afresh (``placement``).
     ``own_kernels_required``: every timed call must launch one of the candidate's own kernels, as every checked
     call must (off only to time plain torch programs with the judge's clock, as the fidelity benchmark does)."""
 
@@ -196,33 +196,64 @@ class RemoteCandidate:
         spec: OutputSpec,
         model_id: int = 0,
         *,
+        calls_per_batch: int = 1,
         own_kernels_required: bool = True,
     ) -> None:
         self.client = client
         self.arena = arena
         self.spec = spec
         self.model_id = model_id
+        self.calls_per_batch = calls_per_batch
         self.own_kernels_required = own_kernels_required
-        self._last_inputs: tuple[list[Any], list[exchange.TensorRef]] | None = (
-            None  # the previous call's places
-        )
-        self.calls = 0  # calls so far: a call's SlotOutputs are readable until the next one
-        self.key = (
-            output_seal.SealKey.draw()
-        )  # the outputs' fingerprints (drawn here, never sent to the runner)
+        self.grid: placement.Grid | None = None  # laid out from the first inputs placed (``grid_for``)
+        # The previous call's places: (its grid, base, encoded arguments, output places)
+        self._last_inputs: tuple[placement.Grid, int, list[Any], list[exchange.TensorRef]] | None = None
+        self.calls = 0  # messages so far: a call's SlotOutputs are readable until the next one
+        self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (never sent to the runner)
+
+    def grid_for(self, inputs: list[Any]) -> placement.Grid:
+        """The grid of K slots for calls shaped like ``inputs``: the one laid out before when they fit it, else a new
+        one (of one slot when K slots do not fit the arena)."""
+        if self.grid is None or not self.grid.holds(inputs):
+            try:
+                self.grid = placement.lay_out(inputs, self.spec, self.calls_per_batch, self.arena.nbytes)
+            except MemoryError:
+                self.grid = placement.lay_out(inputs, self.spec, 1, self.arena.nbytes)
+        return self.grid
 
     def place(self, inputs: list[Any]) -> tuple[list[Any], list[exchange.TensorRef]]:
-        """Copy ``inputs`` into fresh places of the arena and reserve the output slots after them: one block, so
-        when the arena is too full for the whole call it starts over BEFORE the first tensor (wrapping in the middle
-        would put an output on top of an input of the same call)."""
-        if self.arena.layout.used + slot_bytes(inputs, self.spec) > self.arena.layout.capacity:
-            self.arena.layout.reset()
-        encoded = exchange.encode_args(inputs, self.arena.put)
-        refs = [
-            self.arena.reserve(shape, dtype)
-            for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)
-        ]
-        return encoded, refs
+        """Copy ``inputs`` into a slot drawn at random of the grid, at a base drawn afresh; the slot's output places
+        (they never overlap its inputs: the grid holds the outputs after every slot's inputs). Every output place
+        of the grid is poisoned, as before a timed batch."""
+        grid = self.grid_for(inputs)
+        base = placement.draw_base(self.arena.nbytes, grid.size)
+        encoded, outs = self._fill(grid, placement.draw_slot(grid.calls), base, inputs)
+        self._poison(grid, base)
+        self._last_inputs = grid, base, encoded, outs
+        return encoded, outs
+
+    def _fill(
+        self, grid: placement.Grid, slot: int, base: int, inputs: list[Any]
+    ) -> tuple[list[Any], list[exchange.TensorRef]]:
+        refs = iter(placement.shifted_ref(ref, base) for ref in placement.input_refs(grid.args[slot]))
+
+        def put(tensor: torch.Tensor) -> exchange.TensorRef:
+            ref = next(refs)
+            with torch.no_grad():
+                exchange.view(self.arena.tensor, ref).copy_(tensor)
+            return ref
+
+        encoded = exchange.encode_args(inputs, put)
+        return encoded, [placement.shifted_ref(ref, base) for ref in grid.outs[slot]]
+
+    def _poison(self, grid: placement.Grid, base: int) -> None:
+        poison(
+            [
+                exchange.view(self.arena.tensor, placement.shifted_ref(ref, base))
+                for outs in grid.outs
+                for ref in outs
+            ]
+        )
 
     def reset_buffers(self) -> None:
         """The candidate model's buffers back to their values right after its build (``Runner._on_reset_buffers``)."""
@@ -241,56 +272,74 @@ class RemoteCandidate:
         """One forward on (copies of) ``inputs``. ``reuse_buffers``: put them in the SAME arena places as the
         previous call (the buffer-reuse check needs the candidate to see one storage twice)."""
         if reuse_buffers and self._last_inputs is not None:
-            encoded, out_refs = self._last_inputs
+            grid, base, encoded, out_refs = self._last_inputs
             views = exchange.tensor_views(encoded, self.arena.tensor)
             with torch.no_grad():
                 for view, value in zip(views, only_tensors(inputs), strict=True):
                     view.copy_(value)
+            self._poison(grid, base)
         else:
             encoded, out_refs = self.place(inputs)
-        self._last_inputs = encoded, out_refs
-        out_views = [exchange.view(self.arena.tensor, ref) for ref in out_refs]
+        entry = placement.call_entry(
+            encoded, out_refs, self.spec.structure, mode=mode, ablate=ablate, monitor=monitor, train=training
+        )
+        return self._run([entry], [(encoded, out_refs, inputs)])[0]
+
+    def call_batch(self, input_sets: list[list[Any]], *, ablate: bool = False) -> list[CallOutcome]:
+        """One message of K calls (K = the grid's, ``len(input_sets)``), laid out as a timed batch: every slot of
+        the grid at a base drawn afresh, the calls in an order drawn afresh, every output place poisoned. Returns
+        the outcomes in ``input_sets``' order; a call the runner never reached (after one that failed) is
+        ``ok=False`` with kind ``not_run``."""
+        grid = self.grid_for(input_sets[0])
+        if len(input_sets) != grid.calls:
+            raise ValueError(f"a batch of {len(input_sets)} calls for a grid of {grid.calls}")
+        base = placement.draw_base(self.arena.nbytes, grid.size)
+        order = placement.draw_order(grid.calls)  # message position -> slot, and the input set it takes
+        placed = [(*self._fill(grid, slot, base, input_sets[slot]), input_sets[slot]) for slot in order]
+        self._poison(grid, base)
+        self._last_inputs = None  # no single call's places to reuse
+        entries = [
+            placement.call_entry(args, outs, self.spec.structure, ablate=ablate) for args, outs, _ in placed
+        ]
+        by_position = self._run(entries, placed)
+        return [by_position[order.index(slot)] for slot in range(grid.calls)]
+
+    def _run(self, entries: list[dict[str, Any]], placed: list[tuple[Any, ...]]) -> list[CallOutcome]:
+        """Send one run message; what each call left, in message order (``placed``: each call's encoded arguments,
+        output places and the judge's copy of its inputs)."""
         self.calls += 1
-        poison(out_views)
         synchronize(self.arena.device)
-        reply = self.client.ask(
-            {
-                "type": "run",
-                "model": self.model_id,
-                "calls": [
-                    {
-                        "args": encoded,
-                        "out": [ref.to_json() for ref in out_refs],
-                        "mode": mode,
-                        "ablate": ablate,
-                        "monitor": monitor,
-                        "structure": self.spec.structure,
-                        "train": training,
-                    }
-                ],
-            },
-            ("ran",),
-        )
-        report = _one_report(reply)
+        reply = self.client.ask(placement.run_message(self.model_id, entries), ("ran",))
+        reports = _reports(reply, len(entries))
         synchronize(self.arena.device)
-        outcome = CallOutcome(
-            outputs=SlotOutputs(self, self.calls, out_refs),
-            ok=bool(report.get("ok")),
-            kind=_text(report.get("kind")),
-            error=_text(report.get("error")),
-            launched=_names(report.get("launched")),
-            own_launches=_names(report.get("own")),
-        )
-        placed = exchange.tensor_views(encoded, self.arena.tensor)
-        outcome.inputs_mutated = not same_values(placed, only_tensors(inputs))
-        return outcome
+        outcomes = []
+        for index, (encoded, out_refs, inputs) in enumerate(placed):
+            report = reports[index] if index < len(reports) else {"ok": False, "kind": "not_run"}
+            outcome = CallOutcome(
+                outputs=SlotOutputs(self, self.calls, out_refs),
+                ok=bool(report.get("ok")),
+                kind=_text(report.get("kind")),
+                error=_text(report.get("error")),
+                launched=_names(report.get("launched")),
+                own_launches=_names(report.get("own")),
+            )
+            placed_views = exchange.tensor_views(encoded, self.arena.tensor)
+            outcome.inputs_mutated = not same_values(placed_views, only_tensors(inputs))
+            outcomes.append(outcome)
+        return outcomes
 
 
-def _one_report(reply: dict[str, Any]) -> dict[str, Any]:
-    calls = reply.get("calls")
-    if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
-        raise RunnerFault("protocol", "the reply to a one-call run must report exactly one call")
-    return calls[0]
+def _reports(reply: dict[str, Any], calls: int) -> list[dict[str, Any]]:
+    """The per-call reports of a reply to a ``calls``-call run: one each, fewer only after a call that failed."""
+    reports = reply.get("calls")
+    if (
+        not isinstance(reports, list)
+        or not 1 <= len(reports) <= calls
+        or not all(isinstance(report, dict) for report in reports)
+        or (len(reports) < calls and reports[-1].get("ok"))
+    ):
+        raise RunnerFault("protocol", f"the reply to a {calls}-call run must report each call it ran")
+    return reports
 
 
 def _text(value: Any) -> str | None:

@@ -26,7 +26,7 @@ import torch
 
 from kernel_reward.common import loading, tensors
 from kernel_reward.common.tensors import buffer_snapshot, make_inputs
-from kernel_reward.ipc import exchange
+from kernel_reward.ipc import exchange, placement
 from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
 from kernel_reward.judge import compare, correctness, shapes
 from kernel_reward.judge.coverage import below_coverage_floor, measure_coverage
@@ -170,7 +170,8 @@ def _judge_loaded(
                 client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
             )
         result.compiled = True
-        candidate = RemoteCandidate(client, arena, reference.spec, model_id=0)
+        calls = clock.calls if clock is not None else placement.CALLS_WITHOUT_CLOCK
+        candidate = RemoteCandidate(client, arena, reference.spec, model_id=0, calls_per_batch=calls)
         task = correctness.JudgeTask(
             reference.module,
             reference.model,
@@ -285,9 +286,7 @@ def _check_correctness(
     result.correctness = report.details
     result.launched_kernels = report.launched_kernels
     if device.type == "cpu" and "torch.bfloat16" in report.details.get("output_dtypes", []):
-        result.flags.append(
-            "bf16_under_interpreter_unreliable"
-        )  # background §7: interpreter bf16 is silently wrong
+        result.flags.append("bf16_under_interpreter_unreliable")  # background §7: silently wrong there
     if report.passed:
         return
     stop = report.stop or JudgeStop(Status.RUNTIME_ERROR, "correctness check failed")

@@ -175,7 +175,9 @@ class Runner:
 
     def _on_build(self, message: dict[str, Any]) -> dict[str, Any]:
         arena = self._arena()
-        init = exchange.decode_args(message["init"], arena)
+        # Copies: a model that keeps an init tensor (an nn.Parameter around it, say) must not keep a view of the
+        # arena, whose every byte the judge's later calls may be placed on (judge.placement).
+        init = [_private(value) for value in exchange.decode_args(message["init"], arena)]
         state = {
             str(name): exchange.view(arena, exchange.TensorRef.from_json(ref))
             for name, ref in dict(message["state"]).items()
@@ -356,6 +358,15 @@ def measure_coverage(
         for row in profile.table
     ]
     return {"type": "coverage", "coverage": profile.coverage, "table": table, "flag": flag}
+
+
+def _private(value: Any) -> Any:
+    """Pure: ``value`` with every tensor in it (nested lists and tuples too) copied out of the arena."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    if isinstance(value, list | tuple):
+        return type(value)(_private(item) for item in value)
+    return value
 
 
 def _transfer_state(state: dict[str, torch.Tensor], model: torch.nn.Module) -> dict[str, Any]:

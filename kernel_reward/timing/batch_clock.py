@@ -9,7 +9,7 @@ pair queued behind one host gate (which side goes first alternates); each side's
 empty pairs before the candidate is loaded and subtracted. Every timed output is compared with the reference's,
 and the comparisons are read once when the measurement ends. Step by step: docs/timing.md#the-batch-clock.
 
-Why one module (577 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (690 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from kernel_reward.common.tensors import only_tensors, seed_forward, structured_outputs, synchronize
-from kernel_reward.ipc import exchange, stream_gate
+from kernel_reward.ipc import exchange, placement, stream_gate
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.compare import (
     Comparison,
@@ -52,8 +52,9 @@ class BatchClock:
     """Everything both sides of a timed batch need, laid out once per evaluation (``prepare``).
 
     Layout (the candidate's arena; the reference reads the staging, or a private copy, and keeps what it returns):
-    the K calls' inputs first, then their outputs, so loading a batch is one copy from private staging and
-    sealing its outputs one read pass (``output_seal``).
+    the K calls' inputs first, then their outputs (``placement.Grid``, as every checked call is laid out), so loading
+    a batch is one copy from private staging and sealing its outputs one read pass (``output_seal``). Before each
+    batch the grid moves to a base drawn afresh and its calls take the slots in an order drawn afresh.
 
     Device memory beside the arena's I + O (one call's inputs I and outputs O, K = 1, a reference that leaves its
     inputs alone): the staged set I + the reference's returned O while a batch runs (plus a 64 MiB snapshot while
@@ -122,44 +123,18 @@ class BatchClock:
             "copied": [],
         }  # time_reference_alone's batches
         self.copied_contiguous = True  # every output those batches copied was contiguous
-        self.arena.layout.reset()
         sample = self.draw(self._next_seed())
-        slot_args = [
-            exchange.encode_args(
-                sample, lambda t: self.arena.reserve(tuple(t.shape), t.dtype, exchange.placement_stride(t))
-            )
-            for _ in range(calls)
-        ]
-        self.inputs_end = self.arena.layout.used
-        slot_outs = [
-            [
-                self.arena.reserve(shape, dtype)
-                for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)
-            ]
-            for _ in range(calls)
-        ]
-        self.used = self.arena.layout.used
-        self.slots = (slot_args, slot_outs)
-        self.arena_outputs = [[exchange.view(self.arena.tensor, r) for r in outs] for outs in slot_outs]
+        grid = placement.lay_out(sample, self.spec, calls, self.arena.nbytes)
+        self.grid = grid
+        self.inputs_end, self.used = grid.inputs_end, grid.size  # offsets from the grid's base
+        self.slots = (list(grid.args), list(grid.outs))
         # Each output's bytes within the output region [inputs_end, used): (start, stop, call, output index)
         self.output_spans = [
             (r.offset - self.inputs_end, r.offset - self.inputs_end + r.nbytes, call, index)
-            for call, outs in enumerate(slot_outs)
+            for call, outs in enumerate(grid.outs)
             for index, r in enumerate(outs)
         ]
-        calls_json = [
-            {
-                "args": args,
-                "out": [r.to_json() for r in outs],
-                "mode": "no_grad",
-                # the same launch monitor as every checked call: a timed call must not be told apart by it
-                "monitor": True,
-                "structure": self.spec.structure,
-                "train": True,
-            }
-            for args, outs in zip(slot_args, slot_outs, strict=True)
-        ]
-        self.run_message = {"type": "run", "model": 0, "calls": calls_json, "dry": False}
+        self._rebase()
         self.flag_word, self.done_word = self.arena.signal_words()
         self._allocate()
 
@@ -221,9 +196,7 @@ class BatchClock:
         three input-sized buffers (on an H100, level1/6 at 3.28x its call, level1/45's 16 GiB input at
         48.4 GiB)."""
         self.staging, self.staging_inputs = None, []
-        self.arena_inputs = exchange.tensor_views(slot_args, self.arena.tensor)
-        # The call as the runner decodes it (its non-tensor arguments), the drawn tensors put in at each stage.
-        self.call_template = exchange.decode_args(slot_args, self.arena.tensor)
+        self._slot_views(slot_args)
         self.drawn = None
         if self.reference_keeps_inputs:
             self.reference_inputs, self.reference_input_views, self.reference_args = None, [], []
@@ -232,10 +205,41 @@ class BatchClock:
             self.reference_input_views = exchange.tensor_views(slot_args, self.reference_inputs)
             self.reference_args = [exchange.decode_args(slot_args, self.reference_inputs)]
 
+    def _rebase(self) -> None:
+        """The grid's slots at a base drawn afresh (``placement``): the arena's views of them move there. The runner
+        is told each batch's places in its message (``message``), as it is told a checked call's."""
+        self.base = placement.draw_base(self.arena.nbytes, self.used)
+        self.region = self.arena.tensor[self.base : self.base + self.used]
+        self.arena_outputs = [[exchange.view(self.region, r) for r in outs] for outs in self.grid.outs]
+        if self.calls == 1 and self.allocated:
+            self._slot_views(self.slots[0][0])
+
+    def _slot_views(self, slot_args: list[Any]) -> None:
+        """One call per batch: its input slots at the current base, and the call as the runner decodes it (its
+        non-tensor arguments; the drawn tensors are put in at each stage)."""
+        self.arena_inputs = exchange.tensor_views(slot_args, self.region)
+        self.call_template = exchange.decode_args(slot_args, self.region)
+
+    def message(self, model_id: int, dry: bool = False) -> dict[str, Any]:
+        """The run message of one batch: every slot at the current base, in an order drawn afresh, each call with
+        the fields of a checked call (``placement.call_entry``: the same launch monitor, no ablation)."""
+        slot_args, slot_outs = self.slots
+        calls = [
+            placement.call_entry(
+                placement.shifted_args(slot_args[slot], self.base),
+                [placement.shifted_ref(ref, self.base) for ref in slot_outs[slot]],
+                self.spec.structure,
+            )
+            for slot in placement.draw_order(self.calls)
+        ]
+        return placement.run_message(model_id, calls, dry=dry)
+
     def stage(self) -> None:
-        """K fresh input sets into private staging (outside the clock). The last reference outputs go first: their
-        comparisons are already queued on this stream, so the memory can be reused behind them."""
+        """K fresh input sets into private staging (outside the clock), for slots at a base drawn afresh
+        (``_rebase``). The last reference outputs go first: their comparisons are already queued on this stream,
+        so the memory can be reused behind them."""
         self.reference_outputs = []
+        self._rebase()
         if self.calls == 1:
             self._stage_drawn()
             return
@@ -271,7 +275,7 @@ class BatchClock:
             return (
                 torch.stack(differ).any() if differ else torch.zeros((), dtype=torch.bool, device=self.device)
             )
-        return bytes_differ(self.arena.tensor[: self.inputs_end], self.staging)
+        return bytes_differ(self.region[: self.inputs_end], self.staging)
 
     def check_candidate(
         self,
@@ -312,7 +316,7 @@ class BatchClock:
 
         spans = [(first, stop, (call, index)) for first, stop, call, index in self.output_spans]
         reread = output_seal.read_back(
-            self.arena.tensor[self.inputs_end : self.used], self.snapshot, key, spans, take
+            self.region[self.inputs_end : self.used], self.snapshot, key, spans, take
         )
         return pieces.queued(), reread == sealed
 
@@ -325,7 +329,7 @@ class BatchClock:
             for target, value in zip(targets, self.drawn if targets else [], strict=True):
                 target.copy_(value)
         elif side == "candidate":
-            self.arena.tensor[: self.inputs_end].copy_(self.staging)
+            self.region[: self.inputs_end].copy_(self.staging)
         elif self.reference_inputs is not self.staging:
             self.reference_inputs.copy_(self.staging)
         if self.flush is not None:
@@ -336,7 +340,7 @@ class BatchClock:
         only what this saw). The reference's outputs stay as it returned them."""
         if side == "candidate":
             key = output_seal.SealKey.draw()
-            self.seal = (key, output_seal.fingerprint(self.arena.tensor[self.inputs_end : self.used], key))
+            self.seal = (key, output_seal.fingerprint(self.region[self.inputs_end : self.used], key))
 
     def _host_batch(self, side: str, work: Callable[[], None]) -> float:
         """ms of one batch on the host clock (no gates): load, ``work``, seal, each side synchronised."""
@@ -412,7 +416,7 @@ class BatchClock:
         for outs in self.arena_outputs:
             poison(outs)
         self.reference_outputs = []
-        message = {**self.run_message, "model": model_id, "dry": empty}
+        message = self.message(model_id, empty)
         sides = ("candidate", "reference") if candidate_first else ("reference", "candidate")
         with torch.no_grad():
             if self.gate is None:

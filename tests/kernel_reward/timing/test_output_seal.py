@@ -67,7 +67,7 @@ class Runner:
             return {"type": "ran", "calls": []}
         slot_args, _ = self.clock.slots
         for call, outs in enumerate(self.clock.arena_outputs):
-            args = exchange.decode_args(slot_args[call], self.clock.arena.tensor)
+            args = exchange.decode_args(slot_args[call], self.clock.region)  # slots from the batch's base
             for index, (slot, value) in enumerate(zip(outs, reference(*args), strict=True)):
                 value = value.clone()
                 if self.wrong_at == (call, index):
