@@ -1,4 +1,5 @@
-"""Where the judge places a call's tensors in the exchange arena (kernel_reward.judge.remote.RemoteCandidate.place)."""
+"""Where the judge places a call's tensors in the exchange arena (kernel_reward.judge.remote.RemoteCandidate.place;
+the layout itself: kernel_reward.ipc.placement)."""
 
 from __future__ import annotations
 
@@ -16,22 +17,22 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def test_a_calls_outputs_never_overlap_its_inputs_whatever_the_arena_held_before():
-    # An arena with room for exactly one call (what a large task gets), left by an earlier, smaller placement at
-    # an offset where the input still fits at the end but the output does not: the output must not wrap onto it.
+def test_a_calls_outputs_never_overlap_its_inputs_wherever_its_grid_is_drawn():
+    # An arena with room for one call and a little more (what a large task gets), a grid of two slots that does not
+    # fit it (one slot then), and many bases drawn: no output may overlap an input or leave the arena.
     inputs = [torch.randn(4096)]
     spec = output_spec(torch.randn(4096))
-    arena = exchange.Arena(slot_bytes(inputs, spec), torch.device("cpu"))
-    candidate = RemoteCandidate(client=None, arena=arena, spec=spec)
+    arena = exchange.Arena(slot_bytes(inputs, spec) + 8 * exchange.ALIGN, torch.device("cpu"))
+    candidate = RemoteCandidate(client=None, arena=arena, spec=spec, calls_per_batch=2)
     try:
-        for used in range(0, arena.layout.capacity, exchange.ALIGN):
-            arena.layout.used = used
+        bases = set()
+        for _ in range(200):
             encoded, outs = candidate.place(inputs)
             placed_inputs = [exchange.TensorRef.from_json(item["tensor"]) for item in encoded]
+            bases.add(placed_inputs[0].offset)
             for out in _ranges(outs):
-                assert out[1] <= arena.layout.capacity
-                assert not any(_overlap(out, inp) for inp in _ranges(placed_inputs)), (
-                    f"overlap after used={used}"
-                )
+                assert out[1] <= arena.nbytes
+                assert not any(_overlap(out, inp) for inp in _ranges(placed_inputs))
+        assert candidate.grid.calls == 1 and len(bases) > 1
     finally:
         arena.close()
