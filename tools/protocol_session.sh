@@ -114,7 +114,12 @@ case $mode in
     cd "$TREE"
     setsid nohup bash tools/protocol_session.sh plan "$plan" >"$SESSION/plan.log" 2>&1 </dev/null &
     echo "started '$plan' in the background (pid $!)" ;;
-  plan) run_plan "${2:?PLAN}" ;;
+  plan)
+    if compgen -G ".whl/*.whl" >/dev/null; then  # the steps' own Python (the pool's uuids) needs datasets too
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    fi
+    export PYTHONPATH=/tmp/site:$PWD
+    run_plan "${2:?PLAN}" ;;
   go) touch "$SESSION/go"; echo "go given" ;;
   wait)
     out=${2:?OUT}; limit=${3:-560}; t0=$SECONDS
