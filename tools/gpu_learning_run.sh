@@ -25,6 +25,8 @@
 # evaluates the result on 64 held-out tasks x 8 samples; "rl" trains recipes/qwen05b_trloo.yaml from the SFT model
 # for SECONDS (default 470); "eval" evaluates the RL model the same way. MODEL_DIR=folder skips the GGUF steps
 # (a CPU dry run with the tiny model: EVAL_ARGS, SFT_ARGS and RL_ARGS append options to each command).
+# EVAL_DATASET replaces the held-out tasks of "sft" and "eval"; RL_NAME (default rl) names the RL model's folder and
+# logs, RL_POOL the training set of "rl" (tools/protocol_session.sh runs the pre-registered experiment this way).
 set -euo pipefail
 KEEP=${KEEP:-/tmp/learn}
 SHA256=1f4967d90a06bd87410ee234f5b3ef98b03a81f20274dfa4f490a65b5f6cd740  # the joined file, output matrix zeroed
@@ -46,7 +48,7 @@ setup() {
 }
 
 evaluate() {  # MODEL NAME [DATASET TASKS SAMPLES]: tasks x samples, one turn, sampling as in training
-  local model=$1 name=$2 dataset=${3:-$DATA/heldout_tasks} tasks=${4:-$EVAL_TASKS} samples=${5:-$EVAL_SAMPLES}
+  local model=$1 name=$2 dataset=${3:-${EVAL_DATASET:-$DATA/heldout_tasks}} tasks=${4:-$EVAL_TASKS} samples=${5:-$EVAL_SAMPLES}
   # shellcheck disable=SC2086
   python3 scripts/evaluate.py --dataset "$dataset" --model "$model" --out "$OUT/eval_$name" \
     --limit "$tasks" --num-samples "$samples" --num-turns 1 --max-new-tokens 768 --temperature 1.0 \
@@ -96,17 +98,18 @@ case $mode in
       --out "$KEEP/rl_pool" --min "${POOL_MIN:-0.1}" --max "${POOL_MAX:-0.5}"
     echo "== pool in $((SECONDS - t0)) s" ;;
   rl)
-    OUT=${2:?OUT}; budget=${3:-470}; setup; t0=$SECONDS
+    OUT=${2:?OUT}; budget=${3:-470}; name=${RL_NAME:-rl}; setup; t0=$SECONDS
     [[ -f $KEEP/sft/config.json ]] || { echo "no SFT model in $KEEP/sft (machine went cold?)"; exit 3; }
     pool=$DATA/rl_pool; [[ -d $KEEP/rl_pool ]] && pool=$KEEP/rl_pool  # the filtered pool when "pool" ran
+    pool=${RL_POOL:-$pool}
     echo "RL pool: $pool"
     # shellcheck disable=SC2086
     python3 scripts/train.py --config recipes/qwen05b_trloo.yaml --model_name_or_path "$KEEP/sft" \
-      --dataset_name "$pool" --output_dir "$KEEP/rl" --max_train_seconds "$budget" ${RL_ARGS:-} \
-      >"$OUT/rl.log" 2>&1
-    cp "$KEEP/rl/log_history.json" "$OUT/rl_log_history.json"
-    echo "== rl in $((SECONDS - t0)) s"
-    python3 - "$OUT/rl_log_history.json" <<'EOF'
+      --dataset_name "$pool" --output_dir "$KEEP/$name" --max_train_seconds "$budget" ${RL_ARGS:-} \
+      >"$OUT/$name.log" 2>&1
+    cp "$KEEP/$name/log_history.json" "$OUT/${name}_log_history.json"
+    echo "== $name in $((SECONDS - t0)) s"
+    python3 - "$OUT/${name}_log_history.json" <<'EOF'
 import json, sys
 for e in json.load(open(sys.argv[1])):
     if "turn_1/reward" in e:
@@ -117,7 +120,7 @@ EOF
     ;;
   eval)
     OUT=${2:?OUT}; which=${3:-rl}; setup; t0=$SECONDS
-    [[ $which == base || $which == sft || $which == rl ]] || { echo "eval takes base, sft or rl, got $which"; exit 2; }
+    [[ $which =~ ^[a-z0-9_]+$ ]] || { echo "eval takes a model folder's name (base, sft, rl...), got $which"; exit 2; }
     [[ -f $KEEP/$which/config.json ]] || { echo "no model in $KEEP/$which (machine went cold?)"; exit 3; }
     evaluate "$KEEP/$which" "$which"
     echo "== eval $which in $((SECONDS - t0)) s" ;;

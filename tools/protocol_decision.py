@@ -1,9 +1,9 @@
 """The decision rule of the pre-registered learning experiment (docs/training/protocol/PROTOCOL.md), applied to
-its evaluations: each run's gain on the test set over the shared SFT model, paired by task with a bootstrap
-interval, and the four criteria, each printed as met or not.
+its evaluations: each run's gain on the test set over the SFT model of its own session (each session trains SFT
+again), paired by task with a bootstrap interval, and the four criteria, each printed as met or not.
 
-    python tools/protocol_decision.py --sft EVAL/summary.json --tasks TEST_SET \\
-        --run trloo 0 RUN/summary.json --run control 0 RUN/summary.json ... --out docs/training/protocol/result
+    python tools/protocol_decision.py --tasks TEST_SET --out docs/training/protocol/result \\
+        --run trloo 0 RUN/summary.json SESSION_SFT/summary.json --run control 0 RUN/summary.json SFT/summary.json
 
 Every summary is a ``scripts/evaluate.py`` summary of the same test tasks (``per_task`` correct rates).
 """
@@ -100,25 +100,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sft", type=Path, required=True, help="the SFT model's test-set summary.json")
     parser.add_argument("--tasks", type=Path, required=True, help="the test set folder (with novelty.json)")
     parser.add_argument(
         "--run",
-        nargs=3,
+        nargs=4,
         action="append",
-        metavar=("ARM", "SEED", "SUMMARY"),
+        metavar=("ARM", "SEED", "SUMMARY", "SFT_SUMMARY"),
         required=True,
-        help="one RL run's test-set summary.json (ARM: trloo or control)",
+        help="one RL run's test-set summary.json and its session's SFT one (ARM: trloo or control)",
     )
     parser.add_argument("--out", type=Path, default=None, help="write decision.json here")
     args = parser.parse_args(argv)
 
-    before = correct_rates(args.sft)
     computation = computation_of(args.tasks)
     gains: dict[tuple[str, int], PairedDifference] = {}
     per_task_gain: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for arm, seed, path in args.run:
-        after = correct_rates(Path(path))
+    for arm, seed, path, sft_path in args.run:
+        before, after = correct_rates(Path(sft_path)), correct_rates(Path(path))
+        if set(before) != set(after):
+            parser.error(f"{path} and {sft_path} evaluate different tasks")
         gains[arm, int(seed)] = paired_difference(before, after, metric=f"{arm} seed {seed} correct_rate")
         for task, rate in after.items():
             per_task_gain[arm][computation[task]].append(rate - before[task])

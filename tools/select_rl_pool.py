@@ -7,6 +7,10 @@ rate lies in ``[--min, --max]``.
 
     python tools/select_rl_pool.py --dataset POOL_DIR --summary EVAL_DIR/summary.json --out FILTERED_DIR \
         [--min 0.1] [--max 0.5] [--at-least 16]
+    python tools/select_rl_pool.py --dataset POOL_DIR --uuids rl_pool.json --out FILTERED_DIR
+
+``--uuids`` rebuilds a pool chosen earlier (a JSON ``{"uuids": [...]}``, as a pre-registered experiment commits
+it); every listed uuid must be in the candidate pool.
 
 Writes the filtered dataset folder (same rows, same features) and prints the rates it chose from. Exits 1 when
 fewer than ``--at-least`` tasks qualify (the run would then train on almost nothing: say so, do not train).
@@ -35,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dataset", type=Path, required=True, help="the candidate pool (a dataset folder)")
-    parser.add_argument(
-        "--summary", type=Path, required=True, help="kernel_eval summary.json of the model on it"
-    )
+    chosen_by = parser.add_mutually_exclusive_group(required=True)
+    chosen_by.add_argument("--summary", type=Path, help="kernel_eval summary.json of the model on it")
+    chosen_by.add_argument("--uuids", type=Path, help='a pool chosen earlier: JSON {"uuids": [...]}')
     parser.add_argument("--out", type=Path, required=True, help="folder for the filtered dataset")
     parser.add_argument("--min", type=float, default=0.1, help="lowest correct rate kept (default 0.1)")
     parser.add_argument("--max", type=float, default=0.5, help="highest correct rate kept (default 0.5)")
@@ -47,9 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from datasets import load_dataset
 
-    per_task = json.loads(args.summary.read_text())["per_task"]
     rows = load_dataset(str(args.dataset))["train"]
     ids = [row["uuid"] for row in rows["extra_info"]]
+    if args.uuids is not None:
+        chosen = set(json.loads(args.uuids.read_text())["uuids"])
+        unknown = sorted(chosen - set(ids))
+        if unknown:
+            parser.error(f"{args.uuids} names tasks not in {args.dataset}: {unknown[:5]}")
+        return write_pool(rows, chosen, args.out)
+    per_task = json.loads(args.summary.read_text())["per_task"]
     unknown = sorted(set(per_task) - set(ids))
     if unknown:
         parser.error(f"{args.summary} has tasks not in {args.dataset}: {unknown[:5]}")
@@ -60,9 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     if len(chosen) < args.at_least:
         print(f"fewer than {args.at_least} tasks qualify: not writing {args.out}", file=sys.stderr)
         return 1
+    return write_pool(rows, chosen, args.out)
+
+
+def write_pool(rows, chosen: set[str], out: Path) -> int:
+    """Write the rows whose uuid is in ``chosen`` as the dataset folder ``out``."""
     kept = rows.filter(lambda row: row["extra_info"]["uuid"] in chosen)
-    kept.to_parquet(str(args.out / "data" / "train-00000-of-00001.parquet"))
-    print(f"wrote {len(kept)} rows to {args.out}")
+    kept.to_parquet(str(out / "data" / "train-00000-of-00001.parquet"))
+    print(f"wrote {len(kept)} rows to {out}")
     return 0
 
 

@@ -76,9 +76,33 @@ def test_the_command_reads_summaries_and_writes_its_decision(tmp_path, capsys):
     sft = summary("sft", [0.0, 0.25, 0.5, 0.0, 0.25, 0.0, 0.5, 0.0])
     rl = summary("rl", [0.5, 0.5, 0.75, 0.25, 0.5, 0.25, 0.75, 0.25])
     ctl = summary("ctl", [0.0, 0.25, 0.5, 0.0, 0.25, 0.0, 0.5, 0.0])
-    argv = ["--sft", sft, "--tasks", str(tmp_path / "test"), "--out", str(tmp_path / "result")]
-    assert main([*argv, "--run", "trloo", "0", rl, "--run", "control", "0", ctl]) == 0
+    argv = ["--tasks", str(tmp_path / "test"), "--out", str(tmp_path / "result")]
+    assert main([*argv, "--run", "trloo", "0", rl, sft, "--run", "control", "0", ctl, sft]) == 0
     printed = capsys.readouterr().out
     assert "trloo | 0 | 0.188 | 0.469 | +0.281" in printed and "learning claimed: True" in printed
     record = json.loads((tmp_path / "result" / "decision.json").read_text())
     assert record["decision"]["computations_won"] == ["a", "b", "c", "d"]
+
+
+def test_each_run_is_paired_with_its_own_sessions_sft_evaluation(tmp_path, capsys):
+    tasks = ["t0", "t1"]
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "novelty.json").write_text(
+        json.dumps([{"uuid": t, "computation": "a"} for t in tasks])
+    )
+
+    def summary(name, rates):
+        path = tmp_path / f"{name}.json"
+        path.write_text(
+            json.dumps({"per_task": dict(zip(tasks, [{"correct_rate": r} for r in rates], strict=False))})
+        )
+        return str(path)
+
+    low_sft, high_sft, rl = summary("s1", [0.0, 0.0]), summary("s2", [0.5, 0.5]), summary("rl", [0.5, 0.5])
+    argv = ["--tasks", str(tmp_path / "test"), "--run", "control", "0", rl, high_sft]
+    main([*argv, "--run", "trloo", "0", rl, low_sft])
+    assert "trloo | 0 | 0.000 | 0.500 | +0.500" in capsys.readouterr().out
+    main([*argv, "--run", "trloo", "0", rl, high_sft])
+    assert "trloo | 0 | 0.500 | 0.500 | +0.000" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([*argv, "--run", "trloo", "1", rl, summary("other", [0.0])])

@@ -44,3 +44,24 @@ def test_the_cli_writes_the_filtered_dataset_or_refuses_when_too_few_qualify(tmp
     assert select_rl_pool.main([*args, "--at-least", "2"]) == 0
     kept = load_dataset(str(tmp_path / "kept"))["train"]
     assert sorted(row["uuid"] for row in kept["extra_info"]) == sorted([tasks[1].uuid, tasks[2].uuid])
+
+
+def test_a_committed_pool_is_rebuilt_from_its_uuids_and_an_unknown_uuid_refused(tmp_path, capsys):
+    from datasets import load_dataset
+
+    from dataset_builder.synthetic.generate import generate_tasks
+    from dataset_builder.synthetic.rows import write_task_dataset
+
+    tasks = generate_tasks(4, seed=3)
+    write_task_dataset(tasks, tmp_path / "pool")
+    listed = tmp_path / "rl_pool.json"
+    listed.write_text(json.dumps({"uuids": [tasks[0].uuid, tasks[3].uuid]}))
+    args = ["--dataset", str(tmp_path / "pool"), "--uuids", str(listed), "--out", str(tmp_path / "kept")]
+    assert select_rl_pool.main(args) == 0
+    kept = load_dataset(str(tmp_path / "kept"))["train"]
+    assert sorted(row["uuid"] for row in kept["extra_info"]) == sorted([tasks[0].uuid, tasks[3].uuid])
+
+    listed.write_text(json.dumps({"uuids": [tasks[0].uuid, "not-a-task"]}))
+    with pytest.raises(SystemExit):
+        select_rl_pool.main([*args[:-1], str(tmp_path / "other")])
+    assert "not-a-task" in capsys.readouterr().err and not (tmp_path / "other").exists()
