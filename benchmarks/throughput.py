@@ -206,6 +206,25 @@ class GpuSampler:
         return sum(1 for s in self.samples if s == 0) / len(self.samples) if self.samples else None
 
 
+def read_cpu_times(stat: Path = Path("/proc/stat")) -> list[int] | None:
+    """The host's CPU times summed over cores (``/proc/stat``'s ``cpu`` line, in ticks); None where there is none."""
+    try:
+        fields = stat.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    return [int(x) for x in fields[1:9]] if fields[:1] == ["cpu"] and len(fields) >= 9 else None
+
+
+def cpu_busy_fraction(before: list[int] | None, after: list[int] | None) -> float | None:
+    """Pure: the share of all cores' time between two ``read_cpu_times`` readings that was not idle or waiting
+    for I/O (fields: user nice system idle iowait irq softirq steal); None without two readings or time between."""
+    if before is None or after is None:
+        return None
+    delta = [a - b for a, b in zip(after, before, strict=True)]
+    total = sum(delta)
+    return 1.0 - (delta[3] + delta[4]) / total if total > 0 else None
+
+
 def run_pool(
     pairs: list[dict[str, Any]],
     device: str,
@@ -239,6 +258,7 @@ def run_pool(
         ev.evaluate(pairs[0]["reference"], pairs[0]["candidate"])
         startup_s = time.monotonic() - start
         with GpuSampler() as sampler:
+            cpu_before = read_cpu_times()
             t0 = time.monotonic()
             size = step_size or len(pairs)
             results, step_s = [], []
@@ -249,6 +269,7 @@ def run_pool(
                 )
                 step_s.append(time.monotonic() - started)
             wall_s = time.monotonic() - t0
+            cpu_busy = cpu_busy_fraction(cpu_before, read_cpu_times())
         workers_used = sum(pool.config.workers for pool in pools)
         spares = pools[0].config.warm_spares
     phases: dict[str, list[float]] = {}
@@ -290,6 +311,9 @@ def run_pool(
         "timing_slot_busy_fraction": slot_s / wall_s,
         "gpu_idle_fraction": sampler.idle_fraction(),
         "gpu_samples": len(sampler.samples),
+        # Every judge, runner and warming child shares the host's cores: near 1.0 the CPU bounds the pool.
+        "host_cpu_busy_fraction": cpu_busy,
+        "host_cpus": os.cpu_count(),
         "isolation_levels": sorted({row["isolation"] for row in rows if row["isolation"]}),
         "matches_expected": sum(row["status"] == row["expected"] for row in rows),
         "rows": rows,
@@ -491,7 +515,8 @@ def _pool_lines(report: dict[str, Any]) -> list[str]:
     lines = [
         f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
         f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
-        f"GPU idle fraction {pool['gpu_idle_fraction']}; GPU while timing: "
+        f"GPU idle fraction {pool['gpu_idle_fraction']}; host CPU busy {pool.get('host_cpu_busy_fraction')} "
+        f"of {pool.get('host_cpus')} cores; GPU while timing: "
         f"{'exclusive' if pool.get('exclusive_gpu_timing') else 'shared'}",
         f"options: {report['summary'].get('options') or 'defaults'}",
         "phase            mean s",

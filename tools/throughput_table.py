@@ -1,6 +1,6 @@
 """One table row per throughput JSON of ``benchmarks/bench_reward.py --throughput``: workers, warm spares,
 evaluations a minute, times the fresh-process baseline (not for RL-shaped runs), the timing slot's busy share, the
-honest kernels' median speedup, results flagged noise-dominated, and statuses as expected.
+host's CPU busy share (runs that recorded it), the honest kernels' median speedup, results flagged noise-dominated, and statuses as expected.
 
     python tools/throughput_table.py OUT/throughput_*.json
 """
@@ -26,10 +26,15 @@ def row(path: Path) -> dict:
         "eval/min": round(summary["pool_evals_per_min"], 1),
         "x fresh": round(summary["speedup_vs_baseline"], 1) if "speedup_vs_baseline" in summary else "-",
         "slot busy": round(pool["timing_slot_busy_fraction"], 2),
+        "host CPU busy": _rounded(pool.get("host_cpu_busy_fraction")),
         "honest median": round(statistics.median(honest), 3) if honest else None,
         "noise flags": sum("timing_noise_dominated" in r["flags"] for r in rows),
         "as expected": f"{pool['matches_expected']}/{pool['evaluations']}",
     }
+
+
+def _rounded(value: float | None) -> float | str:
+    return "-" if value is None else round(value, 2)
 
 
 def main(argv: list[str] | None = None) -> int:

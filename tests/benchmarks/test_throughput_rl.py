@@ -34,3 +34,21 @@ def test_an_rl_step_through_the_cpu_pool():
     assert pool["evaluations"] == 4 and len(pool["step_s"]) == 2
     assert pool["matches_expected"] == 4, [(r["variant"], r["status"], r["error"]) for r in pool["rows"]]
     assert throughput.format_report(report).startswith("RL-shaped on cpu: 2 steps of 1 tasks x 2 candidates")
+
+
+def test_host_cpu_busy_share_from_two_proc_stat_readings(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+    before = throughput.read_cpu_times(stat)
+    stat.write_text("cpu  250 0 100 900 50 0 0 0 0 0\n")
+    after = throughput.read_cpu_times(stat)
+    assert before == [100, 0, 50, 800, 50, 0, 0, 0] and after == [250, 0, 100, 900, 50, 0, 0, 0]
+    assert throughput.cpu_busy_fraction(before, after) == pytest.approx(200 / 300)  # 200 busy ticks of 300
+    assert (
+        throughput.cpu_busy_fraction(before, before) is None
+        and throughput.cpu_busy_fraction(None, after) is None
+    )
+    stat.write_text("intr 1 2 3\n")
+    assert throughput.read_cpu_times(stat) is None and throughput.read_cpu_times(tmp_path / "missing") is None
+    live = throughput.read_cpu_times()
+    assert live is None or len(live) == 8
