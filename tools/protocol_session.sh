@@ -17,12 +17,14 @@
 # memory), "run:ARM:SEED" (8 TRLOO steps, ARM trloo or control, with the probe; then the test-set evaluation).
 # Without "pool" in the plan, "run" trains on the committed docs/training/protocol/rl_pool.json.
 # "wait" packs each finished step's folder into $OUT/STEP.tar.gz and prints the plan's progress.
+# A CPU dry run with the tiny model: MODEL_DIR (skips the GGUF), SFT_ARGS / EVAL_ARGS as in gpu_learning_run.sh,
+# RL_EXTRA (appended to each run's options), POOL_FILE, POOL_SAMPLES, EVAL_TASKS, EVAL_SAMPLES.
 set -euo pipefail
 KEEP=${KEEP:-/tmp/learn}
 SESSION=$KEEP/session
 TREE=$KEEP/tree
 TEST=docs/training/protocol/test_set
-POOL_FILE=docs/training/protocol/rl_pool.json
+POOL_FILE=${POOL_FILE:-docs/training/protocol/rl_pool.json}
 export KEEP DATA=${DATA:-runs/protocol_data/sft_data} EVAL_TASKS=${EVAL_TASKS:-48} EVAL_SAMPLES=${EVAL_SAMPLES:-8}
 export EVAL_DATASET=$TEST/test PARTS=${PARTS:-8}  # pieces of <= 41 MiB: the working tree takes 17
 mode=${1:?usage: protocol_session.sh stage N PIECE | start PLAN | go | wait OUT SECONDS | plan PLAN}
@@ -35,7 +37,7 @@ step_sft() {
 }
 
 step_pool() {
-  POOL_SAMPLES=4 bash tools/gpu_learning_run.sh pool "$1" || return 1
+  POOL_SAMPLES=${POOL_SAMPLES:-4} bash tools/gpu_learning_run.sh pool "$1" || return 1
   python3 - "$KEEP/rl_pool" "$1/rl_pool.json" <<'EOF' || return 1
 import json, sys
 from datasets import load_dataset
@@ -60,7 +62,7 @@ step_pilot() {
   local t0=$SECONDS
   for arm in trloo control; do
     extra=""; [[ $arm == control ]] && extra="--reward_control permute_within_group"
-    RL_NAME=pilot_$arm RL_ARGS="--max_steps 2 --seed 99 $extra" \
+    RL_NAME=pilot_$arm RL_ARGS="--max_steps 2 --seed 99 $extra ${RL_EXTRA:-}" \
       bash tools/gpu_learning_run.sh rl "$out" 100000 >"$out/pilot_$arm.out" 2>&1 &
     pids+=($!)
   done
@@ -76,7 +78,7 @@ step_run() {  # OUT ARM SEED
   [[ $arm == trloo || $arm == control ]] || { echo "unknown arm $arm"; return 2; }
   [[ $arm == control ]] && extra="--reward_control permute_within_group"
   committed_pool || return 1
-  RL_NAME=rl_${arm}_$seed RL_POOL=$KEEP/rl_pool RL_ARGS="--max_steps 8 --seed $seed $extra $probe_args" \
+  RL_NAME=rl_${arm}_$seed RL_POOL=$KEEP/rl_pool RL_ARGS="--max_steps 8 --seed $seed $extra $probe_args ${RL_EXTRA:-}" \
     bash tools/gpu_learning_run.sh rl "$out" 100000 || return 1
   bash tools/gpu_learning_run.sh eval "$out" "rl_${arm}_$seed"
 }
