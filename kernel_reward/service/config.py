@@ -9,6 +9,7 @@ from typing import Any
 
 from kernel_reward import sandbox
 from kernel_reward.runtime import Mode, mode_of
+from kernel_reward.service.devices import gpu_memory
 
 
 @dataclass
@@ -28,7 +29,10 @@ class PoolConfig:
     max_slot_wait_s: float = (
         600.0  # waiting for the GPU's timing slot pauses the wall clock, at most this long
     )
-    gpu_memory_fraction: float | None = None  # None: 0.9 / workers on a GPU
+    gpu_memory_fraction: float | None = None  # None: the usable share below over the workers
+    # The share of the GPU this pool spreads over its workers and gives an evaluation run alone. None: measured
+    # when the pool starts, USABLE_DEVICE_MEMORY of the card less what other processes hold (a trainer on it).
+    usable_memory_fraction: float | None = None
     lock_dir: str | None = None  # where per-GPU timing locks live (shared across services on one host)
     # Hold the GPU alone while timing: the other children's GPU phases (builds, correctness, shape checks) wait
     # for it (gpu_lock). Shared, honest kernels read ~0.2x instead of ~1x under load (docs/decisions.md).
@@ -56,6 +60,10 @@ class PoolConfig:
             raise ValueError(f"PoolConfig.warm_spares must be >= 1, got {self.warm_spares}")
         if self.max_attempts < 1:
             raise ValueError(f"PoolConfig.max_attempts must be >= 1, got {self.max_attempts}")
+        if self.usable_memory_fraction is not None and not 0 < self.usable_memory_fraction <= 1:
+            raise ValueError(
+                f"PoolConfig.usable_memory_fraction must be in (0, 1], got {self.usable_memory_fraction!r}"
+            )
         if not self.timing_prior_max_age_s >= 0 or self.timing_prior_max_uses < 0:
             raise ValueError(
                 "PoolConfig.timing_prior_max_age_s and timing_prior_max_uses must be >= 0, got "
@@ -114,14 +122,19 @@ MAX_GPU_WORKERS = 8  # beyond this, more judges per GPU wait on the timing slot 
 
 def default_workers(device: str) -> int:
     """Concurrent candidates per device: all cores on the CPU (interpreter); on a GPU, its share of the host's
-    cores, no more than its memory holds at ``MIN_WORKER_SHARE_GIB`` each (so a host with unlike GPUs gives each
-    its own count), at most ``MAX_GPU_WORKERS`` and at least 2 (timing is exclusive, the rest overlaps)."""
+    cores, no more than its usable memory (free memory, ``GpuMemory.usable_fraction``) holds at
+    ``MIN_WORKER_SHARE_GIB`` each (so unlike GPUs of one host, or one that a trainer shares, each get their own
+    count), at most ``MAX_GPU_WORKERS`` and at least 2 (timing is exclusive, the rest overlaps)."""
     cores = len(os.sched_getaffinity(0))
     if device == "cpu":
         return max(1, cores)
     by_cores = cores // max(1, _gpu_count())
-    memory = _gpu_memory_gib(device)
-    by_memory = int(0.9 * memory // MIN_WORKER_SHARE_GIB) if memory is not None else by_cores
+    memory = gpu_memory(device)
+    by_memory = (
+        int(memory.usable_fraction * memory.total_gib // MIN_WORKER_SHARE_GIB)
+        if memory is not None
+        else by_cores
+    )
     return max(2, min(MAX_GPU_WORKERS, by_cores, by_memory))
 
 
@@ -132,13 +145,3 @@ def _gpu_count() -> int:
         return torch.cuda.device_count()
     except Exception:  # noqa: BLE001 - no torch / broken driver: treat as no GPU
         return 0
-
-
-def _gpu_memory_gib(device: str) -> float | None:
-    """Total memory of ``device`` ("cuda:N") in GiB, or None when it cannot be read (no driver here)."""
-    try:
-        import torch
-
-        return torch.cuda.get_device_properties(int(device.split(":")[1])).total_memory / 2**30
-    except Exception:  # noqa: BLE001 - no torch / no such device / broken driver: place by cores alone
-        return None

@@ -61,6 +61,7 @@ class ZygoteConfig:
     state_dir: str  # trusted scratch space of the service (seed cache, fallback work dirs)
     lock_path: str  # per-GPU timing lock (flock), shared by every process that times on this GPU
     gpu_memory_fraction: float | None = None
+    usable_memory_fraction: float | None = None  # an evaluation run alone gets this (PoolConfig's)
     seed_triton_cache: bool = False
     exclusive_gpu_timing: bool = True  # PoolConfig.exclusive_gpu_timing
     uid_base: int | None = None
@@ -429,7 +430,8 @@ class Zygote:
             # call's inputs and outputs: the file-size limit is the runner's, not the judge's.
             limits = dataclasses.replace(limits, file_size_bytes=None)
         sandbox.apply_rlimits(limits, isolation, address_space=self.config.mode is Mode.INTERPRETER)
-        share = USABLE_DEVICE_MEMORY if request.alone else self.config.gpu_memory_fraction
+        alone_share = self.config.usable_memory_fraction or USABLE_DEVICE_MEMORY
+        share = alone_share if request.alone else self.config.gpu_memory_fraction
         fraction = _half(share) if runner is not None else share
         if self.config.mode is Mode.GPU and fraction is not None:
             import torch

@@ -23,6 +23,7 @@ from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.request import USABLE_DEVICE_MEMORY
 from kernel_reward.runtime import SOURCE_ROOT, Mode
+from kernel_reward.service.devices import gpu_memory, physical_gpu
 from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX
 
 if TYPE_CHECKING:
@@ -93,22 +94,22 @@ class ZygoteClient:
         env.setdefault("OMP_NUM_THREADS", "1")
         if cuda:
             env.pop("TRITON_INTERPRET", None)
-            env["CUDA_VISIBLE_DEVICES"] = _physical_gpu(int(config.device[5:]))
+            env["CUDA_VISIBLE_DEVICES"] = physical_gpu(int(config.device[5:]))
         else:
             env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: the zygote imports it
             env["CUDA_VISIBLE_DEVICES"] = ""
         lock_path = device_lock_file(config, "timing")
+        usable = usable_memory_fraction(config) if cuda else None
         zygote_config = {
             "device": "cuda" if cuda else "cpu",
             "worker_module": config.worker_module,
             "policy": config.policy.to_dict(),
             "state_dir": str(state_dir),
             "lock_path": str(lock_path),
-            "gpu_memory_fraction": (
-                config.gpu_memory_fraction or round(USABLE_DEVICE_MEMORY / config.workers, 3)
-            )
+            "gpu_memory_fraction": (config.gpu_memory_fraction or round(usable / config.workers, 3))
             if cuda
             else None,
+            "usable_memory_fraction": usable if cuda else None,
             "seed_triton_cache": cuda,
             "exclusive_gpu_timing": config.exclusive_gpu_timing,
         }
@@ -221,14 +222,13 @@ class ZygoteClient:
         self.reader_thread.join(timeout=5)
 
 
-def _physical_gpu(index: int) -> str:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None or visible.strip() == "":
-        return str(index)
-    ids = [part.strip() for part in visible.split(",") if part.strip()]
-    if index >= len(ids):
-        raise ValueError(f"cuda:{index} is not among CUDA_VISIBLE_DEVICES={visible!r}")
-    return ids[index]
+def usable_memory_fraction(config: PoolConfig) -> float:
+    """The share of its GPU a pool spreads over its workers: the configured one, else measured now
+    (``devices.GpuMemory.usable_fraction``), else ``USABLE_DEVICE_MEMORY``."""
+    if config.usable_memory_fraction is not None:
+        return config.usable_memory_fraction
+    memory = gpu_memory(config.device)
+    return memory.usable_fraction if memory is not None else USABLE_DEVICE_MEMORY
 
 
 LOCK_NAMES = {"timing": "", "share": ".share"}  # the timing lock keeps its first name: cuda0.lock
