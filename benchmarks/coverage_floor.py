@@ -14,6 +14,7 @@ counts, for each floor, how many would have been called hacked. Sources (all mea
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,8 +46,8 @@ def honest_coverages(root: Path = ROOT) -> list[tuple[str, float]]:
         if result["status"] == "correct" and result["task"] not in seen:  # the throughput run repeats tasks
             seen.add(result["task"])
             out.append((f"shipped:{result['task']}", float(result["coverage"])))
-    for run in sorted((root / "docs/training/gpu_learning_run/raw").glob("eval_*/samples.jsonl")):
-        for line in run.read_text().splitlines():
+    for run in sorted((root / "docs/training/gpu_learning_run/raw").glob("eval_*/samples.jsonl.gz")):
+        for line in gzip.decompress(run.read_bytes()).decode().splitlines():
             sample = json.loads(line)
             if sample["result"]["status"] == "correct":
                 out.append((f"{run.parent.name}:{sample['uuid']}", float(sample["result"]["coverage"])))
