@@ -3,8 +3,8 @@
 # work outlasts one device call (10 minutes), so "start" runs its plan in the background (setsid, from a copy of
 # the working tree under $KEEP) and each later call waits on it while the machine stays warm:
 #
-#   calls 1-8 (carry .gguf/partN alone):   bash tools/protocol_session.sh stage N .gguf/partN
-#   call 9 (carry .whl runs/protocol_data): bash tools/protocol_session.sh start "sft pool pilot" && \
+#   calls 1-7 (carry .gguf/partN alone):   bash tools/protocol_session.sh stage N .gguf/partN
+#   call 8 (carry .whl runs/protocol_data): bash tools/protocol_session.sh start "sft pool pilot" && \
 #                                           bash tools/protocol_session.sh wait "$OUT" 560
 #   once "pool" has chosen (first session only; "wait" returns $OUT/rl_pool.json), here: commit it as
 #                                           docs/training/protocol/rl_pool.json, then
@@ -26,7 +26,7 @@ TREE=$KEEP/tree
 TEST=docs/training/protocol/test_set
 POOL_FILE=${POOL_FILE:-docs/training/protocol/rl_pool.json}
 export KEEP DATA=${DATA:-runs/protocol_data/sft_data} EVAL_TASKS=${EVAL_TASKS:-48} EVAL_SAMPLES=${EVAL_SAMPLES:-8}
-export EVAL_DATASET=$TEST/test PARTS=${PARTS:-8}  # pieces of <= 41 MiB: the working tree takes 17
+export EVAL_DATASET=$TEST/test PARTS=${PARTS:-7}  # pieces of 47 MiB beside an 11 MB working tree
 mode=${1:?usage: protocol_session.sh stage N PIECE | start PLAN | go | wait OUT SECONDS | plan PLAN}
 
 probe_args="--probe_dataset $TEST/probe --probe_tasks 16 --eval_strategy steps --eval_steps 2 \
