@@ -5,9 +5,12 @@ reveals it, so turn-2 reward can only rise if the policy learns to use the feedb
 fresh tiny random model is trained for ``--steps`` steps; per-step per-turn rewards go to JSON and a PNG, and the
 arms' paired difference over seeds (the mean of the last fifth of the steps, TRLOO minus the other arm, with a
 bootstrap 95 % interval over seeds) closes the table. The ``control`` arm is TRLOO trained on rewards shuffled
-within each group (``reward_control='permute_within_group'``): the same update sizes, no credit assignment.
+within each group (``reward_control='permute_within_group'``): the same update sizes, no credit assignment. The
+``trloo_mrs`` arm is TRLOO with MRS, compared with ``trloo``; ``--generation-autocast bfloat16`` gives the
+rollouts their own numerics (bf16 sampling beside fp32 training), the mismatch MRS is for.
 
     python benchmarks/learning_curve.py --out runs/learning_curve --steps 150 --seeds 0 1
+    python benchmarks/learning_curve.py --out runs/mrs --estimators trloo trloo_mrs --generation-autocast bfloat16
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
         num_generations=args.generations,
         max_completion_length=args.max_tokens,
         max_turns=args.turns,
-        advantage_estimator="trloo" if estimator == "control" else estimator,
+        advantage_estimator="grpo_turn" if estimator == "grpo_turn" else "trloo",
         reward_control="permute_within_group" if estimator == "control" else "none",
-        use_mrs=args.mrs,
+        use_mrs=args.mrs or estimator == "trloo_mrs",
+        generation_autocast=args.generation_autocast,
         top_k=0,
         top_p=1.0,
         logging_steps=1,
@@ -81,6 +85,8 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
         "turn_2_reward": [h.get("turn_2/reward", float("nan")) for h in rows],
         "turn_2_correct": [h.get("turn_2/correct", float("nan")) for h in rows],
         "solved": [solved_share(h, args.turns, args.stop_on_success) for h in rows],
+        "mrs_rejected": [h.get("mrs/rejected_frac", float("nan")) for h in rows],
+        "mrs_mean_abs_log_ratio": [h.get("mrs/mean_abs_log_ratio", float("nan")) for h in rows],
     }
 
 
@@ -102,16 +108,16 @@ def tail_mean(values: list[float]) -> float:
 
 
 def paired_difference(
-    runs: list[dict], key: str, other: str = "grpo_turn", resamples: int = 10_000
+    runs: list[dict], key: str, other: str = "grpo_turn", resamples: int = 10_000, first: str = "trloo"
 ) -> dict | None:
-    """TRLOO minus ``other`` in ``key``'s tail mean, over the seeds both arms ran: the mean difference and a
-    percentile bootstrap 95 % interval over seeds (None with fewer than two paired seeds)."""
+    """``first`` (TRLOO) minus ``other`` in ``key``'s tail mean, over the seeds both arms ran: the mean difference
+    and a percentile bootstrap 95 % interval over seeds (None with fewer than two paired seeds)."""
     import random
 
     by_seed: dict[int, dict[str, float]] = {}
     for run in runs:
         by_seed.setdefault(run["seed"], {})[run["estimator"]] = tail_mean(run[key])
-    diffs = [v["trloo"] - v[other] for v in by_seed.values() if {"trloo", other} <= set(v)]
+    diffs = [v[first] - v[other] for v in by_seed.values() if {first, other} <= set(v)]
     if len(diffs) < 2:
         return None
     rng = random.Random(0)
@@ -121,7 +127,7 @@ def paired_difference(
         "mean": sum(diffs) / len(diffs),
         "low": means[int(0.025 * resamples)],
         "high": means[int(0.975 * resamples) - 1],
-        "trloo_higher": sum(d > 0 for d in diffs),
+        "trloo_higher": sum(d > 0 for d in diffs),  # seeds on which ``first`` is higher
     }
 
 
@@ -145,7 +151,7 @@ def plot(runs: list[dict], path: Path, window: int) -> None:
         ("solved", "share of episodes solved"),
     )
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), sharey=True)
-    colors = {"trloo": "tab:blue", "grpo_turn": "tab:orange", "control": "tab:gray"}
+    colors = {"trloo": "tab:blue", "grpo_turn": "tab:orange", "control": "tab:gray", "trloo_mrs": "tab:green"}
     styles = ["-", "--", ":", "-."]
     for ax, (key, title) in zip(axes, panels, strict=True):
         for run in runs:
@@ -179,8 +185,8 @@ def main(argv: list[str] | None = None) -> None:
         "--estimators",
         nargs="+",
         default=["trloo", "grpo_turn"],
-        choices=["trloo", "grpo_turn", "control"],
-        help="arms: TRLOO, turn-level GRPO, or TRLOO on group-shuffled rewards (control)",
+        choices=["trloo", "grpo_turn", "control", "trloo_mrs"],
+        help="arms: TRLOO, turn-level GRPO, TRLOO on group-shuffled rewards (control), TRLOO with MRS",
     )
     parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
     parser.add_argument("--generations", type=int, default=4, help="samples per prompt")
@@ -194,7 +200,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--max-tokens", type=int, default=3, help="tokens per turn")
     parser.add_argument("--lr", type=float, default=3e-3, help="learning rate")
-    parser.add_argument("--mrs", action="store_true", help="train with mismatch rejection sampling (use_mrs)")
+    parser.add_argument(
+        "--mrs", action="store_true", help="every arm with mismatch rejection sampling (use_mrs)"
+    )
+    parser.add_argument(
+        "--generation-autocast",
+        choices=["none", "bfloat16"],
+        default="none",
+        help="sample the rollouts under autocast to this dtype (numerics unlike the fp32 trainer's)",
+    )
     parser.add_argument("--window", type=int, default=10, help="smoothing window of the plot (steps)")
     parser.add_argument(
         "--from-json",
@@ -225,10 +239,13 @@ def main(argv: list[str] | None = None) -> None:
                 run["seconds"],
             )
     arms = {run["estimator"] for run in runs}
+    # (label in curve.json, first arm, other arm): TRLOO against each other arm run, and MRS on against off
+    comparisons = [(other, "trloo", other) for other in ("grpo_turn", "control") if other in arms]
+    if {"trloo", "trloo_mrs"} <= arms:
+        comparisons.append(("trloo_mrs_minus_trloo", "trloo_mrs", "trloo"))
     paired = {
-        other: {key: paired_difference(runs, key, other) for key in ("turn_2_reward", "solved")}
-        for other in ("grpo_turn", "control")
-        if other in arms
+        label: {key: paired_difference(runs, key, other, first=first) for key in ("turn_2_reward", "solved")}
+        for label, first, other in comparisons
     }
     (args.out / "curve.json").write_text(
         json.dumps(
@@ -251,13 +268,20 @@ def main(argv: list[str] | None = None) -> None:
             f"{mean(run['turn_2_reward'][-tail:]):>10.3f} {mean(run['solved'][:tail]):>12.3f} "
             f"{mean(run['solved'][-tail:]):>11.3f}"
         )
-    for other, by_key in paired.items():
-        for key, diff in by_key.items():
+    for label, first, other in comparisons:
+        for key, diff in paired[label].items():
             if diff is not None:
                 print(
-                    f"trloo - {other}, {key} (last fifth), {diff['seeds']} seeds: {diff['mean']:+.3f} "
-                    f"[{diff['low']:+.3f}, {diff['high']:+.3f}], trloo higher on {diff['trloo_higher']}"
+                    f"{first} - {other}, {key} (last fifth), {diff['seeds']} seeds: {diff['mean']:+.3f} "
+                    f"[{diff['low']:+.3f}, {diff['high']:+.3f}], {first} higher on {diff['trloo_higher']}"
                 )
+    rejected = [x for run in runs for x in run.get("mrs_rejected", []) if not math.isnan(x)]
+    ratios = [x for run in runs for x in run.get("mrs_mean_abs_log_ratio", []) if not math.isnan(x)]
+    if rejected:
+        print(
+            f"MRS rejected on average {sum(rejected) / len(rejected):.3f} of the trajectories a step; mean |log "
+            f"trainer / rollout probability| {sum(ratios) / max(1, len(ratios)):.2e} a token"
+        )
     print(f"wrote {args.out / 'curve.json'} and {args.out / 'curve.png'}")
 
 

@@ -104,6 +104,14 @@ class MultiTurnKernelConfig(GRPOConfig):
             "max_completion_length). None: all in one call (at turn 3, 64 trajectories of an 8B model need ~170 GiB)."
         },
     )
+    generation_autocast: Literal["none", "bfloat16"] = field(
+        default="none",
+        metadata={
+            "help": "Generate under torch.autocast to this dtype while the loss is computed as the trainer computes "
+            "(the transformers backend only): a rollout engine whose numerics differ from the trainer's, as a bf16 "
+            "vLLM engine beside fp32 training, on one machine. The sampled log-probs MRS compares come from it."
+        },
+    )
     generation_merge_lora: bool = field(
         default=False,
         metadata={
@@ -282,6 +290,14 @@ class MultiTurnKernelConfig(GRPOConfig):
         if self.generation_kv_cache_gib is not None and not self.generation_kv_cache_gib > 0:
             raise ValueError(
                 f"generation_kv_cache_gib must be > 0 (or None: one call), got {self.generation_kv_cache_gib}"
+            )
+        if self.generation_autocast not in ("none", "bfloat16"):
+            raise ValueError(
+                f"generation_autocast must be 'none' or 'bfloat16', got {self.generation_autocast!r}"
+            )
+        if self.generation_autocast != "none" and self.use_vllm:
+            raise ValueError(
+                "generation_autocast applies to the transformers backend; vLLM keeps its own numerics"
             )
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")

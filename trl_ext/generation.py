@@ -172,6 +172,7 @@ class TransformersBackend:
             is None too).
         kv_cache_budget_bytes: memory for one call's KV cache and logits (see ``micro_batch_size``).
         merge_lora: generate with LoRA adapters merged (``merged_lora``).
+        autocast_dtype: generate under ``torch.autocast`` to this dtype (None: as the model computes).
     """
 
     def __init__(
@@ -184,6 +185,7 @@ class TransformersBackend:
         batch_size: int | None = None,
         kv_cache_budget_bytes: float | None = None,
         merge_lora: bool = False,
+        autocast_dtype: torch.dtype | None = None,
     ):
         self.model_context = model_context
         self.generation_config = copy.deepcopy(generation_config)
@@ -196,6 +198,7 @@ class TransformersBackend:
         self.batch_size = batch_size
         self.kv_cache_budget_bytes = kv_cache_budget_bytes
         self.merge_lora = merge_lora
+        self.autocast_dtype = autocast_dtype
         self.last_micro_batch = 0  # prompts per generate call in the last ``generate`` (for logs and tests)
 
     def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
@@ -236,12 +239,18 @@ class TransformersBackend:
             ids[row, width - len(prompt) :] = torch.tensor(prompt)
             attention[row, width - len(prompt) :] = 1
         recorder = SampledLogProbs(self.warpers)
-        out = model.generate(
-            input_ids=ids.to(self.device),
-            attention_mask=attention.to(self.device),
-            generation_config=self.generation_config,
-            logits_processor=LogitsProcessorList([recorder]),
+        numerics = (
+            torch.autocast(self.device.type, dtype=self.autocast_dtype)
+            if self.autocast_dtype is not None
+            else contextlib.nullcontext()
         )
+        with numerics:
+            out = model.generate(
+                input_ids=ids.to(self.device),
+                attention_mask=attention.to(self.device),
+                generation_config=self.generation_config,
+                logits_processor=LogitsProcessorList([recorder]),
+            )
         new_tokens = out.sequences[:, width:].cpu()  # (B, S)
         logps = recorder.finish(out.sequences)  # (B, S)
         results = []

@@ -46,3 +46,18 @@ def test_the_control_arm_trains_trloo_on_group_shuffled_rewards(tmp_path):
     assert set(data["paired"]) == {"control"} and data["paired"]["control"]["solved"]["seeds"] == 2
     arms = {(r["estimator"], r["advantage_estimator"], r["reward_control"]) for r in data["runs"]}
     assert arms == {("trloo", "trloo", "none"), ("control", "trloo", "permute_within_group")}
+
+
+def test_mrs_on_against_off_with_bf16_rollouts(tmp_path):
+    """The trloo_mrs arm trains with MRS, the trloo arm without, both on rollouts sampled under bf16 autocast:
+    both measure the mismatch, only the MRS arm may reject on it (the tiny model's stays inside MRS's band)."""
+    learning_curve.main(
+        ["--out", str(tmp_path), "--steps", "2", "--seeds", "0", "1", "--estimators", "trloo", "trloo_mrs"]
+        + ["--prompts", "2", "--generations", "2", "--max-tokens", "3", "--generation-autocast", "bfloat16"]
+    )
+    data = json.loads((tmp_path / "curve.json").read_text())
+    assert set(data["paired"]) == {"trloo_mrs_minus_trloo"}
+    assert data["paired"]["trloo_mrs_minus_trloo"]["solved"]["seeds"] == 2
+    for run in data["runs"]:  # the mismatch is measured in both arms; only the MRS arm may act on it
+        assert min(run["mrs_mean_abs_log_ratio"]) > 1e-5, run  # same-numerics runs read ~1e-7
+    assert all(x != x or x == 0 for r in data["runs"] if r["estimator"] == "trloo" for x in r["mrs_rejected"])

@@ -170,3 +170,44 @@ def test_vllm_sampling_stops_at_the_chat_templates_end_of_turn():
     assert with_stop_tokens(None, [7, 2, 7]) == {"stop_token_ids": [7, 2]}
     merged = with_stop_tokens({"stop_token_ids": [2], "seed": 1}, [7, 2])
     assert merged == {"stop_token_ids": [2, 7], "seed": 1}
+
+
+def test_bf16_autocast_generation_reports_logprobs_that_differ_from_the_trainers(tiny):
+    """generation_autocast: a rollout engine with its own numerics. The sampled tokens' log-probs it records come
+    from bf16 logits, so they differ from an fp32 forward over the same tokens (what MRS compares); without it
+    they agree."""
+    from transformers import GenerationConfig
+
+    model, tok = tiny
+    config = GenerationConfig(
+        max_new_tokens=16, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id
+    )
+    config.eos_token_id = []
+    prompt = [1, 50, 60, 70]
+
+    def gap(autocast_dtype):
+        backend = TransformersBackend(
+            lambda: contextlib.nullcontext(model),
+            config,
+            tok.pad_token_id,
+            [10**9],
+            autocast_dtype=autocast_dtype,
+        )
+        torch.manual_seed(5)
+        (out,) = backend.generate([prompt])
+        ids = torch.tensor([prompt + out.token_ids])
+        with torch.no_grad():
+            logits = model(ids).logits[0, len(prompt) - 1 : -1].float()
+        trainer = torch.log_softmax(logits, -1).gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
+        return (trainer - torch.tensor(out.logprobs)).abs().max().item()
+
+    assert gap(None) < 1e-4
+    assert gap(torch.bfloat16) > 1e-3
+
+
+def test_generation_autocast_is_validated():
+    pytest.importorskip("trl")
+    from trl_ext import MultiTurnKernelConfig
+
+    with pytest.raises(ValueError, match="generation_autocast"):
+        MultiTurnKernelConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, generation_autocast="float8")
