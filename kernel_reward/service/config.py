@@ -9,7 +9,7 @@ from typing import Any
 
 from kernel_reward import sandbox
 from kernel_reward.runtime import Mode, mode_of
-from kernel_reward.service.devices import gpu_memory
+from kernel_reward.service.devices import GpuMemory, gpu_memory
 
 
 @dataclass
@@ -95,14 +95,20 @@ class ServiceConfig:
             )
 
     def for_device(self, device: str, workers: int | None = None) -> PoolConfig:
-        """The pool configuration of one device (``workers`` overrides this config's own count)."""
+        """The pool configuration of one device (``workers`` overrides this config's own count). A GPU's free
+        memory is read once, here: the pool's worker count and its usable share come from that one reading, and
+        a zygote the pool restarts keeps the share (its own children's memory is not another process's)."""
+        options = dict(self.pool_options)
+        memory = gpu_memory(device) if device != "cpu" else None
+        if memory is not None and options.get("usable_memory_fraction") is None:
+            options["usable_memory_fraction"] = memory.usable_fraction
         return PoolConfig(
             device=device,
-            workers=workers or self.workers or default_workers(device),
+            workers=workers or self.workers or workers_for(device, memory),
             policy=self.policy,
             worker_module=self.worker_module,
             max_attempts=self.max_attempts,
-            **self.pool_options,
+            **options,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -121,15 +127,20 @@ MAX_GPU_WORKERS = 8  # beyond this, more judges per GPU wait on the timing slot 
 
 
 def default_workers(device: str) -> int:
+    """Concurrent candidates per device, its GPU's memory read now (``workers_for``)."""
+    return workers_for(device, gpu_memory(device) if device != "cpu" else None)
+
+
+def workers_for(device: str, memory: GpuMemory | None) -> int:
     """Concurrent candidates per device: all cores on the CPU (interpreter); on a GPU, its share of the host's
     cores, no more than its usable memory (free memory, ``GpuMemory.usable_fraction``) holds at
     ``MIN_WORKER_SHARE_GIB`` each (so unlike GPUs of one host, or one that a trainer shares, each get their own
-    count), at most ``MAX_GPU_WORKERS`` and at least 2 (timing is exclusive, the rest overlaps)."""
+    count; unreadable memory: the cores alone), at most ``MAX_GPU_WORKERS`` and at least 2 (timing is exclusive,
+    the rest overlaps)."""
     cores = len(os.sched_getaffinity(0))
     if device == "cpu":
         return max(1, cores)
     by_cores = cores // max(1, _gpu_count())
-    memory = gpu_memory(device)
     by_memory = (
         int(memory.usable_fraction * memory.total_gib // MIN_WORKER_SHARE_GIB)
         if memory is not None

@@ -23,7 +23,7 @@ from kernel_reward import sandbox
 from kernel_reward.ipc import wire
 from kernel_reward.request import USABLE_DEVICE_MEMORY
 from kernel_reward.runtime import SOURCE_ROOT, Mode
-from kernel_reward.service.devices import gpu_memory, physical_gpu
+from kernel_reward.service.devices import physical_gpu
 from kernel_reward.service.gpu_lock import TURNSTILE_SUFFIX
 
 if TYPE_CHECKING:
@@ -223,12 +223,11 @@ class ZygoteClient:
 
 
 def usable_memory_fraction(config: PoolConfig) -> float:
-    """The share of its GPU a pool spreads over its workers: the configured one, else measured now
-    (``devices.GpuMemory.usable_fraction``), else ``USABLE_DEVICE_MEMORY``."""
+    """The share of its GPU a pool spreads over its workers: the pool's (``ServiceConfig.for_device`` reads it
+    from the card's free memory), else ``USABLE_DEVICE_MEMORY``."""
     if config.usable_memory_fraction is not None:
         return config.usable_memory_fraction
-    memory = gpu_memory(config.device)
-    return memory.usable_fraction if memory is not None else USABLE_DEVICE_MEMORY
+    return USABLE_DEVICE_MEMORY
 
 
 LOCK_NAMES = {"timing": "", "share": ".share"}  # the timing lock keeps its first name: cuda0.lock

@@ -3,7 +3,7 @@ count. On the CPU: pools over fake GPU counts (pure parts) and two real CPU pool
 
 import pytest
 
-from kernel_reward import evaluator
+from kernel_reward import ServiceConfig, evaluator
 from kernel_reward.evaluator import Evaluator, resolve_devices
 from kernel_reward.service import config as service_config
 from kernel_reward.service import devices
@@ -84,13 +84,19 @@ def test_a_gpu_shared_with_a_trainer_gets_the_workers_and_shares_its_free_memory
     monkeypatch.setattr(service_config, "_gpu_count", lambda: 1)
     monkeypatch.setattr(service_config, "gpu_memory", lambda _device: GpuMemory(20.0, 80.0))
     assert service_config.default_workers("cuda:0") == 3  # 0.9 x 20 GiB free / 6 GiB, not 8 from 80 GiB
-    from kernel_reward.service import zygote_client
-
-    monkeypatch.setattr(zygote_client, "gpu_memory", lambda _device: GpuMemory(20.0, 80.0))
-    assert usable_memory_fraction(PoolConfig(device="cuda:0", workers=3)) == 0.225
-    assert usable_memory_fraction(PoolConfig(device="cuda:0", usable_memory_fraction=0.5)) == 0.5
-    monkeypatch.setattr(zygote_client, "gpu_memory", lambda _device: None)
-    assert usable_memory_fraction(PoolConfig(device="cuda:0")) == 0.9  # unreadable: the whole usable card
+    reads = []
+    monkeypatch.setattr(
+        service_config, "gpu_memory", lambda device: reads.append(device) or GpuMemory(20.0, 80.0)
+    )
+    pool = ServiceConfig().for_device("cuda:0")
+    assert (pool.workers, pool.usable_memory_fraction) == (3, 0.225) and reads == ["cuda:0"]  # one reading
+    assert usable_memory_fraction(pool) == 0.225  # what the zygote hands its workers (over 3) and a lone run
+    configured = ServiceConfig(pool_options={"usable_memory_fraction": 0.5}).for_device("cuda:0")
+    assert usable_memory_fraction(configured) == 0.5
+    monkeypatch.setattr(service_config, "gpu_memory", lambda _device: None)
+    assert (
+        usable_memory_fraction(ServiceConfig().for_device("cuda:0")) == 0.9
+    )  # unreadable: the whole usable card
     with pytest.raises(ValueError, match="usable_memory_fraction"):
         PoolConfig(device="cuda:0", usable_memory_fraction=1.5)
 
