@@ -10,7 +10,7 @@ candidate kernel and right. Checks resting on the runner's report (launches, the
 verdict the outputs allow (``launch_checks_self_reported``). Fail closed: ``passed`` only when every check ran and
 succeeded. Step by step: docs/reward.md#the-correctness-checks.
 
-Why one module (464 lines): every check is a sequence of calls through one ``CandidateRunner`` on one
+Why one module (467 lines): every check is a sequence of calls through one ``CandidateRunner`` on one
 ``JudgeTask``, and their order (the ablated and batched calls at a hidden point among the trials) is a defence.
 """
 
@@ -377,7 +377,10 @@ def _check_batched_trial(
     runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
 ) -> None:
     """One message of K calls (none ablated): each must be right and launch an own kernel, as in a one-call trial.
-    Nothing to do where the timed batches hold one call (a one-call message is what every trial sends)."""
+    Nothing to do where the timed batches hold one call (a one-call message is what every trial sends): then no
+    input set is drawn either (on a large task, a whole call's inputs)."""
+    if task.candidate.calls_per_batch == 1:
+        return
     input_sets = _batch_inputs(task, device, SeedStream(seed), BATCHED_TRIAL_SEEDS)
     if len(input_sets) == 1:
         return
