@@ -2,8 +2,9 @@
 
 A judge that measured a task's timing baseline offers it (``timing.prior``); a judge of the same task asks for it
 before it queues for the timing slot, and again once it holds it. The store keeps each entry for ``max_age_s``
-seconds and ``max_uses`` hand-outs, then forgets it, so every baseline is re-measured at least that often. Entries are opaque here (the service never
-imports the judge's clock): bounded JSON objects under a hex key, validated again by the judge that takes one.
+seconds and ``max_uses`` hand-outs, then forgets it, so every baseline is re-measured at least that often.
+Entries are opaque here (the service never imports the judge's clock): bounded JSON objects under a hex key,
+validated again by the judge that takes one.
 """
 
 from __future__ import annotations
