@@ -95,6 +95,7 @@ case $mode in
     pool_tasks=$(python3 -c "import pyarrow.parquet as pq, glob; print(sum(pq.read_metadata(f).num_rows for f in glob.glob('$DATA/rl_pool/data/*.parquet')))")
     evaluate "$KEEP/sft" pool "$DATA/rl_pool" "$pool_tasks" "${POOL_SAMPLES:-4}"
     python3 tools/select_rl_pool.py --dataset "$DATA/rl_pool" --summary "$OUT/eval_pool/summary.json" \
+      --uuids-out "$KEEP/rl_pool.json" \
       --out "$KEEP/rl_pool" --min "${POOL_MIN:-0.1}" --max "${POOL_MAX:-0.5}"
     echo "== pool in $((SECONDS - t0)) s" ;;
   rl)

@@ -38,14 +38,8 @@ step_sft() {
 
 step_pool() {
   POOL_SAMPLES=${POOL_SAMPLES:-4} bash tools/gpu_learning_run.sh pool "$1" || return 1
-  python3 - "$KEEP/rl_pool" "$1/rl_pool.json" <<'EOF' || return 1
-import json, sys
-from datasets import load_dataset
-rows = load_dataset(sys.argv[1])["train"]
-uuids = sorted(row["uuid"] for row in rows["extra_info"])
-json.dump({"uuids": uuids}, open(sys.argv[2], "w"), indent=1)
-print(f"pool: {len(uuids)} tasks written to {sys.argv[2]}; waiting for 'go'")
-EOF
+  cp "$KEEP/rl_pool.json" "$1/rl_pool.json" || return 1
+  echo "pool written to $1/rl_pool.json; waiting for 'go'"
   until [[ -f $SESSION/go ]]; do sleep 2; done
 }
 
@@ -117,7 +111,7 @@ case $mode in
     setsid nohup bash tools/protocol_session.sh plan "$plan" >"$SESSION/plan.log" 2>&1 </dev/null &
     echo "started '$plan' in the background (pid $!)" ;;
   plan)
-    if compgen -G ".whl/*.whl" >/dev/null; then  # the steps' own Python (the pool's uuids) needs datasets too
+    if compgen -G ".whl/*.whl" >/dev/null; then  # the steps' own Python (the committed pool) needs datasets too
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     fi
     export PYTHONPATH=/tmp/site:$PWD

@@ -10,7 +10,7 @@ rate lies in ``[--min, --max]``.
     python tools/select_rl_pool.py --dataset POOL_DIR --uuids rl_pool.json --out FILTERED_DIR
 
 ``--uuids`` rebuilds a pool chosen earlier (a JSON ``{"uuids": [...]}``, as a pre-registered experiment commits
-it); every listed uuid must be in the candidate pool.
+it); every listed uuid must be in the candidate pool. ``--uuids-out`` writes the chosen pool's uuids in that form.
 
 Writes the filtered dataset folder (same rows, same features) and prints the rates it chose from. Exits 1 when
 fewer than ``--at-least`` tasks qualify (the run would then train on almost nothing: say so, do not train).
@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     chosen_by.add_argument("--summary", type=Path, help="kernel_eval summary.json of the model on it")
     chosen_by.add_argument("--uuids", type=Path, help='a pool chosen earlier: JSON {"uuids": [...]}')
     parser.add_argument("--out", type=Path, required=True, help="folder for the filtered dataset")
+    parser.add_argument(
+        "--uuids-out", type=Path, default=None, help='also write the kept uuids: {"uuids": [...]}'
+    )
     parser.add_argument("--min", type=float, default=0.1, help="lowest correct rate kept (default 0.1)")
     parser.add_argument("--max", type=float, default=0.5, help="highest correct rate kept (default 0.5)")
     parser.add_argument(
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(chosen - set(ids))
         if unknown:
             parser.error(f"{args.uuids} names tasks not in {args.dataset}: {unknown[:5]}")
-        return write_pool(rows, chosen, args.out)
+        return write_pool(rows, chosen, args.out, args.uuids_out)
     per_task = json.loads(args.summary.read_text())["per_task"]
     unknown = sorted(set(per_task) - set(ids))
     if unknown:
@@ -70,14 +73,19 @@ def main(argv: list[str] | None = None) -> int:
     if len(chosen) < args.at_least:
         print(f"fewer than {args.at_least} tasks qualify: not writing {args.out}", file=sys.stderr)
         return 1
-    return write_pool(rows, chosen, args.out)
+    return write_pool(rows, chosen, args.out, args.uuids_out)
 
 
-def write_pool(rows, chosen: set[str], out: Path) -> int:
-    """Write the rows whose uuid is in ``chosen`` as the dataset folder ``out``."""
+def write_pool(rows, chosen: set[str], out: Path, uuids_out: Path | None) -> int:
+    """Write the rows whose uuid is in ``chosen`` as the dataset folder ``out``, and their uuids (the form
+    ``--uuids`` reads) to ``uuids_out`` when given."""
     kept = rows.filter(lambda row: row["extra_info"]["uuid"] in chosen)
     kept.to_parquet(str(out / "data" / "train-00000-of-00001.parquet"))
     print(f"wrote {len(kept)} rows to {out}")
+    if uuids_out is not None:
+        uuids = sorted(row["uuid"] for row in kept["extra_info"])
+        uuids_out.write_text(json.dumps({"uuids": uuids}, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote their {len(uuids)} uuids to {uuids_out}")
     return 0
 
 

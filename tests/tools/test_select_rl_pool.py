@@ -41,9 +41,19 @@ def test_the_cli_writes_the_filtered_dataset_or_refuses_when_too_few_qualify(tmp
     )
     args = ["--dataset", str(tmp_path / "pool"), "--summary", str(summary), "--out", str(tmp_path / "kept")]
     assert select_rl_pool.main([*args, "--at-least", "3"]) == 1 and not (tmp_path / "kept").exists()
-    assert select_rl_pool.main([*args, "--at-least", "2"]) == 0
+    assert select_rl_pool.main([*args, "--at-least", "2", "--uuids-out", str(tmp_path / "kept.json")]) == 0
     kept = load_dataset(str(tmp_path / "kept"))["train"]
     assert sorted(row["uuid"] for row in kept["extra_info"]) == sorted([tasks[1].uuid, tasks[2].uuid])
+    # the uuids written are the form --uuids reads: the same pool rebuilt from them
+    assert json.loads((tmp_path / "kept.json").read_text()) == {
+        "uuids": sorted([tasks[1].uuid, tasks[2].uuid])
+    }
+    rebuilt = ["--dataset", str(tmp_path / "pool"), "--uuids", str(tmp_path / "kept.json")]
+    assert select_rl_pool.main([*rebuilt, "--out", str(tmp_path / "again")]) == 0
+    again = load_dataset(str(tmp_path / "again"))["train"]
+    assert sorted(row["uuid"] for row in again["extra_info"]) == sorted(
+        row["uuid"] for row in kept["extra_info"]
+    )
 
 
 def test_a_committed_pool_is_rebuilt_from_its_uuids_and_an_unknown_uuid_refused(tmp_path, capsys):
