@@ -207,7 +207,8 @@ class GpuSampler:
 
 
 def read_cpu_times(stat: Path = Path("/proc/stat")) -> list[int] | None:
-    """The host's CPU times summed over cores (``/proc/stat``'s ``cpu`` line, in ticks); None where there is none."""
+    """The host's CPU times summed over cores (``/proc/stat``'s ``cpu`` line, in ticks); None where there is
+    none."""
     try:
         fields = stat.read_text().split("\n", 1)[0].split()
     except OSError:

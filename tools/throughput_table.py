@@ -1,6 +1,7 @@
 """One table row per throughput JSON of ``benchmarks/bench_reward.py --throughput``: workers, warm spares,
 evaluations a minute, times the fresh-process baseline (not for RL-shaped runs), the timing slot's busy share, the
-host's CPU busy share (runs that recorded it), the honest kernels' median speedup, results flagged noise-dominated, and statuses as expected.
+host's CPU busy share (runs that recorded it), the honest kernels' median speedup, results flagged
+noise-dominated, and statuses as expected.
 
     python tools/throughput_table.py OUT/throughput_*.json
 """
