@@ -78,18 +78,20 @@ step_run() {  # OUT ARM SEED
 }
 
 run_plan() {  # in the background, from the copied tree
-  local step name t0
+  local step name t0 rc
   for step in $1; do
     name=${step//:/_}
     mkdir -p "$SESSION/$name"
     echo "$(date -u +%T) start $step" >>"$SESSION/progress.txt"
     t0=$SECONDS
     IFS=: read -r kind a b <<<"$step"
-    if "step_$kind" "$SESSION/$name" $a $b >"$SESSION/$name/step.log" 2>&1; then
+    rc=0
+    "step_$kind" "$SESSION/$name" $a $b >"$SESSION/$name/step.log" 2>&1 || rc=$?
+    if ((rc == 0)); then
       echo "$(date -u +%T) done $step in $((SECONDS - t0)) s" >>"$SESSION/progress.txt"
       touch "$SESSION/$name/.finished"
     else
-      echo "$(date -u +%T) FAILED $step after $((SECONDS - t0)) s (rc $?)" >>"$SESSION/progress.txt"
+      echo "$(date -u +%T) FAILED $step after $((SECONDS - t0)) s (rc $rc)" >>"$SESSION/progress.txt"
       touch "$SESSION/$name/.finished" "$SESSION/.stopped"
       return 1
     fi

@@ -167,18 +167,20 @@ def keep_failed_turns_after_success(rewards: torch.Tensor) -> torch.Tensor:
 def untied_groups(rewards: torch.Tensor, group_ids: torch.Tensor, atol: float = 1e-6) -> torch.Tensor:
     """(N,) bool: False for every sample of a group whose last-turn rewards all tie (zero-variance filter).
 
-    "Last-turn reward" is the reward at each trajectory's final reached turn. A group of one always ties.
+    "Last-turn reward" is the reward at each trajectory's final reached turn. A trajectory without a scored
+    turn (all NaN: an infrastructure failure) takes no part and is False; a group with fewer than two scored
+    trajectories ties.
     """
     present = _check_rewards(rewards)
     dense = _check_groups(group_ids, rewards.size(0))
     num_turns = present.sum(dim=1)  # (N,)
-    if (num_turns == 0).any():
-        raise ValueError("every trajectory needs at least one turn to take part in the tie filter")
-    last = rewards.gather(1, (num_turns - 1).unsqueeze(1)).squeeze(1)  # (N,)
+    scored = num_turns > 0  # (N,)
+    last = rewards.gather(1, (num_turns - 1).clamp(min=0).unsqueeze(1)).squeeze(1)  # (N,), NaN where unscored
     num_groups = int(dense.max().item()) + 1
-    high = torch.full((num_groups,), -float("inf"), dtype=last.dtype).scatter_reduce(0, dense, last, "amax")
-    low = torch.full((num_groups,), float("inf"), dtype=last.dtype).scatter_reduce(0, dense, last, "amin")
-    return (high - low)[dense] > atol
+    empty = torch.full((num_groups,), float("inf"), dtype=last.dtype)
+    high = (-empty).scatter_reduce(0, dense[scored], last[scored], "amax")
+    low = empty.scatter_reduce(0, dense[scored], last[scored], "amin")
+    return scored & ((high - low)[dense] > atol)
 
 
 def permute_within_groups(

@@ -131,6 +131,14 @@ def test_failed_after_success_and_tie_filter():
     assert untied_groups(rewards3, ids).tolist() == [True, True, False]
 
 
+def test_tie_filter_leaves_out_trajectories_without_a_scored_turn():
+    nan = math.nan
+    rewards = torch.tensor([[nan, nan], [1.0, nan], [0.0, nan], [nan, nan], [0.5, 0.5]])
+    ids = torch.tensor([0, 0, 0, 1, 1])
+    # group 0: its scored members (1.0, 0.0) differ; group 1: one scored member ties with itself
+    assert untied_groups(rewards, ids).tolist() == [False, True, True, False, False]
+
+
 def test_per_token_spreads_turn_values():
     values = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     turn_ids = torch.tensor([[0, 0, 1, -1], [0, 1, 1, 1]])

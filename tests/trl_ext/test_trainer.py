@@ -431,6 +431,46 @@ def test_prs_and_recipe_filters_mask_the_loss(tiny_dir, tmp_path):
     assert torch.all(inputs["advantages"] == 0)  # all rewards tie within each group at both turns
 
 
+class FirstSampleUnscoredEnv(DigitGuessEnvironment):
+    """Every turn of the first sample is an infrastructure failure (unscored); the others are scored."""
+
+    def reset(self, tasks):
+        states = super().reset(tasks)
+        states[0]["unscored"] = True
+        return states
+
+    def step(self, states, completions):
+        results = super().step(states, completions)
+        for state, r in zip(states, results, strict=True):
+            if state.get("unscored"):
+                r.scored, r.reward = False, 0.0
+        return results
+
+
+def test_a_wholly_unscored_trajectory_leaves_the_tie_filter_and_the_loss(tiny_dir, tmp_path):
+    model, tok = load(tiny_dir)
+    args = make_args(  # the options of the GPU recipe (recipes/qwen05b_trloo.yaml) that read the rewards
+        tmp_path,
+        drop_tied_groups=True,
+        use_mrs=True,
+        use_prs=True,
+        mask_failed_turns_after_success=True,
+        max_turns=2,
+    )
+    trainer = TRLOOTrainer(
+        model=model,
+        environment=FirstSampleUnscoredEnv(),
+        args=args,
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
+    )
+    trainer.model.train()
+    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    assert trainer._trajectories[0].turns and not any(t.result.scored for t in trainer._trajectories[0].turns)
+    assert inputs["tool_mask"][0].sum() == 0  # the unscored trajectory trains nowhere
+    assert torch.all(inputs["advantages"][0] == 0)
+
+
 def test_config_keeps_one_optimizer_step_per_generation_batch(tmp_path):
     with pytest.raises(ValueError, match="steps_per_generation=4 with gradient_accumulation_steps=1"):
         make_args(tmp_path, steps_per_generation=4)
