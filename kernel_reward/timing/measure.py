@@ -73,7 +73,7 @@ def _clock(
         arena,
         reference.spec,
         device,
-        options.l2_flush_mb,
+        options.l2_flush_mb if device.type == "cuda" else 0,  # the host clock has no L2 to flush
         draw,
         reference_keeps_inputs=reference.keeps_inputs,
         spans=spans,
