@@ -69,7 +69,8 @@ class EvalOptions:
     decoy_check: bool = field(
         default=True,
         metadata={
-            "help": "ablate the candidate's kernels once: an output that stays correct without them is a decoy"
+            "help": "ablate the candidate's kernels in one checked K-call message and in one batch at a secret "
+            "place among each measurement's timed ones: an output that stays correct without them is a decoy"
         },
     )
 

@@ -148,11 +148,9 @@ def _judge_loaded(
     try:
         share_arena(client, arena)
         clock = None
-        if device.type != "cuda" and options.host_clock_timing:  # the host clock, for tests of the timed phase
-            baseline = measure.time_reference_before(reference, arena, device, options, client, seeds, spans)
-            clock, overhead, before, bandwidth = baseline.clock, baseline.overhead, baseline.before, 0.0
-            clock.release()
-        elif device.type == "cuda":  # calibration and the reference's baseline: before the candidate's code exists
+        if (
+            device.type == "cuda" or options.host_clock_timing
+        ):  # calibration, baseline: before the candidate's code
             key = measure.baseline_key(request, device, options)
             with phases("build"), shared():  # a baseline another judge of the task measured: no slot needed
                 baseline = measure.reused_baseline(reference, arena, device, options, priors, key, spans)
@@ -191,15 +189,7 @@ def _judge_loaded(
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
         else:
-            memory = None  # the host clock has no roofline: no device bandwidth to bound it
-            if device.type == "cuda":
-                moved = roofline.bytes_per_call(
-                    reference.input_bytes,
-                    reference.spec.nbytes,
-                    torch.cuda.get_device_properties(device).L2_cache_size,
-                    clock.calls,
-                )
-                memory = (moved, bandwidth)
+            memory = measure.roofline_memory(reference.input_bytes, reference.spec.nbytes, clock, bandwidth)
             clock.restore()
             with timing_slot():
                 _time_candidate(clock, candidate, client, overhead, before, options, result, phases, memory)
@@ -356,8 +346,6 @@ def _time_candidate(
 ) -> None:
     """``memory``: the bytes one call must move and the device's measured bandwidth (GB/s), for the roofline (None
     on the host clock: no roofline, no GPU state)."""
-    gpu = clock.device.type == "cuda"
-
     spans = clock.spans
 
     def retime() -> batch_stats.BatchTiming:
@@ -365,7 +353,7 @@ def _time_candidate(
 
     with phases("timing"):
         with spans("slot.gpu_state"):
-            state_before = gpu_state.sample(clock.device) if gpu else None
+            state_before = gpu_state.sample(clock.device) if memory is not None else None
         try:
             timing = measure.compare_timed(clock, candidate, client, overhead, before, options)
             remeasured = timing.speedup > options.implausible_speedup
