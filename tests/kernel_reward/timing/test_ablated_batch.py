@@ -167,3 +167,18 @@ def test_the_decoy_rule_judges_only_calls_that_ran_with_their_inputs_intact():
     with pytest.raises(JudgeStop, match=r"kernels are decoys$"):
         check_ablated([(True, lambda: True)])  # a one-call message names no call
     check_ablated([(True, lambda: False)] * 3)
+
+
+def test_an_honest_kernel_timed_on_the_host_clock_stays_correct(evaluate_subprocess):
+    """The whole evaluation with the timed phase on the CPU's host clock (``host_clock_timing``): the honest kernel
+    passes the ablated pair and gets its speedup from the timed pairs alone."""
+    from hack_corpus import as_completion, load_corpus
+
+    entry = next(e for e in load_corpus() if e.name == "honest_add_relu")
+    result = evaluate_subprocess(
+        entry.reference, as_completion(entry.source), device="cpu", host_clock_timing=True
+    )
+    assert result.status.value == "correct", result.error
+    assert result.timing_available and result.speedup is not None and result.speedup > 0
+    assert "timing_host_clock_interpreter" in result.flags and result.reward == 1.0  # correctness terms only
+    assert result.timing_method["method"] == "judge_host_clock"
