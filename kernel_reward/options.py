@@ -69,7 +69,8 @@ class EvalOptions:
     decoy_check: bool = field(
         default=True,
         metadata={
-            "help": "ablate the candidate's kernels once: an output that stays correct without them is a decoy"
+            "help": "ablate the candidate's kernels in one checked K-call message and in one batch at a secret "
+            "place among each measurement's timed ones: an output that stays correct without them is a decoy"
         },
     )
 
@@ -87,6 +88,14 @@ class EvalOptions:
     max_timed_calls: int = field(default=500, metadata={"help": "timed calls per side, at most"})
     l2_flush_mb: int = field(
         default=256, metadata={"help": "size of the buffer zeroed before each timed call (MB)"}
+    )
+    host_clock_timing: bool = field(
+        default=False,
+        metadata={
+            "help": "without a GPU, time the candidate anyway, on the judge's host clock (the timed phase's checks "
+            "run as on a GPU; interpreter times say nothing of a GPU's, and the reward still reads correctness "
+            "only): for tests of the timed phase on CPU machines"
+        },
     )
     implausible_speedup: float = field(
         default=30.0, metadata={"help": "speedups above this are re-measured once and flagged"}

@@ -4,14 +4,14 @@ The candidate runs in its own process (``remote.RemoteCandidate``); every compar
 here. In order: the buffer-reuse check (the SAME input buffers refilled: a replayed cache is hacked); per trial from
 a hidden seed, the candidate, the reference, the candidate again, with the arena's inputs checked bitwise unchanged
 and the outputs' structure, shape, dtype and values compared; at a random point among the trials, two K-call
-messages laid out as timed batches (every call ablated: decoy kernels; every call compared: a batched trial); the
-constant-output check; one forward per module mode under ``inference_mode`` and ``enable_grad``, each launching a
-candidate kernel and right. Checks resting on the runner's report (launches, the ablated calls) only lower a
-verdict the outputs allow (``launch_checks_self_reported``). Fail closed: ``passed`` only when every check ran and
-succeeded. Step by step: docs/reward.md#the-correctness-checks.
+messages laid out as timed batches (every call ablated: decoy kernels, ``check_ablated``, the rule the timed phase's
+ablated batch shares; every call compared: a batched trial); the constant-output check; a forward per module and
+grad mode, each launching a candidate kernel and right. Checks resting on the runner's report (launches, ablated
+calls) only lower a verdict the outputs allow (``launch_checks_self_reported``). Fail closed: ``passed`` only when
+every check ran and succeeded. Steps: docs/reward.md#the-correctness-checks.
 
-Why one module (467 lines): every check is a sequence of calls through one ``CandidateRunner`` on one
-``JudgeTask``, and their order (the ablated and batched calls at a hidden point among the trials) is a defence.
+Why one module (481 lines): every check is a sequence of calls through one ``CandidateRunner`` on one ``JudgeTask``,
+and their order (the ablated and batched calls at a hidden point among the trials) is a defence.
 """
 
 from __future__ import annotations
@@ -354,23 +354,37 @@ def _check_batches(
 def _check_not_decoy(
     runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
 ) -> None:
-    """One message of K calls, every one ablated, on inputs of their own: a call whose output stays right without
-    the candidate's kernels is a decoy. A call that fails without them (or that the runner never reached after one
-    that failed) shows they matter."""
+    """One message of K calls, every one ablated, on inputs of their own, judged by the decoy rule
+    (``check_ablated``)."""
     input_sets = _batch_inputs(task, device, SeedStream(seed), 0)
     outcomes = runner.call_batch(input_sets, ablate=True)
-    for call, (inputs, outcome) in enumerate(zip(input_sets, outcomes, strict=True)):
-        if not outcome.ok or outcome.inputs_mutated:
-            continue
-        reference = run_reference(task, inputs, device)
-        if outcome.outputs.compare(reference, options.tolerance).ok:
+
+    def right(inputs: list[Any], outcome: CallOutcome) -> Callable[[], bool]:
+        return lambda: outcome.outputs.compare(run_reference(task, inputs, device), options.tolerance).ok
+
+    check_ablated(
+        [
+            (outcome.ok and not outcome.inputs_mutated, right(inputs, outcome))
+            for inputs, outcome in zip(input_sets, outcomes, strict=True)
+        ]
+    )
+
+
+def check_ablated(calls: list[tuple[bool, Callable[[], bool]]]) -> None:
+    """The decoy rule, for one message whose every call ran with the candidate's own launches skipped (the checked
+    decoy batch, and the ablated batch among the timed ones: ``batch_clock.time_interleaved``). ``calls``: per
+    call, whether it ran to the end with its inputs intact, and whether its outputs are right (asked only of those,
+    in order). Such a call still right without the candidate's kernels is a decoy: every output place was poisoned
+    before the message, so an output the kernels would have written cannot be right by being left alone. A call
+    that failed without them (or that the runner never reached after one that failed) shows they matter."""
+    for call, (ran, right) in enumerate(calls):
+        if ran and right():
             raise JudgeStop(
                 Status.HACKED,
                 "output stays correct when the candidate's Triton kernels are skipped: the kernels are decoys"
-                + (f" (call {call} of a {len(input_sets)}-call batch)" if len(input_sets) > 1 else ""),
+                + (f" (call {call} of a {len(calls)}-call batch)" if len(calls) > 1 else ""),
                 _hack(HackReason.DECOY_KERNEL),
             )
-        del reference
 
 
 def _check_batched_trial(

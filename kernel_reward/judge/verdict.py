@@ -149,8 +149,8 @@ def _judge_loaded(
         share_arena(client, arena)
         clock = None
         if (
-            device.type == "cuda"
-        ):  # calibration and the reference's baseline: before the candidate's code exists
+            device.type == "cuda" or options.host_clock_timing
+        ):  # calibration, baseline: before the candidate's code
             key = measure.baseline_key(request, device, options)
             with phases("build"), shared():  # a baseline another judge of the task measured: no slot needed
                 baseline = measure.reused_baseline(reference, arena, device, options, priors, key, spans)
@@ -189,23 +189,16 @@ def _judge_loaded(
             result.timing_available = False
             result.flags.append("timing_unavailable_interpreter")
         else:
-            moved = roofline.bytes_per_call(
-                reference.input_bytes,
-                reference.spec.nbytes,
-                torch.cuda.get_device_properties(device).L2_cache_size,
-                clock.calls,
-            )
+            memory = measure.roofline_memory(reference.input_bytes, reference.spec.nbytes, clock, bandwidth)
             clock.restore()
             with timing_slot():
-                _time_candidate(
-                    clock, candidate, client, overhead, before, options, result, phases, (moved, bandwidth)
-                )
+                _time_candidate(clock, candidate, client, overhead, before, options, result, phases, memory)
                 if baseline.reused:
                     result.flags.append("timing_baseline_reused")
                     result.timing_method["baseline_prior"] = {"age_s": baseline.age_s, "uses": baseline.uses}
                 clock.release()  # nothing after the timing needs its buffers (2 input + 2 output sets at most)
                 if (
-                    options.coverage_in_timing_slot
+                    options.coverage_in_timing_slot and device.type == "cuda"
                 ):  # events: device intervals, which other processes would skew
                     with spans("slot.coverage"):
                         measure_coverage(
@@ -214,7 +207,7 @@ def _judge_loaded(
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
                 _recheck(task, device, options, seeds)
             if (
-                options.profile and not options.coverage_in_timing_slot
+                options.profile and not options.coverage_in_timing_slot and device.type == "cuda"
             ):  # CUPTI's start-up must not hold the slot
                 with shared():
                     measure_coverage(
@@ -349,10 +342,10 @@ def _time_candidate(
     options: EvalOptions,
     result: EvalResult,
     phases: Any,
-    memory: tuple[int, float],
+    memory: tuple[int, float] | None,
 ) -> None:
-    """``memory``: the bytes one call must move and the device's measured bandwidth (GB/s), for the roofline."""
-
+    """``memory``: the bytes one call must move and the device's measured bandwidth (GB/s), for the roofline (None
+    on the host clock: no roofline, no GPU state)."""
     spans = clock.spans
 
     def retime() -> batch_stats.BatchTiming:
@@ -360,7 +353,7 @@ def _time_candidate(
 
     with phases("timing"):
         with spans("slot.gpu_state"):
-            state_before = gpu_state.sample(clock.device)
+            state_before = gpu_state.sample(clock.device) if memory is not None else None
         try:
             timing = measure.compare_timed(clock, candidate, client, overhead, before, options)
             remeasured = timing.speedup > options.implausible_speedup
@@ -372,7 +365,9 @@ def _time_candidate(
                     if batch_stats.calibration_artefact(timing):
                         timing = batch_stats.unsubtracted(timing)
             # one re-measurement at most: a speedup already re-measured as implausible is not timed a third time
-            timing, roof = roofline.review(timing, *memory, None if remeasured else retime, result.flags)
+            roof = None
+            if memory is not None:
+                timing, roof = roofline.review(timing, *memory, None if remeasured else retime, result.flags)
         except batch_clock.OwnKernelMissing as exc:
             raise JudgeStop(
                 Status.HACKED, str(exc), [correctness.HackReason.TIMED_WITHOUT_OWN_KERNEL.value]
@@ -381,8 +376,9 @@ def _time_candidate(
             raise JudgeStop(
                 Status.HACKED, str(exc), [correctness.HackReason.INCORRECT_DURING_TIMING.value]
             ) from exc
-        with spans("slot.gpu_state"):
-            result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
+        if state_before is not None:
+            with spans("slot.gpu_state"):
+                result.gpu_state = gpu_state.around(state_before, gpu_state.sample(clock.device))
     result.timing_available = True
     result.flags.extend(timing.flags)
     if options.baseline != "eager":
@@ -391,6 +387,9 @@ def _time_candidate(
     result.reference_timing, result.kernel_timing = timing.reference, timing.candidate
     result.reference_time_ms, result.kernel_time_ms = timing.reference.median_ms, timing.candidate.median_ms
     result.speedup, result.speedup_ci = timing.speedup, timing.speedup_ci
+    if roof is None:
+        result.flags.append("timing_host_clock_interpreter")  # interpreter times: nothing to read from them
+        return
     result.roofline = roof.to_dict()
     result.speedup, result.speedup_ci, clamped = roofline.clamp_speedup(
         result.speedup, result.speedup_ci, roof

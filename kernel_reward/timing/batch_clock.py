@@ -7,15 +7,17 @@ after the start event and the candidate's outputs sealed before the end event (`
 runner computes on them falls inside the window. A reference batch and a candidate batch on the same inputs form a
 pair queued behind one host gate (which side goes first alternates); each side's fixed cost is calibrated with
 empty pairs before the candidate is loaded and subtracted. Every timed output is compared with the reference's,
-and the comparisons are read once when the measurement ends. Step by step: docs/timing.md#the-batch-clock.
+and the comparisons are read once when the measurement ends. One pair of a measurement, at a secret place, has every
+candidate call ablated (``time_interleaved``): left out of the times. Step by step: docs/timing.md#the-batch-clock.
 
-Why one module (690 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (778 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ from kernel_reward.judge.compare import (
     metadata_mismatch,
     resolve_all,
 )
+from kernel_reward.judge.correctness import check_ablated
 from kernel_reward.judge.remote import RemoteCandidate, poison
 from kernel_reward.timing import output_seal
 from kernel_reward.timing.spans import Spans, unrecorded
@@ -99,6 +102,7 @@ class BatchClock:
         # calibration times the same kernel here to take its own cost out of the hand-over.
         self.handover_scratch = torch.zeros(1, device=device) if self.gate is not None else None
         self.calls = 0
+        self.order: list[int] = []  # the last message's slot of each call (``message``)
         # Diagnostics, never used for a verdict: the judge's events around each side's own part of the last batch
         # (the candidate's includes the hand-over to the runner and back), and the runner's claimed GPU times.
         self.last_work_ms: dict[str, float] = {}
@@ -220,17 +224,20 @@ class BatchClock:
         self.arena_inputs = exchange.tensor_views(slot_args, self.region)
         self.call_template = exchange.decode_args(slot_args, self.region)
 
-    def message(self, model_id: int, dry: bool = False) -> dict[str, Any]:
+    def message(self, model_id: int, dry: bool = False, ablate: bool = False) -> dict[str, Any]:
         """The run message of one batch: every slot at the current base, in an order drawn afresh, each call with
-        the fields of a checked call (``placement.call_entry``: the same launch monitor, no ablation)."""
+        the fields of a checked call (``placement.call_entry``: the same launch monitor; ``ablate``: the candidate's
+        launches skipped in every call, the ablated batch of ``time_interleaved``)."""
         slot_args, slot_outs = self.slots
+        self.order = placement.draw_order(self.calls)  # the slot of each message position
         calls = [
             placement.call_entry(
                 placement.shifted_args(slot_args[slot], self.base),
                 [placement.shifted_ref(ref, self.base) for ref in slot_outs[slot]],
                 self.spec.structure,
+                ablate=ablate,
             )
-            for slot in placement.draw_order(self.calls)
+            for slot in self.order
         ]
         return placement.run_message(model_id, calls, dry=dry)
 
@@ -289,21 +296,39 @@ class BatchClock:
         fingerprinted, whatever the runner writes meanwhile. One figure per output over all K calls (``comparison``
         gets each output's total values and dtype). A reference whose outputs changed shape since the build is
         reported as such: no value is compared then."""
+        (queued,), sealed = self._read_candidate(comparison, per_call=False)
+        return queued, sealed
+
+    def check_calls(
+        self,
+        comparison: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
+    ) -> tuple[list[QueuedComparison], torch.Tensor]:
+        """``check_candidate`` with one comparison per call (in slot order) instead of one over all K: what the
+        ablated batch's decoy rule reads (``time_interleaved``)."""
+        return self._read_candidate(comparison, per_call=True)
+
+    def _read_candidate(
+        self,
+        comparison: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
+        per_call: bool,
+    ) -> tuple[list[QueuedComparison], torch.Tensor]:
         key, sealed = self.seal
+        calls = 1 if per_call else self.calls
         counts = [
-            (self.calls * math.prod(shape), dtype)
+            (calls * math.prod(shape), dtype)
             for shape, dtype in zip(self.spec.shapes, self.spec.dtypes, strict=True)
         ]
-        pieces = comparison(counts)
+        pieces = [comparison(counts) for _ in range(self.calls if per_call else 1)]
         for call, returned in enumerate(self.reference_outputs):
             mismatch = metadata_mismatch(self.arena_outputs[call], returned)
             if mismatch is not None:
-                return QueuedComparison(
+                decided = QueuedComparison(
                     Comparison(False, None, f"the reference's call {call}: {mismatch}"),
                     [],
-                    pieces.outlier_share,
-                    pieces.measure_error,
-                ), torch.ones((), dtype=torch.bool, device=self.device)
+                    pieces[0].outlier_share,
+                    pieces[0].measure_error,
+                )
+                return [decided] * len(pieces), torch.ones((), dtype=torch.bool, device=self.device)
         reference = [
             [output.detach().reshape(-1) for output in returned] for returned in self.reference_outputs
         ]
@@ -312,13 +337,14 @@ class BatchClock:
             call, index = tag
             values = chunk.view(reference[call][index].dtype)
             first = offset // values.element_size()
-            pieces.add(index, values, reference[call][index][first : first + values.numel()])
+            piece = pieces[call] if per_call else pieces[0]
+            piece.add(index, values, reference[call][index][first : first + values.numel()])
 
         spans = [(first, stop, (call, index)) for first, stop, call, index in self.output_spans]
         reread = output_seal.read_back(
             self.region[self.inputs_end : self.used], self.snapshot, key, spans, take
         )
-        return pieces.queued(), reread == sealed
+        return [piece.queued() for piece in pieces], reread == sealed
 
     # ---------------------------------------------------------------------------------------------- batches
     def _load(self, side: str) -> None:
@@ -402,9 +428,12 @@ class BatchClock:
             return 0.0
         return max(float(np.median(copied)) - float(np.median(plain)), 0.0)
 
-    def time_pair(self, client: Any, model_id: int, candidate_first: bool, *, empty: bool = False) -> Pair:
+    def time_pair(
+        self, client: Any, model_id: int, candidate_first: bool, *, empty: bool = False, ablate: bool = False
+    ) -> Pair:
         """One reference batch and one candidate batch on the staged inputs, each queued whole behind a closed gate
-        (``empty``: no reference calls and a dry run of the trusted harness: both sides' fixed costs).
+        (``empty``: no reference calls and a dry run of the trusted harness: both sides' fixed costs; ``ablate``:
+        every candidate call with its own launches skipped, queued, gated and timed as any other).
 
         The runner is asked as soon as the candidate's hand-over is queued: from there the judge's stream waits for
         the runner's ``done`` word, and a reference that synchronises the host while queued after it, before the
@@ -416,7 +445,7 @@ class BatchClock:
         for outs in self.arena_outputs:
             poison(outs)
         self.reference_outputs = []
-        message = self.message(model_id, empty)
+        message = self.message(model_id, empty, ablate)
         sides = ("candidate", "reference") if candidate_first else ("reference", "candidate")
         with torch.no_grad():
             if self.gate is None:
@@ -624,48 +653,72 @@ def time_interleaved(
     client: Any,
     batches: int,
     compare: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
+    *,
+    ablated: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison] | None = None,
 ) -> tuple[list[float], list[float]]:
     """Whole-batch ms of ``batches`` pairs on fresh inputs (each side's fixed cost still in; which side goes first
     alternates). Every candidate output is compared with the reference's, its seal and the inputs are checked
     intact, all queued on the GPU and read once at the end; the first failing batch raises
-    ``TimingValidationError``."""
+    ``TimingValidationError``.
+
+    ``ablated`` (a per-call comparison at the correctness checks' tolerance): one pair more, at a place among the
+    others drawn from ``secrets``, whose candidate calls all have their own launches skipped. Staged, laid out,
+    messaged, gated and queued as every other pair, so nothing tells the runner which it is; its times are left
+    out, and its calls are judged by the decoy rule (``correctness.check_ablated``: a call still right without
+    the candidate's kernels is a decoy). A candidate that takes another path once it believes it is timed takes it
+    there too."""
+    ablated_at = secrets.randbelow(batches + 1) if ablated is not None else None
     reference_ms, candidate_ms = [], []
-    comparisons: list[QueuedComparison] = []
+    checks: list[list[QueuedComparison]] = []  # per batch: one over all its calls, or one per call (ablated)
     changed: list[torch.Tensor] = []
     broken: list[torch.Tensor] = []
+    ablated_ran: list[bool] = []  # per slot: whether the ablated batch's call ran to the end
     spans = clock.spans
-    for index in range(batches):
+    for index in range(batches + (ablated_at is not None)):
+        ablate = index == ablated_at
         with spans("pair.stage"):
             clock.stage()
         with spans("pair.run"):
-            pair = clock.time_pair(client, candidate.model_id, candidate_first=index % 2 == 1)
-        failed = next((r for r in pair.reports if not (isinstance(r, dict) and r.get("ok"))), None)
-        if failed is not None or len(pair.reports) != clock.calls:
-            kind = (
-                "error" if failed is not None else "protocol"
-            )  # a failing call, or a reply that skips calls
-            raise RunnerFault(
-                kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}"
-            )
-        idle = next((call for call, report in enumerate(pair.reports) if not report.get("own")), None)
-        if idle is not None and candidate.own_kernels_required:
-            raise OwnKernelMissing(
-                f"timed batch {index}, call {idle}: launched none of the candidate's own kernels, though every "
-                "checked call did (a different path while timed)"
-            )
+            pair = clock.time_pair(client, candidate.model_id, candidate_first=index % 2 == 1, ablate=ablate)
+        if ablate:
+            ablated_ran = _ablated_calls_ran(pair.reports, clock.order, index)
+        else:
+            _check_reports(pair.reports, clock.calls, index, candidate.own_kernels_required)
         with torch.no_grad(), spans("pair.queue_checks"):
             changed.append(clock.inputs_changed())
-            comparison, sealed = clock.check_candidate(compare)
-            comparisons.append(comparison)
+            if ablate:
+                queued, sealed = clock.check_calls(ablated)
+            else:
+                comparison, sealed = clock.check_candidate(compare)
+                queued = [comparison]
+            checks.append(queued)
             broken.append(~sealed)
+        if ablate:
+            continue  # its times say nothing of the candidate's kernels
         reference_ms.append(pair.reference_ms)
         candidate_ms.append(pair.candidate_ms)
         for side, work in clock.last_work_ms.items():
             clock.work_samples[side].append(work)
     with spans("pair.resolve"):
-        verdicts = resolve_all(comparisons)  # the one synchronisation: every check above is done after it
+        # the one synchronisation: every check above is done after it
+        resolved = iter(resolve_all([queued for batch in checks for queued in batch]))
+        verdicts = [[next(resolved) for _ in batch] for batch in checks]
         flags = torch.stack([torch.stack(changed), torch.stack(broken)], dim=1).tolist() if changed else []
-    for index, (verdict, (modified, resealed)) in enumerate(zip(verdicts, flags, strict=True)):
+    for index, (batch_verdicts, (modified, resealed)) in enumerate(zip(verdicts, flags, strict=True)):
+        if index == ablated_at:
+            if resealed:
+                raise TimingValidationError(
+                    f"timed batch {index}: its outputs changed after the judge's clock stopped"
+                )
+            # Inputs it changed: no call of it is judged, as the checked decoy batch skips such calls.
+            check_ablated(
+                [
+                    (ran and not modified, lambda v=v: v.ok)
+                    for ran, v in zip(ablated_ran, batch_verdicts, strict=True)
+                ]
+            )
+            continue
+        (verdict,) = batch_verdicts
         if modified:
             raise TimingValidationError(f"timed batch {index} modified its inputs")
         if resealed:
@@ -677,6 +730,38 @@ def time_interleaved(
                 f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}"
             )
     return reference_ms, candidate_ms
+
+
+def _check_reports(reports: list[Any], calls: int, index: int, own_required: bool) -> None:
+    """A timed batch's reports: one per call, each ok, each naming an own kernel launch where one is required."""
+    failed = next((r for r in reports if not (isinstance(r, dict) and r.get("ok"))), None)
+    if failed is not None or len(reports) != calls:
+        kind = "error" if failed is not None else "protocol"  # a failing call, or a reply that skips calls
+        raise RunnerFault(
+            kind, f"timed batch {index}: {str((failed or {}).get('error', 'calls missing'))[:1500]}"
+        )
+    idle = next((call for call, report in enumerate(reports) if not report.get("own")), None)
+    if idle is not None and own_required:
+        raise OwnKernelMissing(
+            f"timed batch {index}, call {idle}: launched none of the candidate's own kernels, though every "
+            "checked call did (a different path while timed)"
+        )
+
+
+def _ablated_calls_ran(reports: list[Any], order: list[int], index: int) -> list[bool]:
+    """Whether each call of the ablated batch ran to the end, per slot (``order``: the slot of each message
+    position; reports come in message order). A call may fail without its kernels, and the runner stops at the
+    first that does; a reply that skips calls otherwise is a protocol fault, as for every timed batch."""
+    if (
+        not 1 <= len(reports) <= len(order)
+        or not all(isinstance(report, dict) for report in reports)
+        or (len(reports) < len(order) and reports[-1].get("ok"))
+    ):
+        raise RunnerFault("protocol", f"timed batch {index}: the reply must report each call it ran")
+    ran = [False] * len(order)
+    for slot, report in zip(order, reports, strict=False):
+        ran[slot] = bool(report.get("ok"))
+    return ran
 
 
 def diagnostics(clock: BatchClock) -> dict[str, Any]:

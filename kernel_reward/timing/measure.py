@@ -73,7 +73,7 @@ def _clock(
         arena,
         reference.spec,
         device,
-        options.l2_flush_mb,
+        options.l2_flush_mb if device.type == "cuda" else 0,  # the host clock has no L2 to flush
         draw,
         reference_keeps_inputs=reference.keeps_inputs,
         spans=spans,
@@ -151,7 +151,8 @@ def baseline_from_prior(
 
 def baseline_key(request: Any, device: torch.device, options: EvalOptions) -> str:
     """``timing.prior.prior_key`` of an EvalRequest's task on ``device``."""
-    return prior_key(request.reference_code, request.entry_point, torch.cuda.get_device_name(device), options)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"  # cpu: the host clock
+    return prior_key(request.reference_code, request.entry_point, name, options)
 
 
 def reused_baseline(
@@ -193,14 +194,25 @@ def task_baseline(
     reused = reused_baseline(reference, arena, device, options, priors, key, spans)
     if reused is not None:
         return reused
-    with spans("slot.bandwidth"):  # a copy with the GPU to itself
-        bandwidth = roofline.device_bandwidth_gbps(device)
+    with spans("slot.bandwidth"):  # a copy with the GPU to itself (none on the host clock)
+        bandwidth = roofline.device_bandwidth_gbps(device) if device.type == "cuda" else 0.0
     baseline = time_reference_before(
         reference, arena, device, options, client, seeds, spans, bandwidth_gbps=bandwidth
     )
     if priors is not None:
         priors.offer(key, baseline.prior.to_dict())
     return baseline
+
+
+def roofline_memory(
+    input_bytes: int, output_bytes: int, clock: batch_clock.BatchClock, bandwidth_gbps: float
+) -> tuple[int, float] | None:
+    """What ``roofline.review`` reads: the bytes one call must move and the device's bandwidth (GB/s); None on the
+    host clock, which has no bandwidth measured and no roofline."""
+    if clock.device.type != "cuda" or not bandwidth_gbps > 0:
+        return None
+    l2_bytes = torch.cuda.get_device_properties(clock.device).L2_cache_size
+    return roofline.bytes_per_call(input_bytes, output_bytes, l2_bytes, clock.calls), bandwidth_gbps
 
 
 def _batch_ms(call_ms: float, calls: int, overhead: batch_stats.Overhead, pair_wall_ms: float = 0.0) -> float:
@@ -244,6 +256,16 @@ def _validator(options: EvalOptions) -> Any:
     return compare
 
 
+def _ablated_validator(options: EvalOptions) -> Any:
+    """One call of the ablated batch against the reference, at the correctness checks' tolerance (the decoy rule's,
+    ``correctness.check_ablated``: no outliers let through)."""
+
+    def compare(outputs: list[tuple[int, torch.dtype]]) -> PiecewiseComparison:
+        return PiecewiseComparison(outputs, options.tolerance, 0.0, measure_error=False)
+
+    return compare
+
+
 def measure(
     clock: batch_clock.BatchClock,
     candidate: RemoteCandidate,
@@ -255,13 +277,25 @@ def measure(
     *,
     step: str = "slot.timed_pairs",
 ) -> batch_stats.BatchTiming:
-    """Interleaved batch pairs within the timing budget, every candidate output verified (clocked as ``step``)."""
+    """Interleaved batch pairs within the timing budget, every candidate output verified (clocked as ``step``), and
+    one more at a secret place with every call ablated (``options.decoy_check``, where the candidate's own kernels
+    are required; ``time_interleaved``)."""
     batches = _batches(
         options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms)
     )
     late_before = clock.late_gates()
     with clock.spans(step):
-        batches_ms = batch_clock.time_interleaved(clock, candidate, client, batches, _validator(options))
+        batches_ms = batch_clock.time_interleaved(
+            clock,
+            candidate,
+            client,
+            batches,
+            _validator(options),
+            # none for plain torch programs timed without own kernels (``own_kernels_required``): nothing to skip
+            ablated=_ablated_validator(options)
+            if options.decoy_check and candidate.own_kernels_required
+            else None,
+        )
     late_pairs = clock.late_gates() - late_before
     during = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
     candidate_ms = [batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
