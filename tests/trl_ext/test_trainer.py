@@ -49,6 +49,22 @@ def make_args(tmp_path, **overrides):
     return MultiTurnKernelConfig(**values)
 
 
+def scored_batch(model, tok, args, environment=None):
+    """A trainer on four toy tasks, in training mode, and its scored generation batch (the loss inputs)."""
+    trainer = TRLOOTrainer(
+        model=model,
+        environment=environment or DigitGuessEnvironment(),
+        args=args,
+        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
+        processing_class=tok,
+    )
+    trainer.model.train()  # metrics go to the training side
+    trainer.current_gradient_accumulation_steps = (
+        1  # set by train(); the loss is called directly in some tests
+    )
+    return trainer, trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+
+
 def run_trainer(tiny_dir, tmp_path, peft_config=None, **overrides):
     model, tok = load(tiny_dir)
     dataset = datasets.Dataset.from_list(make_toy_tasks(8))
@@ -195,16 +211,7 @@ def test_mrs_in_loss_equals_pure_mask_and_rejected_tokens_get_no_gradient(tiny_d
     from trl_ext.mrs import mrs_loss_mask
 
     model, tok = load(tiny_dir)
-    trainer = TRLOOTrainer(
-        model=model,
-        environment=DigitGuessEnvironment(),
-        args=make_args(tmp_path, use_mrs=True, max_steps=1),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-        processing_class=tok,
-    )
-    trainer.model.train()
-    trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
-    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    trainer, inputs = scored_batch(model, tok, make_args(tmp_path, use_mrs=True, max_steps=1))
     assert "mrs_mask" in inputs  # one micro-batch per generation batch: MRS is left to the loss
     model_tokens, turn_ids = inputs["mrs_mask"], inputs["mrs_turn_ids"]
     assert torch.equal(inputs["completion_mask"] * inputs["tool_mask"], model_tokens)  # not masked yet
@@ -411,15 +418,7 @@ def test_prs_and_recipe_filters_mask_the_loss(tiny_dir, tmp_path):
     args = make_args(
         tmp_path, use_prs=True, mask_failed_turns_after_success=True, drop_tied_groups=True, max_turns=2
     )
-    trainer = TRLOOTrainer(
-        model=model,
-        environment=LowCoverageEnv(),
-        args=args,
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-        processing_class=tok,
-    )
-    trainer.model.train()
-    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    trainer, inputs = scored_batch(model, tok, args, environment=LowCoverageEnv())
     metrics = trainer._metrics["train"]
     # Turn 1: PRS rejects (correct, coverage 0.1 < 0.3); turn 2: reward 0 after a success -> masked too;
     # and every group ties on its last-turn reward (all 0) -> dropped. Nothing is left to train on.
@@ -457,15 +456,7 @@ def test_a_wholly_unscored_trajectory_leaves_the_tie_filter_and_the_loss(tiny_di
         mask_failed_turns_after_success=True,
         max_turns=2,
     )
-    trainer = TRLOOTrainer(
-        model=model,
-        environment=FirstSampleUnscoredEnv(),
-        args=args,
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-        processing_class=tok,
-    )
-    trainer.model.train()
-    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    trainer, inputs = scored_batch(model, tok, args, environment=FirstSampleUnscoredEnv())
     assert trainer._trajectories[0].turns and not any(t.result.scored for t in trainer._trajectories[0].turns)
     assert inputs["tool_mask"][0].sum() == 0  # the unscored trajectory trains nowhere
     assert torch.all(inputs["advantages"][0] == 0)
@@ -602,14 +593,7 @@ def test_rollout_passes_chat_template_kwargs_to_every_turn():
 def test_trainer_uses_chat_template_kwargs(tiny_dir, tmp_path):
     model, tok = load(tiny_dir)
     tok.chat_template = QWEN3_LIKE_TEMPLATE
-    trainer = TRLOOTrainer(
-        model=model,
-        environment=DigitGuessEnvironment(),
-        args=make_args(tmp_path, chat_template_kwargs=NO_THINKING),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-        processing_class=tok,
-    )
-    trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
+    trainer, _ = scored_batch(model, tok, make_args(tmp_path, chat_template_kwargs=NO_THINKING))
     for traj in trainer._trajectories:
         assert tok.decode(traj.prompt_ids).endswith(EMPTY_THINK)
         if len(traj.turns) > 1:
@@ -623,16 +607,11 @@ def test_turn_sum_mean_divides_token_losses_by_trained_turns(tiny_dir, tmp_path)
     with pytest.raises(ValueError, match="loss_type='dapo'"):
         make_args(tmp_path, loss_aggregation="turn_sum_mean", loss_type="grpo")
     model, tok = load(tiny_dir)
-    trainer = TRLOOTrainer(
-        model=model,
-        environment=DigitGuessEnvironment(),
-        args=make_args(tmp_path, loss_aggregation="turn_sum_mean", mask_failed_turns_after_success=True),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-        processing_class=tok,
+    trainer, inputs = scored_batch(
+        model,
+        tok,
+        make_args(tmp_path, loss_aggregation="turn_sum_mean", mask_failed_turns_after_success=True),
     )
-    trainer.model.train()
-    trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
-    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
     loss_mask = (inputs["completion_mask"] * inputs["tool_mask"]).cpu()
     trained_turns = 0
     for n, traj in enumerate(trainer._trajectories):  # plain loop: turns with at least one loss token
@@ -682,15 +661,9 @@ def test_turn_sum_norm_divides_by_trained_turns_times_the_scale(tiny_dir, tmp_pa
     model, tok = load(tiny_dir)
     counts = {}
     for aggregation, scale in (("turn_sum_mean", None), ("turn_sum_norm", None), ("turn_sum_norm", 5)):
-        trainer = TRLOOTrainer(
-            model=model,
-            environment=DigitGuessEnvironment(),
-            args=make_args(tmp_path, loss_aggregation=aggregation, loss_scale_tokens=scale),
-            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-            processing_class=tok,
+        trainer, inputs = scored_batch(
+            model, tok, make_args(tmp_path, loss_aggregation=aggregation, loss_scale_tokens=scale)
         )
-        trainer.model.train()
-        inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
         counts[aggregation, scale] = int(inputs["num_items_in_batch"])
     turns = counts["turn_sum_mean", None]
     assert (
@@ -749,16 +722,9 @@ def test_turn_sum_mean_recounts_turns_after_in_loss_mrs(tiny_dir, tmp_path, monk
     from trl import GRPOTrainer
 
     model, tok = load(tiny_dir)
-    trainer = TRLOOTrainer(
-        model=model,
-        environment=DigitGuessEnvironment(),
-        args=make_args(tmp_path, use_mrs=True, loss_aggregation="turn_sum_mean", max_steps=1),
-        train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-        processing_class=tok,
+    trainer, inputs = scored_batch(
+        model, tok, make_args(tmp_path, use_mrs=True, loss_aggregation="turn_sum_mean", max_steps=1)
     )
-    trainer.model.train()
-    trainer.current_gradient_accumulation_steps = 1  # set by train(); the loss is called directly here
-    inputs = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
     assert "mrs_mask" in inputs
     turns_per_row = [len(t.turns) for t in trainer._trajectories]  # every turn has model tokens here
     assert int(inputs["num_items_in_batch"]) == sum(turns_per_row)
@@ -782,15 +748,9 @@ def test_truncated_turns_are_counted_per_turn_and_can_be_masked(tiny_dir, tmp_pa
     mask_truncated_turns, carries no loss: the random tiny model never ends a 2-token turn."""
     model, tok = load(tiny_dir)
     for masked in (False, True):
-        trainer = TRLOOTrainer(
-            model=model,
-            environment=DigitGuessEnvironment(),
-            args=make_args(tmp_path, max_completion_length=2, max_turns=2, mask_truncated_turns=masked),
-            train_dataset=datasets.Dataset.from_list(make_toy_tasks(4)),
-            processing_class=tok,
+        trainer, output = scored_batch(
+            model, tok, make_args(tmp_path, max_completion_length=2, max_turns=2, mask_truncated_turns=masked)
         )
-        trainer.model.train()  # metrics go to the training side
-        output = trainer._generate_and_score_completions([dict(r) for r in trainer.train_dataset])
         assert all(turn.truncated for traj in trainer._trajectories for turn in traj.turns)
         metrics = trainer._metrics["train"]
         assert metrics["turn_1/truncated"][-1] == 1.0
