@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
@@ -116,6 +116,16 @@ def rank_reward_device(device: str | None, environ: Mapping[str, str]) -> str | 
     return device
 
 
+def reward_pool_options(args: MultiTurnKernelConfig) -> dict[str, Any]:
+    """The Evaluator's pool settings the config gives (none set: the pool sizes itself from the GPU it finds)."""
+    options: dict[str, Any] = {}
+    if args.reward_workers is not None:
+        options["workers"] = args.reward_workers
+    if args.reward_memory_fraction is not None:
+        options["pool_options"] = {"usable_memory_fraction": args.reward_memory_fraction}
+    return options
+
+
 def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelConfig):
     if script_args.environment == "toy":
         from trl_ext.env import DigitGuessEnvironment
@@ -127,6 +137,7 @@ def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelCon
     return KernelEnvironment(
         device=rank_reward_device(args.reward_device, os.environ),
         timeout=args.reward_timeout,
+        **reward_pool_options(args),
         reward_scheme=args.reward_scheme,
         reward_params=args.reward_params(),
         shape_check=args.reward_shape_check,

@@ -209,6 +209,21 @@ class MultiTurnKernelConfig(GRPOConfig):
         default=None,
         metadata={"help": "Per-candidate evaluation timeout in seconds (None: evaluator default)."},
     )
+    reward_workers: int | None = field(
+        default=None,
+        metadata={
+            "help": "Concurrent evaluations on the reward device (None: from the GPU's free memory and the host's "
+            "cores when the pool starts)."
+        },
+    )
+    reward_memory_fraction: float | None = field(
+        default=None,
+        metadata={
+            "help": "Share of the reward GPU's memory the reward pool spreads over its workers, in (0, 1] (None: 0.9 "
+            "of what is free when the pool starts). Set it when other processes on that GPU grow after the pool "
+            "starts: two trainers side by side on one card, each with its own pool, read the same free memory."
+        },
+    )
     reward_speedup_estimate: Literal["median", "lower"] = field(
         default="lower",
         metadata={
@@ -287,6 +302,12 @@ class MultiTurnKernelConfig(GRPOConfig):
             )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+        if self.reward_workers is not None and self.reward_workers < 1:
+            raise ValueError(f"reward_workers must be >= 1 (or None), got {self.reward_workers}")
+        if self.reward_memory_fraction is not None and not 0 < self.reward_memory_fraction <= 1:
+            raise ValueError(
+                f"reward_memory_fraction must be in (0, 1] (or None), got {self.reward_memory_fraction}"
+            )
         if self.generation_kv_cache_gib is not None and not self.generation_kv_cache_gib > 0:
             raise ValueError(
                 f"generation_kv_cache_gib must be > 0 (or None: one call), got {self.generation_kv_cache_gib}"

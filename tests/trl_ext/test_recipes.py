@@ -148,3 +148,34 @@ def test_the_runners_coverage_number_earns_no_reward_in_the_gpu_recipes(name, tm
         for coverage in (0.3, 1.0)
     }
     assert paid[0.3] == paid[1.0], (name, paid)
+
+
+def test_reward_pool_size_and_memory_share_reach_the_evaluator(tmp_path, monkeypatch):
+    """Two trainers side by side on one GPU each start a reward pool that reads the same free memory: the config
+    caps each pool's workers and memory share, and the training script hands both to the evaluator."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("train_script", RECIPES.parent / "scripts" / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "train_script", train)  # dataclasses look their module up there
+    spec.loader.exec_module(train)
+    args, _ = recipe_configs("qwen05b_trloo.yaml", tmp_path)
+    assert train.reward_pool_options(args) == {}  # unset: the pool sizes itself from the GPU it finds
+    args, _ = recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_workers=3, reward_memory_fraction=0.2)
+    assert train.reward_pool_options(args) == {"workers": 3, "pool_options": {"usable_memory_fraction": 0.2}}
+    import kernel_reward.evaluator
+    from kernel_reward import ServiceConfig
+
+    seen = {}
+    monkeypatch.setattr(
+        kernel_reward.evaluator, "Evaluator", lambda **kwargs: seen.update(kwargs) or "evaluator"
+    )
+    env = train.make_environment(train.TrainScriptArguments(dataset_name="x"), args)
+    assert env.evaluator == "evaluator" and seen["workers"] == 3
+    pool = ServiceConfig(workers=seen["workers"], pool_options=seen["pool_options"]).for_device("cpu")
+    assert pool.workers == 3 and pool.usable_memory_fraction == 0.2
+    with pytest.raises(ValueError, match="reward_memory_fraction must be in"):
+        recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_memory_fraction=1.5)
+    with pytest.raises(ValueError, match="reward_workers must be"):
+        recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_workers=0)
