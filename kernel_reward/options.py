@@ -69,8 +69,17 @@ class EvalOptions:
     decoy_check: bool = field(
         default=True,
         metadata={
-            "help": "ablate the candidate's kernels in one checked K-call message and in one batch at a secret "
-            "place among each measurement's timed ones: an output that stays correct without them is a decoy"
+            "help": "ablate the candidate's kernels in one checked K-call message and in ablated_timed_pairs "
+            "batches at secret places among each measurement's timed ones: an output that stays correct without "
+            "them is a decoy"
+        },
+    )
+    ablated_timed_pairs: int = field(
+        default=3,
+        metadata={
+            "help": "timed pairs per measurement with every candidate call ablated (decoy_check; their times are "
+            "left out): a timed path taken in more than half the pairs, as moving the median needs, escapes m "
+            "of them with probability below 2^-m"
         },
     )
 
@@ -204,6 +213,10 @@ class EvalOptions:
         )
         need(self.timing_budget_ms > 0, f"timing_budget_ms must be > 0, got {self.timing_budget_ms!r}")
         need(self.warmup_calls >= 0, f"warmup_calls must be >= 0, got {self.warmup_calls!r}")
+        need(
+            isinstance(self.ablated_timed_pairs, int) and self.ablated_timed_pairs >= 0,
+            f"ablated_timed_pairs must be an int >= 0, got {self.ablated_timed_pairs!r}",
+        )
         need(
             1 <= self.min_timed_calls <= self.max_timed_calls,
             f"need 1 <= min_timed_calls <= max_timed_calls, got {self.min_timed_calls} and {self.max_timed_calls}",

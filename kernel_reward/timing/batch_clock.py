@@ -7,10 +7,10 @@ after the start event and the candidate's outputs sealed before the end event (`
 runner computes on them falls inside the window. A reference batch and a candidate batch on the same inputs form a
 pair queued behind one host gate (which side goes first alternates); each side's fixed cost is calibrated with
 empty pairs before the candidate is loaded and subtracted. Every timed output is compared with the reference's,
-and the comparisons are read once when the measurement ends. One pair of a measurement, at a secret place, has every
-candidate call ablated (``time_interleaved``): left out of the times. Step by step: docs/timing.md#the-batch-clock.
+and the comparisons are read once when the measurement ends. A few pairs of a measurement, at secret places, have
+every candidate call ablated (``time_interleaved``): left out of the times. Step by step: docs/timing.md#the-batch-clock.
 
-Why one module (778 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (785 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
@@ -655,33 +655,35 @@ def time_interleaved(
     compare: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison],
     *,
     ablated: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison] | None = None,
+    ablated_pairs: int = 1,
 ) -> tuple[list[float], list[float]]:
     """Whole-batch ms of ``batches`` pairs on fresh inputs (each side's fixed cost still in; which side goes first
     alternates). Every candidate output is compared with the reference's, its seal and the inputs are checked
     intact, all queued on the GPU and read once at the end; the first failing batch raises
     ``TimingValidationError``.
 
-    ``ablated`` (a per-call comparison at the correctness checks' tolerance): one pair more, at a place among the
-    others drawn from ``secrets``, whose candidate calls all have their own launches skipped. Staged, laid out,
-    messaged, gated and queued as every other pair, so nothing tells the runner which it is; its times are left
-    out, and its calls are judged by the decoy rule (``correctness.check_ablated``: a call still right without
-    the candidate's kernels is a decoy). A candidate that takes another path once it believes it is timed takes it
-    there too."""
-    ablated_at = secrets.randbelow(batches + 1) if ablated is not None else None
+    ``ablated`` (a per-call comparison at the correctness checks' tolerance): ``ablated_pairs`` pairs more, at
+    places among the others drawn from ``secrets``, whose candidate calls all have their own launches skipped.
+    Staged, laid out, messaged, gated and queued as every other pair, so nothing tells the runner which they are;
+    their times are left out, and their calls are judged by the decoy rule (``correctness.check_ablated``: a call
+    still right without the candidate's kernels is a decoy). A candidate that takes another path once it believes
+    it is timed takes it there too; one that takes it in only some pairs must take it in more than half of them to
+    move the median, and then escapes m ablated pairs with probability below 2^-m."""
+    ablated_at = _secret_places(batches, ablated_pairs) if ablated is not None else set()
     reference_ms, candidate_ms = [], []
     checks: list[list[QueuedComparison]] = []  # per batch: one over all its calls, or one per call (ablated)
     changed: list[torch.Tensor] = []
     broken: list[torch.Tensor] = []
-    ablated_ran: list[bool] = []  # per slot: whether the ablated batch's call ran to the end
+    ablated_ran: dict[int, list[bool]] = {}  # per ablated batch, per slot: whether its call ran to the end
     spans = clock.spans
-    for index in range(batches + (ablated_at is not None)):
-        ablate = index == ablated_at
+    for index in range(batches + len(ablated_at)):
+        ablate = index in ablated_at
         with spans("pair.stage"):
             clock.stage()
         with spans("pair.run"):
             pair = clock.time_pair(client, candidate.model_id, candidate_first=index % 2 == 1, ablate=ablate)
         if ablate:
-            ablated_ran = _ablated_calls_ran(pair.reports, clock.order, index)
+            ablated_ran[index] = _ablated_calls_ran(pair.reports, clock.order, index)
         else:
             _check_reports(pair.reports, clock.calls, index, candidate.own_kernels_required)
         with torch.no_grad(), spans("pair.queue_checks"):
@@ -705,7 +707,7 @@ def time_interleaved(
         verdicts = [[next(resolved) for _ in batch] for batch in checks]
         flags = torch.stack([torch.stack(changed), torch.stack(broken)], dim=1).tolist() if changed else []
     for index, (batch_verdicts, (modified, resealed)) in enumerate(zip(verdicts, flags, strict=True)):
-        if index == ablated_at:
+        if index in ablated_at:
             if resealed:
                 raise TimingValidationError(
                     f"timed batch {index}: its outputs changed after the judge's clock stopped"
@@ -714,7 +716,7 @@ def time_interleaved(
             check_ablated(
                 [
                     (ran and not modified, lambda v=v: v.ok)
-                    for ran, v in zip(ablated_ran, batch_verdicts, strict=True)
+                    for ran, v in zip(ablated_ran[index], batch_verdicts, strict=True)
                 ]
             )
             continue
@@ -730,6 +732,11 @@ def time_interleaved(
                 f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}"
             )
     return reference_ms, candidate_ms
+
+
+def _secret_places(batches: int, ablated: int) -> set[int]:
+    """Where ``ablated`` pairs go among ``batches + ablated``: distinct places drawn from ``secrets``."""
+    return set(secrets.SystemRandom().sample(range(batches + ablated), ablated))
 
 
 def _check_reports(reports: list[Any], calls: int, index: int, own_required: bool) -> None:

@@ -278,8 +278,8 @@ def measure(
     step: str = "slot.timed_pairs",
 ) -> batch_stats.BatchTiming:
     """Interleaved batch pairs within the timing budget, every candidate output verified (clocked as ``step``), and
-    one more at a secret place with every call ablated (``options.decoy_check``, where the candidate's own kernels
-    are required; ``time_interleaved``)."""
+    ``options.ablated_timed_pairs`` more at secret places with every call ablated (``options.decoy_check``, where the
+    candidate's own kernels are required; ``time_interleaved``)."""
     batches = _batches(
         options.timing_budget_ms, _batch_ms(statistics.median(before), clock.calls, overhead, pair_wall_ms)
     )
@@ -293,8 +293,9 @@ def measure(
             _validator(options),
             # none for plain torch programs timed without own kernels (``own_kernels_required``): nothing to skip
             ablated=_ablated_validator(options)
-            if options.decoy_check and candidate.own_kernels_required
+            if options.decoy_check and candidate.own_kernels_required and options.ablated_timed_pairs
             else None,
+            ablated_pairs=options.ablated_timed_pairs,
         )
     late_pairs = clock.late_gates() - late_before
     during = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]

@@ -182,3 +182,36 @@ def test_an_honest_kernel_timed_on_the_host_clock_stays_correct(evaluate_subproc
     assert result.timing_available and result.speedup is not None and result.speedup > 0
     assert "timing_host_clock_interpreter" in result.flags and result.reward == 1.0  # correctness terms only
     assert result.timing_method["method"] == "judge_host_clock"
+
+
+def test_several_ablated_pairs_take_distinct_secret_places(clock):
+    """A candidate must cheat in more than half the timed pairs to move the median; m ablated pairs catch that
+    with probability above 1 - 2^-m, each at its own place."""
+    runner = Runner(clock.arena, honest)
+    candidate = types.SimpleNamespace(model_id=0, own_kernels_required=True)
+    places = set()
+    for _ in range(20):
+        runner.messages.clear()
+        reference_ms, _ = time_interleaved(
+            clock, candidate, runner, BATCHES, timed_compare, ablated=ablated_compare, ablated_pairs=3
+        )
+        drawn = ablated_places(runner.messages)
+        assert len(runner.messages) == BATCHES + 3 and len(drawn) == 3 and len(reference_ms) == BATCHES
+        places |= set(drawn)
+    assert places == set(range(BATCHES + 3))
+    with pytest.raises(JudgeStop):  # any one of them catches a timed path that needs no kernel
+        time_interleaved(
+            clock,
+            candidate,
+            Runner(clock.arena, torch_when_timed),
+            BATCHES,
+            timed_compare,
+            ablated=ablated_compare,
+            ablated_pairs=3,
+        )
+
+
+def test_the_number_of_ablated_pairs_is_an_option():
+    assert EvalOptions().ablated_timed_pairs == 3
+    with pytest.raises(ValueError, match="ablated_timed_pairs must be an int >= 0"):
+        EvalOptions(ablated_timed_pairs=-1)
