@@ -16,7 +16,8 @@
 # committed before any RL step), "pilot" (a 2-step run of each arm side by side, seed 99: wall time and peak GPU
 # memory), "run:ARM:SEED" (8 TRLOO steps, ARM trloo or control, with the probe; then the test-set evaluation).
 # Without "pool" in the plan, "run" trains on the committed docs/training/protocol/rl_pool.json.
-# "wait" packs each finished step's folder into $OUT/STEP.tar.gz and prints the plan's progress.
+# "wait" packs each finished step's folder into $OUT/STEP.tar.gz (a running one's logs so far into
+# STEP.partial.tar.gz, so a lease that ends mid-step still returns them) and prints the plan's progress.
 # A CPU dry run with the tiny model: MODEL_DIR (skips the GGUF), SFT_ARGS / EVAL_ARGS as in gpu_learning_run.sh,
 # RL_EXTRA (appended to each run's options), POOL_FILE, POOL_SAMPLES, EVAL_TASKS, EVAL_SAMPLES.
 set -euo pipefail
@@ -127,7 +128,8 @@ case $mode in
     if waiting_for_go; then cp "$SESSION/pool/rl_pool.json" "$out/"; echo "the pool waits for 'go'"; fi
     for dir in "$SESSION"/*/; do
       name=$(basename "$dir")
-      [[ -f $dir/.finished ]] && tar -czf "$out/$name.tar.gz" -C "$SESSION" "$name"
+      if [[ -f $dir/.finished ]]; then tar -czf "$out/$name.tar.gz" -C "$SESSION" "$name"
+      else tar -czf "$out/$name.partial.tar.gz" -C "$SESSION" "$name"; fi  # its logs so far, if the lease ends
     done
     if [[ -f $SESSION/.stopped ]]; then echo "plan stopped"; tail -5 "$SESSION/plan.log"
     else echo "plan still running: $(tail -c 300 "$SESSION"/*/step.log | tr '\r' '\n' | tail -3)"; fi ;;
