@@ -54,6 +54,7 @@ def run_one(estimator: str, seed: int, args: argparse.Namespace, workdir: Path) 
         reward_control="permute_within_group" if estimator == "control" else "none",
         use_mrs=args.mrs or estimator == "trloo_mrs",
         generation_autocast=args.generation_autocast,
+        generation_weights=args.generation_weights,
         top_k=0,
         top_p=1.0,
         logging_steps=1,
@@ -208,6 +209,12 @@ def main(argv: list[str] | None = None) -> None:
         choices=["none", "bfloat16"],
         default="none",
         help="sample the rollouts under autocast to this dtype (numerics unlike the fp32 trainer's)",
+    )
+    parser.add_argument(
+        "--generation-weights",
+        choices=["trainer", "bfloat16"],
+        default="trainer",
+        help="sample the rollouts from a copy of the model with bf16 weights (a larger mismatch than autocast's)",
     )
     parser.add_argument("--window", type=int, default=10, help="smoothing window of the plot (steps)")
     parser.add_argument(

@@ -112,6 +112,15 @@ class MultiTurnKernelConfig(GRPOConfig):
             "vLLM engine beside fp32 training, on one machine. The sampled log-probs MRS compares come from it."
         },
     )
+    generation_weights: Literal["trainer", "bfloat16"] = field(
+        default="trainer",
+        metadata={
+            "help": "Generate with the trainer's weights, or with a copy cast to bfloat16 at each rollout (the "
+            "transformers backend only): a rollout engine serving rounded weights, as a bf16 vLLM engine beside "
+            "an fp32 trainer, on one machine. Its mismatch is larger than generation_autocast's; the sampled "
+            "log-probs MRS compares come from the copy."
+        },
+    )
     generation_merge_lora: bool = field(
         default=False,
         metadata={
@@ -315,6 +324,14 @@ class MultiTurnKernelConfig(GRPOConfig):
         if self.generation_autocast not in ("none", "bfloat16"):
             raise ValueError(
                 f"generation_autocast must be 'none' or 'bfloat16', got {self.generation_autocast!r}"
+            )
+        if self.generation_weights not in ("trainer", "bfloat16"):
+            raise ValueError(
+                f"generation_weights must be 'trainer' or 'bfloat16', got {self.generation_weights!r}"
+            )
+        if self.generation_weights != "trainer" and self.use_vllm:
+            raise ValueError(
+                "generation_weights applies to the transformers backend; vLLM serves its own copy"
             )
         if self.generation_autocast != "none" and self.use_vllm:
             raise ValueError(

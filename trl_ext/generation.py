@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -173,6 +173,9 @@ class TransformersBackend:
         kv_cache_budget_bytes: memory for one call's KV cache and logits (see ``micro_batch_size``).
         merge_lora: generate with LoRA adapters merged (``merged_lora``).
         autocast_dtype: generate under ``torch.autocast`` to this dtype (None: as the model computes).
+        weights_dtype: generate with a copy of the model whose weights are cast to this dtype, made afresh at each
+            ``generate`` (a rollout engine serving rounded weights, as a bf16 vLLM engine beside an fp32 trainer;
+            None: the model itself).
     """
 
     def __init__(
@@ -186,6 +189,7 @@ class TransformersBackend:
         kv_cache_budget_bytes: float | None = None,
         merge_lora: bool = False,
         autocast_dtype: torch.dtype | None = None,
+        weights_dtype: torch.dtype | None = None,
     ):
         self.model_context = model_context
         self.generation_config = copy.deepcopy(generation_config)
@@ -199,6 +203,7 @@ class TransformersBackend:
         self.kv_cache_budget_bytes = kv_cache_budget_bytes
         self.merge_lora = merge_lora
         self.autocast_dtype = autocast_dtype
+        self.weights_dtype = weights_dtype
         self.last_micro_batch = 0  # prompts per generate call in the last ``generate`` (for logs and tests)
 
     def generate(self, prompts: list[list[int]]) -> list[GenerationOutput]:
@@ -214,8 +219,10 @@ class TransformersBackend:
                 outputs.extend(self._generate_batch(model, batch[start : start + step]))
         return [] if dummy else outputs
 
-    def _weights(self, model: Any) -> contextlib.AbstractContextManager:
-        return merged_lora(model) if self.merge_lora else contextlib.nullcontext(model)
+    @contextlib.contextmanager
+    def _weights(self, model: Any) -> Iterator[Any]:
+        with merged_lora(model) if self.merge_lora else contextlib.nullcontext(model) as merged:
+            yield merged if self.weights_dtype is None else rounded_copy(merged, self.weights_dtype)
 
     def _micro_batch(self, model: Any, batch: list[list[int]]) -> int:
         if self.batch_size is not None:
@@ -263,6 +270,20 @@ class TransformersBackend:
                     break
             results.append(GenerationOutput(tokens[:end], logps[row, :end].tolist()))
         return results
+
+
+def rounded_copy(model: Any, dtype: torch.dtype) -> Any:
+    """A model of ``model``'s architecture holding its weights cast to ``dtype``, on its device; the trainer's
+    weights keep their precision. Built from the config, not deep-copied: a deep copy keeps the functions that wrap
+    the original's ``forward`` (accelerate's output casting), and would generate with the original weights."""
+    from transformers import AutoModelForCausalLM
+
+    if hasattr(model, "peft_config"):
+        raise ValueError("generation_weights needs a model without adapters (merge and unload them first)")
+    weights = {name: tensor.to(dtype) for name, tensor in model.state_dict().items()}
+    rounded = AutoModelForCausalLM.from_config(model.config, torch_dtype=dtype)
+    rounded.load_state_dict(weights)
+    return rounded.to(next(model.parameters()).device).eval()
 
 
 def with_stop_tokens(generation_kwargs: Mapping[str, Any] | None, stop_ids: Sequence[int]) -> dict[str, Any]:

@@ -166,6 +166,7 @@ class TRLOOTrainer(GRPOTrainer):
             else self.args.generation_kv_cache_gib * 2**30,
             merge_lora=self.args.generation_merge_lora,
             autocast_dtype=None if self.args.generation_autocast == "none" else torch.bfloat16,
+            weights_dtype=None if self.args.generation_weights == "trainer" else torch.bfloat16,
         )
 
     def _count_active_globally(self, local: int) -> int:

@@ -185,13 +185,14 @@ def test_bf16_autocast_generation_reports_logprobs_that_differ_from_the_trainers
     config.eos_token_id = []
     prompt = [1, 50, 60, 70]
 
-    def gap(autocast_dtype):
+    def gap(autocast_dtype=None, weights_dtype=None):
         backend = TransformersBackend(
             lambda: contextlib.nullcontext(model),
             config,
             tok.pad_token_id,
             [10**9],
             autocast_dtype=autocast_dtype,
+            weights_dtype=weights_dtype,
         )
         torch.manual_seed(5)
         (out,) = backend.generate([prompt])
@@ -201,8 +202,19 @@ def test_bf16_autocast_generation_reports_logprobs_that_differ_from_the_trainers
         trainer = torch.log_softmax(logits, -1).gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
         return (trainer - torch.tensor(out.logprobs)).abs().max().item()
 
-    assert gap(None) < 1e-4
-    assert gap(torch.bfloat16) > 1e-3
+    assert gap() < 1e-4
+    assert gap(autocast_dtype=torch.bfloat16) > 1e-3
+    before = [p.detach().clone() for p in model.parameters()]
+    assert gap(weights_dtype=torch.bfloat16) > 1e-4  # a rounded copy of the weights generates
+    # as under a trainer: accelerate wraps forward in a function holding the original model (a deep copy kept it)
+    forward = model.forward
+    model.forward = lambda *args, **kwargs: forward(*args, **kwargs)
+    try:
+        assert gap(weights_dtype=torch.bfloat16) > 1e-4
+    finally:
+        del model.forward
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # the trainer's weights keep theirs
+    assert all(torch.equal(a, p) for a, p in zip(before, model.parameters(), strict=True))
 
 
 def test_generation_autocast_is_validated():
@@ -211,3 +223,5 @@ def test_generation_autocast_is_validated():
 
     with pytest.raises(ValueError, match="generation_autocast"):
         MultiTurnKernelConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, generation_autocast="float8")
+    with pytest.raises(ValueError, match="generation_weights"):
+        MultiTurnKernelConfig(output_dir="/tmp/x", use_cpu=True, bf16=False, generation_weights="float8")
