@@ -208,8 +208,9 @@ def roofline_memory(
     input_bytes: int, output_bytes: int, clock: batch_clock.BatchClock, bandwidth_gbps: float
 ) -> tuple[int, float] | None:
     """What ``roofline.review`` reads: the bytes one call must move and the device's bandwidth (GB/s); None on the
-    host clock, which has no bandwidth measured and no roofline."""
-    if clock.device.type != "cuda" or not bandwidth_gbps > 0:
+    host clock, which has no bandwidth measured and no roofline (on a GPU a bandwidth <= 0 still fails loudly in
+    ``roofline.review``)."""
+    if clock.device.type != "cuda":
         return None
     l2_bytes = torch.cuda.get_device_properties(clock.device).L2_cache_size
     return roofline.bytes_per_call(input_bytes, output_bytes, l2_bytes, clock.calls), bandwidth_gbps
