@@ -8,9 +8,10 @@ runner computes on them falls inside the window. A reference batch and a candida
 pair queued behind one host gate (which side goes first alternates); each side's fixed cost is calibrated with
 empty pairs before the candidate is loaded and subtracted. Every timed output is compared with the reference's,
 and the comparisons are read once when the measurement ends. A few pairs of a measurement, at secret places, have
-every candidate call ablated (``time_interleaved``): left out of the times. Step by step: docs/timing.md#the-batch-clock.
+every candidate call ablated (``time_interleaved``): left out of the times. Step by step:
+docs/timing.md#the-batch-clock.
 
-Why one module (785 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (786 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
