@@ -279,9 +279,11 @@ def rounded_copy(model: Any, dtype: torch.dtype) -> Any:
     from transformers import AutoModelForCausalLM
 
     if hasattr(model, "peft_config"):
-        raise ValueError("generation_weights needs a model without adapters (merge and unload them first)")
+        raise ValueError(
+            "generation_weights needs a model without LoRA adapters (generation_merge_lora merges them but keeps them)"
+        )
     weights = {name: tensor.to(dtype) for name, tensor in model.state_dict().items()}
-    rounded = AutoModelForCausalLM.from_config(model.config, torch_dtype=dtype)
+    rounded = AutoModelForCausalLM.from_config(model.config, dtype=dtype)
     rounded.load_state_dict(weights)
     return rounded.to(next(model.parameters()).device).eval()
 
