@@ -10,7 +10,9 @@ reason the result must carry; ``gpu`` marks an entry that only a GPU can run; ``
 set and check the resized-input check; ``host_clock`` times it on the CPU too, on the judge's host clock
 (``EvalOptions.host_clock_timing``: the timed phase's checks run without a GPU); ``targets`` lists the harness attributes (``module.attr`` or
 ``module.Class.attr``) the entry patches by name, so a test can prove the attack still finds them after code moves;
-``installer`` names the entry's function that applies the patch (default ``install``).
+``installer`` names the entry's function that applies the patch (default ``install``); ``open`` names a known gap
+(docs/security.md, "Known gaps") that the entry still wins through: its test is an expected failure, strict, so the
+day a defence catches it the test says so and the marker goes.
 
 Tests, benchmarks and tools share this folder; the library never reads it.
 """
@@ -43,6 +45,7 @@ class CorpusEntry:
     shape_passed: bool | None = None
     targets: tuple[str, ...] = ()
     installer: str = "install"
+    open_gap: str | None = None
 
     def expected_status(self, device: str) -> str:
         """The verdict it must get on ``device``."""
@@ -97,6 +100,7 @@ def load_corpus() -> list[CorpusEntry]:
                 shape_passed=shape_passed,
                 targets=targets,
                 installer=str(fields.get("installer", "install")),
+                open_gap=str(fields["open"]) if "open" in fields else None,
             )
         )
     return entries
