@@ -1,7 +1,10 @@
 """Coverage (PR) of one candidate: asked of the runner after timing, bounded and checked against the floor.
 
-The runner measures it (``coverage_self_reported`` in every result): the judge clips what it reports to [0, 1] and
-never lets it make a wrong answer right.
+The runner measures the per-kernel device times (``coverage_self_reported`` in every result); the judge decides
+which rows are the candidate's own and computes the share itself. A row is own only when the runner says the
+candidate launched it AND its name is one of the ``@triton.jit`` functions the judge read in the extracted source
+(``screen.static_checks.triton_function_names``), so neither a forged coverage number nor a forged owner flag is
+taken. The numbers never make a wrong answer right.
 """
 
 from __future__ import annotations
@@ -40,9 +43,10 @@ def measure_coverage(
     result: EvalResult,
     phases: Any,
     seeds: list[int],
+    own_names: frozenset[str],
 ) -> None:
-    """PR from the runner's own measurement (the judge cannot see inside its process): flagged as self-reported,
-    clipped to [0, 1], and a failure only flags."""
+    """PR from the runner's per-kernel times (the judge cannot see inside its process), owned by the judge's
+    reading of the source (``own_names``): flagged as self-reported, and a failure only flags."""
     with phases("profile"):
         inputs = place_input_sets(
             candidate.arena,
@@ -59,27 +63,56 @@ def measure_coverage(
             },
             ("coverage", "error"),
         )
-    coverage_from_reply(reply, result)
+    coverage_from_reply(reply, result, own_names)
 
 
-def coverage_from_reply(reply: dict[str, Any], result: EvalResult) -> None:
-    """Take the runner's coverage as a claim: clipped to [0, 1], malformed rows dropped, flagged."""
+def coverage_from_reply(reply: dict[str, Any], result: EvalResult, own_names: frozenset[str]) -> None:
+    """The runner's kernel table as claims: malformed rows dropped, each row's owner decided by ``own_names``
+    (and the runner's flag: both must say own), coverage computed here from the rows. The runner's own coverage
+    number is only compared: where it differs from the judge's, or where the runner calls a row its own that the
+    source does not define, a flag says so."""
     if reply.get("type") != "coverage":
         result.flags.append(f"profile_failed: {str(reply.get('error'))[:300]}")
         return
     result.flags.append("coverage_self_reported")
     if reply.get("flag"):
         result.flags.append(str(reply["flag"])[:300])
-    coverage = _finite(reply.get("coverage"))
-    if coverage is not None:
-        result.coverage = min(max(coverage, 0.0), 1.0)
     rows = reply.get("table") if isinstance(reply.get("table"), list) else []
-    result.kernel_table = [
-        timing for timing in map(_kernel_timing, rows[:MAX_TABLE_ROWS]) if timing is not None
+    if len(rows) > MAX_PARSED_ROWS:
+        result.flags.append(f"coverage_table_too_long: {len(rows)} rows (at most {MAX_PARSED_ROWS} are read)")
+        return
+    claimed = [timing for timing in map(_kernel_timing, rows) if timing is not None]
+    disowned = sorted({row.name for row in claimed if row.from_candidate and row.name not in own_names})
+    if disowned:
+        result.flags.append(f"kernel_owner_differs: not defined in the source: {', '.join(disowned)[:200]}")
+    table = [
+        KernelTiming(row.name, row.device_time_ms, row.calls, row.from_candidate and row.name in own_names)
+        for row in claimed
     ]
+    result.coverage = coverage_of(table)
+    runner_coverage = _finite(reply.get("coverage"))
+    if result.coverage is not None and (
+        runner_coverage is None or abs(runner_coverage - result.coverage) > COVERAGE_CLAIM_TOLERANCE
+    ):
+        result.flags.append(
+            f"coverage_claim_differs: runner {runner_coverage!r}, judge {result.coverage:.4f}"
+        )
+    result.kernel_table = table[:MAX_TABLE_ROWS]
 
 
-MAX_TABLE_ROWS = 50
+def coverage_of(table: list[KernelTiming]) -> float | None:
+    """Pure: the own rows' share of the table's device time; None when nothing ran on the device."""
+    total = sum(row.device_time_ms for row in table)
+    if total <= 0:
+        return None
+    return min(sum(row.device_time_ms for row in table if row.from_candidate) / total, 1.0)
+
+
+MAX_TABLE_ROWS = 50  # kept in the result
+MAX_PARSED_ROWS = (
+    10_000  # read to compute coverage (a forward of a large model launches a few hundred kernels)
+)
+COVERAGE_CLAIM_TOLERANCE = 1e-6  # the runner sums the same floats in the same order
 MAX_CALLS = 10**9  # far beyond any profiled run's kernel launches
 
 

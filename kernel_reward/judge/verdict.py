@@ -43,6 +43,7 @@ from kernel_reward.judge.seeds import fresh_seed
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, Status
+from kernel_reward.screen.static_checks import triton_function_names
 from kernel_reward.timing import batch_clock, batch_stats, gpu_state, measure, roofline
 from kernel_reward.timing.prior import PriorExchange
 from kernel_reward.timing.spans import Spans, unrecorded
@@ -134,6 +135,7 @@ def _judge_loaded(
 ) -> None:
     if device.type == "cpu":
         shapes.refuse_tasks_too_large_for_the_interpreter(reference_module)
+    own_names = triton_function_names(code)  # which kernels can be the candidate's: the judge's reading
     # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
     shared = getattr(timing_slot, "shared", None) or contextlib.nullcontext
     with phases("build"), shared():
@@ -202,7 +204,15 @@ def _judge_loaded(
                 ):  # events: device intervals, which other processes would skew
                     with spans("slot.coverage"):
                         measure_coverage(
-                            client, candidate, reference.module, device, options, result, phases, seeds
+                            client,
+                            candidate,
+                            reference.module,
+                            device,
+                            options,
+                            result,
+                            phases,
+                            seeds,
+                            own_names,
                         )
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
                 _recheck(task, device, options, seeds)
@@ -211,7 +221,7 @@ def _judge_loaded(
             ):  # CUPTI's start-up must not hold the slot
                 with shared():
                     measure_coverage(
-                        client, candidate, reference.module, device, options, result, phases, seeds
+                        client, candidate, reference.module, device, options, result, phases, seeds, own_names
                     )
             floor = below_coverage_floor(result.coverage, options.min_coverage)
             if floor is not None:

@@ -65,6 +65,9 @@ class Finding:
 @dataclass
 class StaticReport:
     findings: list[Finding] = field(default_factory=list)
+    triton_functions: frozenset[str] = (
+        frozenset()
+    )  # names of the functions the source decorates with @triton.jit
 
     @property
     def compile_findings(self) -> list[Finding]:
@@ -91,9 +94,16 @@ def check_candidate(source: str, entry_point: str = "Model") -> StaticReport:
     findings = visitor.findings
     if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
         findings.append(Finding(StaticReason.MISSING_MODEL_NEW, 0, "no top-level `class ModelNew`"))
-    if not visitor.has_triton_jit:
+    if not visitor.triton_functions:
         findings.append(Finding(StaticReason.NO_TRITON_KERNEL, 0, "no function decorated with @triton.jit"))
-    return StaticReport(findings)
+    return StaticReport(findings, frozenset(visitor.triton_functions))
+
+
+def triton_function_names(source: str) -> frozenset[str]:
+    """The judge's own reading of which Triton kernels a candidate defines: the names of the functions its source
+    decorates with ``@triton.jit`` (under any alias of triton, nested or not). A launched kernel is named after its
+    function, so these are the only kernel names that can be the candidate's own."""
+    return check_candidate(source).triton_functions
 
 
 class _Visitor(ast.NodeVisitor):
@@ -103,7 +113,7 @@ class _Visitor(ast.NodeVisitor):
         self.scopes: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # enclosing functions, innermost last
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted module path it stands for
-        self.has_triton_jit = False
+        self.triton_functions: set[str] = set()
 
     # --- helpers ---------------------------------------------------------------------------------------------
     def _add(self, reason: StaticReason, node: ast.AST, detail: str) -> None:
@@ -170,7 +180,7 @@ class _Visitor(ast.NodeVisitor):
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             dotted = self._dotted(target) or ""
             if dotted in ("triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"):
-                self.has_triton_jit = True
+                self.triton_functions.add(node.name)
         self.scopes.append(node)
         self.generic_visit(node)
         self.scopes.pop()

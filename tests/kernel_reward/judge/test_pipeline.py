@@ -251,7 +251,9 @@ def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
         lambda *_args: profiling.ProfileResult(0.6, table, 0.5, ["add_kernel"]),
     )
     result = EvalResult()
-    coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
+    coverage_from_reply(
+        measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result, frozenset({"add_kernel"})
+    )
     assert result.coverage == 0.6 and result.kernel_table == table
     assert [flag.split(":")[0] for flag in result.flags] == [
         "coverage_self_reported",
@@ -263,24 +265,28 @@ def test_events_coverage_falls_back_to_the_profiler(monkeypatch):
 
     monkeypatch.setattr(profiling, "profile_candidate", broken)
     result = EvalResult()
-    coverage_from_reply(measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result)
+    coverage_from_reply(
+        measure_coverage(None, "cand", [], "cuda:0", 10, "events"), result, frozenset({"add_kernel"})
+    )
     assert result.coverage is None and result.kernel_table == []
     assert result.flags[0].startswith("profile_failed") and "CUPTI unavailable" in result.flags[0]
     assert "coverage_from_profiler" in result.flags[0]
 
 
-def test_forged_coverage_is_clipped_and_flagged():
-    """Coverage is the runner's word: the judge keeps it within [0, 1], drops malformed rows and says so."""
+def test_a_coverage_without_valid_rows_is_not_taken():
+    """Coverage is computed from the runner's rows: a number with no valid rows behind it is not taken."""
     from kernel_reward.judge.coverage import coverage_from_reply
     from kernel_reward.result import EvalResult
 
     result = EvalResult()
     coverage_from_reply(
-        {"type": "coverage", "coverage": 7.5, "table": [{"name": "x"}, "junk"], "flag": None}, result
+        {"type": "coverage", "coverage": 7.5, "table": [{"name": "x"}, "junk"], "flag": None},
+        result,
+        frozenset({"x"}),
     )
-    assert result.coverage == 1.0 and result.kernel_table == [] and "coverage_self_reported" in result.flags
+    assert result.coverage is None and result.kernel_table == [] and "coverage_self_reported" in result.flags
     result = EvalResult()
-    coverage_from_reply({"type": "coverage", "coverage": float("nan"), "table": None}, result)
+    coverage_from_reply({"type": "coverage", "coverage": float("nan"), "table": None}, result, frozenset())
     assert result.coverage is None
 
 

@@ -58,7 +58,7 @@ def test_seed_streams_are_independent():
 def test_coverage_rows_with_impossible_numbers_are_dropped(row):
     result = EvalResult()
     honest = {"name": "ok", "device_time_ms": 0.5, "calls": 2, "from_candidate": True}
-    coverage_from_reply({"type": "coverage", "coverage": 0.5, "table": [row, honest]}, result)
+    coverage_from_reply({"type": "coverage", "coverage": 0.5, "table": [row, honest]}, result, frozenset({"ok"}))
     assert [r.name for r in result.kernel_table] == ["ok"]
     assert all(math.isfinite(r.device_time_ms) for r in result.kernel_table)
 
@@ -66,8 +66,60 @@ def test_coverage_rows_with_impossible_numbers_are_dropped(row):
 @pytest.mark.parametrize("coverage", [math.inf, -math.inf, math.nan, True, "0.9", None])
 def test_a_coverage_that_is_not_a_finite_number_is_not_taken(coverage):
     result = EvalResult()
-    coverage_from_reply({"type": "coverage", "coverage": coverage, "table": []}, result)
+    coverage_from_reply({"type": "coverage", "coverage": coverage, "table": []}, result, frozenset())
     assert result.coverage is None
+
+
+def _row(name: str, ms: float, own: bool) -> dict:
+    return {"name": name, "device_time_ms": ms, "calls": 4, "from_candidate": own}
+
+
+def test_the_judge_computes_coverage_and_ignores_the_runners_number():
+    """A rewritten runner that answers coverage 0.97 over a table whose own rows hold 10 % of the device time
+    gets 0.1, and the difference is flagged."""
+    result = EvalResult()
+    table = [_row("add_relu_kernel", 0.1, True), _row("[other device work]", 0.9, False)]
+    reply = {"type": "coverage", "coverage": 0.97, "table": table}
+    coverage_from_reply(reply, result, frozenset({"add_relu_kernel"}))
+    assert result.coverage == pytest.approx(0.1)
+    assert any(flag.startswith("coverage_claim_differs") for flag in result.flags)
+    honest = EvalResult()
+    coverage_from_reply({**reply, "coverage": 0.1}, honest, frozenset({"add_relu_kernel"}))
+    assert honest.coverage == pytest.approx(0.1) and not any("differs" in flag for flag in honest.flags)
+
+
+def test_a_row_is_own_only_when_the_source_defines_a_jit_function_of_that_name():
+    """The runner calls torch's kernel the candidate's own: the judge's reading of the source does not define
+    it, so it is not own, and the flag names it. A row the runner disowns stays disowned (a library's Triton
+    kernel that shares a name with one of the candidate's)."""
+    result = EvalResult()
+    table = [
+        _row("touch_kernel", 0.01, True),
+        _row("vectorized_elementwise_kernel", 0.5, True),
+        _row("matmul_kernel", 0.49, False),
+    ]
+    coverage_from_reply(
+        {"type": "coverage", "coverage": 1.0, "table": table}, result, frozenset({"touch_kernel", "matmul_kernel"})
+    )
+    assert result.coverage == pytest.approx(0.01)
+    owners = {row.name: row.from_candidate for row in result.kernel_table}
+    assert owners == {"touch_kernel": True, "vectorized_elementwise_kernel": False, "matmul_kernel": False}
+    assert any("kernel_owner_differs" in flag and "vectorized_elementwise_kernel" in flag for flag in result.flags)
+
+
+def test_coverage_counts_rows_beyond_the_kept_table_and_refuses_an_endless_one():
+    """Every row enters the share (only the first 50 are kept in the result); a table longer than the judge
+    reads gives no coverage, with a flag, rather than a share of part of it."""
+    from kernel_reward.judge.coverage import MAX_PARSED_ROWS, MAX_TABLE_ROWS
+
+    rows = [_row(f"aten_{i}", 1.0, False) for i in range(MAX_TABLE_ROWS + 49)] + [_row("mine", 1.0, True)]
+    result = EvalResult()
+    coverage_from_reply({"type": "coverage", "coverage": 0.01, "table": rows}, result, frozenset({"mine"}))
+    assert result.coverage == pytest.approx(0.01) and len(result.kernel_table) == MAX_TABLE_ROWS
+    result = EvalResult()
+    endless = [_row("mine", 1.0, True)] * (MAX_PARSED_ROWS + 1)
+    coverage_from_reply({"type": "coverage", "coverage": 1.0, "table": endless}, result, frozenset({"mine"}))
+    assert result.coverage is None and any("coverage_table_too_long" in flag for flag in result.flags)
 
 
 def test_redact_error_keeps_the_candidate_and_libraries_and_drops_the_rest():

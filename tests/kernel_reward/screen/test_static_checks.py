@@ -242,3 +242,50 @@ FALLBACKS_THROUGH_NAMES = {
 @pytest.mark.parametrize("name", sorted(FALLBACKS_THROUGH_NAMES))
 def test_handlers_answering_with_computed_values_are_fallbacks(name):
     assert "try_except" in reasons(HONEST + FALLBACKS_THROUGH_NAMES[name])
+
+
+def test_triton_function_names_are_the_jit_decorated_definitions():
+    """The judge's own list of kernels that can be the candidate's: every function decorated with triton.jit
+    (an alias, a call with options, under autotune, nested), and nothing else (a plain helper, a jit made by a
+    call rather than a decorator, a name only mentioned in a string)."""
+    from kernel_reward.screen.static_checks import triton_function_names
+
+    source = '''
+import triton as tr
+import triton.language as tl
+from triton import jit
+
+
+@tr.autotune(configs=[tr.Config({"BLOCK": 64})], key=["n"])
+@tr.jit
+def tuned(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@tr.jit(debug=True)
+def with_options(x_ptr):
+    pass
+
+
+@jit
+def imported(x_ptr):
+    pass
+
+
+def helper(x):
+    @tr.jit
+    def nested(x_ptr):
+        pass
+
+    return nested
+
+
+made_by_call = tr.jit(helper)
+NAME = "vectorized_elementwise_kernel"
+
+
+class ModelNew:
+    pass
+'''
+    assert triton_function_names(source) == {"tuned", "with_options", "imported", "nested"}
+    assert triton_function_names("def broken(:") == frozenset()
