@@ -7,7 +7,7 @@ Each entry in ``entries/`` is a candidate program whose first line records its t
 ``task`` names a reference in ``tasks/``; ``expect`` is a status (``a|b`` accepts either, where which check fires
 first depends on the GPU's scheduling); ``expect_cpu`` overrides it under the CPU interpreter; ``reason`` is a hack
 reason the result must carry; ``gpu`` marks an entry that only a GPU can run; ``shape_check`` / ``shape_passed``
-set and check the resized-input check; ``host_clock`` times it on the CPU too, on the judge's host clock
+set and check the resized-input check; ``min_coverage`` runs it in strict mode (``EvalOptions.min_coverage``); ``host_clock`` times it on the CPU too, on the judge's host clock
 (``EvalOptions.host_clock_timing``: the timed phase's checks run without a GPU); ``targets`` lists the harness attributes (``module.attr`` or
 ``module.Class.attr``) the entry patches by name, so a test can prove the attack still finds them after code moves;
 ``installer`` names the entry's function that applies the patch (default ``install``); ``open`` names a known gap
@@ -85,6 +85,8 @@ def load_corpus() -> list[CorpusEntry]:
         options = {"shape_check": fields["shape_check"]} if "shape_check" in fields else {}
         if fields.get("host_clock"):
             options["host_clock_timing"] = True
+        if "min_coverage" in fields:
+            options["min_coverage"] = float(fields["min_coverage"])
         shape_passed = None if "shape_passed" not in fields else fields["shape_passed"] == "true"
         targets = tuple(t for t in str(fields.get("targets", "")).split(",") if t)
         entries.append(
