@@ -15,7 +15,6 @@ from typing import Any
 import torch
 
 from kernel_reward.common.tensors import make_inputs, synchronize
-from kernel_reward.ipc.runner_channel import RunnerClient
 from kernel_reward.judge.remote import (
     RemoteCandidate,
     place_input_sets,
@@ -35,7 +34,6 @@ def below_coverage_floor(coverage: float | None, floor: float | None) -> str | N
 
 
 def measure_coverage(
-    client: RunnerClient,
     candidate: RemoteCandidate,
     reference_module: Any,
     device: torch.device,
@@ -53,7 +51,7 @@ def measure_coverage(
             [lambda seed=seed: make_inputs(reference_module, seed, device) for seed in seeds[-2:]],
         )
         synchronize(device)
-        reply = client.ask(
+        reply = candidate.client.ask(
             {
                 "type": "coverage",
                 "model": candidate.model_id,

@@ -11,13 +11,14 @@ or its death, is the candidate's fault.
 What still rests on the runner's word, and is flagged in every result that used it:
 * ``launch_checks_self_reported``: which Triton kernels launched (no_kernel_launched) and the ablated call of the
   decoy check. A runner that forges them gains at most what its outputs are worth: outputs are always judged.
-* ``coverage_self_reported``: PR (coverage). A forged coverage can raise the reward by at most
-  ``pr_weight * (1 - true coverage)`` and never makes a wrong answer right.
+* ``coverage_self_reported``: the per-kernel times behind PR (whose rows are own, the judge reads in the source).
+  Forged times raise the reward by at most ``pr_weight * (1 - true coverage)``, never make a wrong answer right.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,9 @@ def _judge_loaded(
             reference.keeps_inputs,
             buffer_snapshot(reference.model),
         )
+        coverage = functools.partial(  # asked once: in the slot (events) or after it (the profiler)
+            measure_coverage, candidate, reference.module, device, options, result, phases, seeds, own_names
+        )
         with phases("correctness"):
             _check_correctness(task, device, options, seeds, result, shared)
         with phases("shape_check"), shared():
@@ -203,26 +207,14 @@ def _judge_loaded(
                     options.coverage_in_timing_slot and device.type == "cuda"
                 ):  # events: device intervals, which other processes would skew
                     with spans("slot.coverage"):
-                        measure_coverage(
-                            client,
-                            candidate,
-                            reference.module,
-                            device,
-                            options,
-                            result,
-                            phases,
-                            seeds,
-                            own_names,
-                        )
+                        coverage()
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
                 _recheck(task, device, options, seeds)
             if (
                 options.profile and not options.coverage_in_timing_slot and device.type == "cuda"
             ):  # CUPTI's start-up must not hold the slot
                 with shared():
-                    measure_coverage(
-                        client, candidate, reference.module, device, options, result, phases, seeds, own_names
-                    )
+                    coverage()
             floor = below_coverage_floor(result.coverage, options.min_coverage)
             if floor is not None:
                 raise JudgeStop(Status.HACKED, floor, [correctness.HackReason.LOW_COVERAGE.value])

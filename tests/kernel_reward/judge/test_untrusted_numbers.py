@@ -58,7 +58,9 @@ def test_seed_streams_are_independent():
 def test_coverage_rows_with_impossible_numbers_are_dropped(row):
     result = EvalResult()
     honest = {"name": "ok", "device_time_ms": 0.5, "calls": 2, "from_candidate": True}
-    coverage_from_reply({"type": "coverage", "coverage": 0.5, "table": [row, honest]}, result, frozenset({"ok"}))
+    coverage_from_reply(
+        {"type": "coverage", "coverage": 0.5, "table": [row, honest]}, result, frozenset({"ok"})
+    )
     assert [r.name for r in result.kernel_table] == ["ok"]
     assert all(math.isfinite(r.device_time_ms) for r in result.kernel_table)
 
@@ -99,12 +101,16 @@ def test_a_row_is_own_only_when_the_source_defines_a_jit_function_of_that_name()
         _row("matmul_kernel", 0.49, False),
     ]
     coverage_from_reply(
-        {"type": "coverage", "coverage": 1.0, "table": table}, result, frozenset({"touch_kernel", "matmul_kernel"})
+        {"type": "coverage", "coverage": 1.0, "table": table},
+        result,
+        frozenset({"touch_kernel", "matmul_kernel"}),
     )
     assert result.coverage == pytest.approx(0.01)
     owners = {row.name: row.from_candidate for row in result.kernel_table}
     assert owners == {"touch_kernel": True, "vectorized_elementwise_kernel": False, "matmul_kernel": False}
-    assert any("kernel_owner_differs" in flag and "vectorized_elementwise_kernel" in flag for flag in result.flags)
+    assert any(
+        "kernel_owner_differs" in flag and "vectorized_elementwise_kernel" in flag for flag in result.flags
+    )
 
 
 def test_coverage_counts_rows_beyond_the_kept_table_and_refuses_an_endless_one():

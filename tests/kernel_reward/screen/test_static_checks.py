@@ -250,7 +250,7 @@ def test_triton_function_names_are_the_jit_decorated_definitions():
     call rather than a decorator, a name only mentioned in a string)."""
     from kernel_reward.screen.static_checks import triton_function_names
 
-    source = '''
+    source = """
 import triton as tr
 import triton.language as tl
 from triton import jit
@@ -286,6 +286,6 @@ NAME = "vectorized_elementwise_kernel"
 
 class ModelNew:
     pass
-'''
+"""
     assert triton_function_names(source) == {"tuned", "with_options", "imported", "nested"}
     assert triton_function_names("def broken(:") == frozenset()
