@@ -277,6 +277,10 @@ def coverage_agreement(device: str, budget_ms: float) -> dict[str, Any]:
                 )
             row[f"{method}_status"] = result.status.value
             row[method] = result.coverage
+            # the judge-clock cross-check: 1 - time without its own launches / time with them
+            row[f"{method}_own_share_judge_clock"] = result.timing_method.get("diagnostics", {}).get(
+                "own_share_judge_clock"
+            )
             row[f"{method}_profile_s"] = result.phase_seconds.get("profile")
             row[f"{method}_flags"] = [f for f in result.flags if "profile" in f or "coverage" in f]
             row[f"{method}_wall_s"] = time.perf_counter() - start

@@ -22,7 +22,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -648,6 +648,16 @@ def time_reference_alone(clock: BatchClock, batches: int) -> list[float]:
     return list(clock.copy_batches["plain"])
 
 
+class Interleaved(NamedTuple):
+    """Whole-batch ms of the timed pairs, each side's fixed cost still in; ``ablated_ms``: the candidate's batches
+    of the ablated pairs whose calls all ran to the end on intact inputs (the time its calls take without its own
+    kernels, on the judge's clock)."""
+
+    reference_ms: list[float]
+    candidate_ms: list[float]
+    ablated_ms: list[float]
+
+
 def time_interleaved(
     clock: BatchClock,
     candidate: RemoteCandidate,
@@ -657,7 +667,7 @@ def time_interleaved(
     *,
     ablated: Callable[[list[tuple[int, torch.dtype]]], PiecewiseComparison] | None = None,
     ablated_pairs: int = 1,
-) -> tuple[list[float], list[float]]:
+) -> Interleaved:
     """Whole-batch ms of ``batches`` pairs on fresh inputs (each side's fixed cost still in; which side goes first
     alternates). Every candidate output is compared with the reference's, its seal and the inputs are checked
     intact, all queued on the GPU and read once at the end; the first failing batch raises
@@ -676,6 +686,7 @@ def time_interleaved(
     changed: list[torch.Tensor] = []
     broken: list[torch.Tensor] = []
     ablated_ran: dict[int, list[bool]] = {}  # per ablated batch, per slot: whether its call ran to the end
+    ablated_candidate_ms: dict[int, float] = {}
     spans = clock.spans
     for index in range(batches + len(ablated_at)):
         ablate = index in ablated_at
@@ -696,8 +707,9 @@ def time_interleaved(
                 queued = [comparison]
             checks.append(queued)
             broken.append(~sealed)
-        if ablate:
-            continue  # its times say nothing of the candidate's kernels
+        if ablate:  # its times say nothing of the candidate's kernels, only of what it does without them
+            ablated_candidate_ms[index] = pair.candidate_ms
+            continue
         reference_ms.append(pair.reference_ms)
         candidate_ms.append(pair.candidate_ms)
         for side, work in clock.last_work_ms.items():
@@ -732,7 +744,12 @@ def time_interleaved(
             raise TimingValidationError(
                 f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}"
             )
-    return reference_ms, candidate_ms
+    unbroken = [
+        ms
+        for index, ms in ablated_candidate_ms.items()
+        if all(ablated_ran[index]) and not flags[index][0]  # every call ran, on inputs it left intact
+    ]
+    return Interleaved(reference_ms, candidate_ms, unbroken)
 
 
 def _secret_places(batches: int, ablated: int) -> set[int]:

@@ -140,6 +140,19 @@ def calibration_artefact(timing: BatchTiming) -> bool:
     )
 
 
+def own_share(candidate_ms: list[float], ablated_ms: list[float]) -> float | None:
+    """Pure: the share of a candidate call's time its own kernels account for, on the judge's clock: 1 - (median
+    per-call time with its own launches skipped) / (median per-call time of its timed calls), within [0, 1]; None
+    without ablated samples or timed time. A cross-check of the runner's coverage that no runner number enters,
+    though the ablation itself happens in the runner (docs/security.md)."""
+    if not ablated_ms or not candidate_ms:
+        return None
+    timed = float(np.median(candidate_ms))
+    if timed <= 0:
+        return None
+    return min(max(1.0 - float(np.median(ablated_ms)) / timed, 0.0), 1.0)
+
+
 def per_call_ms(batch_ms: float, empty_ms: float, calls: int) -> float:
     """Pure: one call's share of a batch once the side's fixed cost is taken out (never below a nanosecond)."""
     return max(batch_ms - empty_ms, 1e-6) / max(calls, 1)

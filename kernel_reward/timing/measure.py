@@ -299,8 +299,15 @@ def measure(
             ablated_pairs=options.ablated_timed_pairs,
         )
     late_pairs = clock.late_gates() - late_before
-    during = [batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms[0]]
-    candidate_ms = [batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms[1]]
+    during = [
+        batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms.reference_ms
+    ]
+    candidate_ms = [
+        batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms.candidate_ms
+    ]
+    ablated_ms = [
+        batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms.ablated_ms
+    ]
     reference_ms, phase, slower = batch_stats.pick_reference(before, during)
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
     if batch_stats.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
@@ -309,7 +316,12 @@ def measure(
         flags.append("timing_handoff_dominated")
     if batch_stats.host_synced(late_pairs, batches, *clock.reference_late_gates):
         flags.append("timing_host_sync")
-    notes = {**batch_clock.diagnostics(clock), **batch_stats.order_speedups(during, candidate_ms)}
+    notes = {
+        **batch_clock.diagnostics(clock),
+        **batch_stats.order_speedups(during, candidate_ms),
+        "ablated_candidate_ms": ablated_ms,
+        "own_share_judge_clock": batch_stats.own_share(candidate_ms, ablated_ms),
+    }
     return batch_stats.BatchTiming(
         reference_ms,
         candidate_ms,
@@ -320,5 +332,5 @@ def measure(
         clock.method,
         flags,
         notes,
-        batches_ms,
+        (batches_ms.reference_ms, batches_ms.candidate_ms),
     )

@@ -17,7 +17,7 @@ from kernel_reward.judge.remote import output_spec, slot_bytes
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import Status
-from kernel_reward.timing.batch_clock import BatchClock, time_interleaved
+from kernel_reward.timing.batch_clock import BatchClock, Interleaved, time_interleaved
 
 BATCHES = 3  # timed pairs per measurement; one more is the ablated one
 DRAWS = 60  # measurements: every one of BATCHES + 1 places is seen with probability 1 - 4 * (3/4)^60
@@ -90,7 +90,7 @@ def clock(request):
     arena.close()
 
 
-def measure(clock: BatchClock, answer, ablated=ablated_compare) -> tuple[tuple[list, list], list[dict]]:
+def measure(clock: BatchClock, answer, ablated=ablated_compare) -> tuple[Interleaved, list[dict]]:
     runner = Runner(clock.arena, answer)
     candidate = types.SimpleNamespace(model_id=0, own_kernels_required=True)
     times = time_interleaved(clock, candidate, runner, BATCHES, timed_compare, ablated=ablated)
@@ -102,12 +102,12 @@ def ablated_places(messages: list[dict]) -> list[int]:
 
 
 def test_an_honest_candidate_passes_and_the_ablated_pair_is_left_out_of_its_times(clock):
-    (reference_ms, candidate_ms), messages = measure(clock, honest)
+    (reference_ms, candidate_ms, _), messages = measure(clock, honest)
     assert len(messages) == BATCHES + 1 and len(reference_ms) == len(candidate_ms) == BATCHES
     (place,) = ablated_places(messages)
     assert all(call["ablate"] for call in messages[place]["calls"])  # every call of it, none of the others
     # Without the ablated pair: the same number of timed pairs as before it existed
-    (reference_ms, candidate_ms), messages = measure(clock, honest, ablated=None)
+    (reference_ms, candidate_ms, _), messages = measure(clock, honest, ablated=None)
     assert len(messages) == len(reference_ms) == BATCHES and ablated_places(messages) == []
 
 
@@ -120,7 +120,7 @@ def test_a_torch_answer_behind_a_trivial_kernel_while_timed_is_a_decoy(clock):
 
 
 def test_a_call_that_fails_without_its_kernels_shows_they_matter(clock):
-    (reference_ms, _), messages = measure(clock, fails_without_kernels)
+    (reference_ms, _, _), messages = measure(clock, fails_without_kernels)
     assert len(reference_ms) == BATCHES and len(ablated_places(messages)) == 1
 
 
@@ -192,7 +192,7 @@ def test_several_ablated_pairs_take_distinct_secret_places(clock):
     places = set()
     for _ in range(20):
         runner.messages.clear()
-        reference_ms, _ = time_interleaved(
+        reference_ms, _, _ = time_interleaved(
             clock, candidate, runner, BATCHES, timed_compare, ablated=ablated_compare, ablated_pairs=3
         )
         drawn = ablated_places(runner.messages)
@@ -215,3 +215,23 @@ def test_the_number_of_ablated_pairs_is_an_option():
     assert EvalOptions().ablated_timed_pairs == 3
     with pytest.raises(ValueError, match="ablated_timed_pairs must be an int >= 0"):
         EvalOptions(ablated_timed_pairs=-1)
+
+
+def test_the_ablated_pairs_time_what_the_candidate_does_without_its_kernels(clock):
+    """Each ablated pair whose calls all ran gives one candidate batch time (the judge-clock cross-check of
+    coverage, ``batch_stats.own_share``); one whose calls failed without the kernels gives none."""
+    times, _ = measure(clock, honest)
+    assert len(times.ablated_ms) == 1 and times.ablated_ms[0] > 0
+    times, _ = measure(clock, fails_without_kernels)
+    assert times.ablated_ms == []
+    times, _ = measure(clock, honest, ablated=None)
+    assert times.ablated_ms == []
+
+
+def test_own_share_on_the_judges_clock():
+    from kernel_reward.timing.batch_stats import own_share
+
+    assert own_share([1.0, 1.1, 0.9], [0.0, 0.01]) == pytest.approx(0.995)  # all its time is its kernels
+    assert own_share([1.0, 1.0], [0.9]) == pytest.approx(0.1)  # a copy kernel around torch's work
+    assert own_share([1.0], [1.5]) == 0.0  # slower without its kernels: clipped, never negative
+    assert own_share([1.0], []) is None and own_share([], [0.5]) is None and own_share([0.0], [0.1]) is None
