@@ -107,9 +107,8 @@ def coverage_of(table: list[KernelTiming]) -> float | None:
 
 
 MAX_TABLE_ROWS = 50  # kept in the result
-MAX_PARSED_ROWS = (
-    10_000  # read to compute coverage (a forward of a large model launches a few hundred kernels)
-)
+# read to compute coverage (a forward of a large model launches a few hundred kernels)
+MAX_PARSED_ROWS = 10_000
 COVERAGE_CLAIM_TOLERANCE = 1e-6  # the runner sums the same floats in the same order
 MAX_CALLS = 10**9  # far beyond any profiled run's kernel launches
 

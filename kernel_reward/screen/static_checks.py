@@ -65,9 +65,8 @@ class Finding:
 @dataclass
 class StaticReport:
     findings: list[Finding] = field(default_factory=list)
-    triton_functions: frozenset[str] = (
-        frozenset()
-    )  # names of the functions the source decorates with @triton.jit
+    # names of the functions the source decorates with @triton.jit
+    triton_functions: frozenset[str] = frozenset()
 
     @property
     def compile_findings(self) -> list[Finding]:

@@ -11,7 +11,7 @@ and the comparisons are read once when the measurement ends. A few pairs of a me
 every candidate call ablated (``time_interleaved``): left out of the times. Step by step:
 docs/timing.md#the-batch-clock.
 
-Why one module (786 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (803 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
