@@ -3,12 +3,14 @@
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
-#   (STEPS: any of bench,throughput,corpus,sync,mps,memory,production,kernelbench; default all but mps, kernelbench)
+#   (STEPS: any of bench,throughput,corpus,sync,ledger,mps,memory,production,kernelbench; default all but mps,
+#   kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
 # 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the seal.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
 # without dependencies when liger is missing: the device has torch and triton already). "sync":
 # the reward beside do_bench for one kernel behind 0 / 1 / 3 host syncs per call (benchmarks/sync_penalty_probe.py).
+# "ledger": CUPTI's kernel records through the launch ledger against the launches made, and its cost (LEDGER_S).
 # "memory": the roofline and phase-memory gpu tests, then benchmarks/memory_footprint.py under an H100-sized cap.
 # More than 7 result files are packed into OUT/gpu_judge_check.tar.gz beside summary.txt (the device returns 8 files).
 set -u
@@ -17,7 +19,7 @@ export OUT  # the steps run under timeout as bash -c functions (mps, kernelbench
 TASKS=${2:-activation_silu,elementwise_addcmul,fused_add_rms_norm,fused_linear_relu,loss_mse_rows,matmul_square,matmul_matvec,norm_layer_norm,pool_max2d,reduction_sum_dim,scan_cumsum,softmax_rows,conv2d_3x3,attention_sdpa,elementwise_bias_add_fp16,reduction_argmax}
 export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
-STEPS=${3:-bench,throughput,corpus,sync,memory,production}
+STEPS=${3:-bench,throughput,corpus,sync,ledger,memory,production}
 summary="$OUT/summary.txt"; : >"$summary"
 step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   case ",$STEPS," in *",$name,"*) ;; *) return;; esac
@@ -28,6 +30,7 @@ step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --thro
 # tiny kernel read 0.34x on the H100 and the comparison meant nothing).
 step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
+step ledger "${LEDGER_S:-120}" python3 benchmarks/launch_ledger_probe.py --launches 200 --json-out "$OUT/launch_ledger.json"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
 # runner's work do not switch contexts at each host sync); MPS's control log shows whether clients attached.
 mps_sync_probe() {
