@@ -109,6 +109,34 @@ def fidelity(task_names: list[str] | None, device: str, budget_ms: float) -> dic
     return {"rows": rows, "summary": _self_speedup_summary(rows)}
 
 
+def fidelity_by_batch(
+    task_names: list[str] | None, device: str, budget_ms: float, targets_ms: list[float]
+) -> list[dict[str, Any]]:
+    """``fidelity_judge`` once per batch target (``measure.TARGET_BATCH_MS``, which sets K): per task and target,
+    K and the self-speedup with its interval."""
+    from kernel_reward.timing import measure
+
+    default = measure.TARGET_BATCH_MS
+    rows = []
+    try:
+        for target in targets_ms:
+            measure.TARGET_BATCH_MS = target
+            for row in fidelity_judge(task_names, device, budget_ms)["rows"]:
+                rows.append(
+                    {
+                        "task": row["task"],
+                        "target_ms": target,
+                        "calls_per_batch": row.get("calls_per_batch"),
+                        "speedup": row.get("speedup"),
+                        "ci": [row.get("ci_low"), row.get("ci_high")],
+                        "error": row.get("error"),
+                    }
+                )
+    finally:
+        measure.TARGET_BATCH_MS = default
+    return rows
+
+
 def fidelity_judge(task_names: list[str] | None, device: str, budget_ms: float) -> dict[str, Any]:
     """Self-speedup through the judge / runner split: one runner serves every task (a fresh arena, module and
     model each), the judge times the reference against the same program loaded in the runner as ``ModelNew``."""
@@ -423,6 +451,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="--throughput: RL-shaped instead: groups of this many candidates of one task, a step at a time",
     )
+    parser.add_argument(
+        "--target-batch-ms",
+        default=None,
+        help="fidelity_judge: also run it with each of these comma-separated batch targets (ms; the judge's "
+        "default is measure.TARGET_BATCH_MS), which sets the calls per batch K: a self-speedup bias that shrinks "
+        "as K grows is a per-batch cost (the hand-over), one that stays is a per-call cost",
+    )
     parser.add_argument("--rl-prompts", type=int, default=4, help="--rl-group: tasks (groups) per step")
     parser.add_argument("--rl-steps", type=int, default=4, help="--rl-group: steps")
     args = parser.parse_args(argv)
@@ -483,6 +518,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         print(json.dumps(report["fidelity_judge"]["summary"], indent=2))
+        if args.target_batch_ms:
+            report["fidelity_by_batch"] = fidelity_by_batch(
+                names, args.device, args.budget_ms, [float(v) for v in args.target_batch_ms.split(",")]
+            )
+            print("\n== self-speedup by calls per batch (the judge's batch target varied) ==")
+            print(
+                _table(report["fidelity_by_batch"], ["task", "target_ms", "calls_per_batch", "speedup", "ci"])
+            )
         report["slot_profile"] = profile_by_size(report["fidelity_judge"]["rows"])
         print("\n== the timing slot's steps, mean seconds per evaluation by task size (MiB per call) ==")
         print(_table(report["slot_profile"], ["step", *(c for _, c in SIZE_BOUNDS_MB)]))
