@@ -2,7 +2,7 @@
 
 The ledger (``kernel_reward/runner/native/launch_ledger.c``) records kernels below Python with CUPTI's activity
 API and writes them to a descriptor that ``kernel_reward.ipc.ledger`` reads. Two child processes, one with the
-ledger started before torch touches the GPU and one without, each create the CUDA context and compile a tiny
+ledger started right after the CUDA context and one without, each create the context and compile a tiny
 Triton kernel (start-up), launch it and a torch addition ``--launches`` times, flush with marker 1, then time the
 kernel with ``triton.testing.do_bench`` (the ledger's cost per launch). The parent reads the ledger's pipe while
 the child runs (a full pipe would stall CUPTI's thread) and prints: records of each kernel against launches
@@ -30,19 +30,25 @@ TRITON_KERNEL = "ledger_probe_add"
 
 
 def child(fd: int | None, launches: int, cache: Path) -> dict:
-    """One child's run (the ledger on ``fd`` when given); returns its timings."""
+    """One child's run (the ledger on ``fd`` when given, started once the CUDA context exists, as the runner
+    would start it: after its own start-up, before any candidate code); returns its timings."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.testing import do_bench
+
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    timings["cuda_context_s"] = time.perf_counter() - start
     if fd is not None:
         from kernel_reward.runner.launch_ledger import LaunchLedger, build
 
         ledger = LaunchLedger(build(cache))
         ledger.start(fd)
-    timings["ledger_start_s"] = time.perf_counter() - start
-    import torch
-    import triton
-    import triton.language as tl
-    from triton.testing import do_bench
+    timings["ledger_start_s"] = time.perf_counter() - start - timings["cuda_context_s"]
 
     @triton.jit
     def ledger_probe_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -56,8 +62,6 @@ def child(fd: int | None, launches: int, cache: Path) -> dict:
     x = torch.randn(4096, device="cuda")
     y = torch.randn(4096, device="cuda")
     out = torch.empty_like(x)
-    torch.cuda.synchronize()
-    timings["cuda_context_s"] = time.perf_counter() - start
 
     def launch():
         ledger_probe_add[(4,)](x, y, out, x.numel(), BLOCK=1024)
@@ -140,6 +144,7 @@ def print_table(summary: dict) -> None:
         ("other kernels recorded (torch adds: launches)",
          f"{summary['other_records_before_marker_1']} ({summary['launches']})"),
         ("markers, dropped, malformed", f"{summary['markers']}, {summary['dropped']}, {summary['malformed']}"),
+        ("the ledger's start, s", f"{summary['with_ledger']['ledger_start_s']:.3f}"),
         ("start-up to first launch done, s (with / without)",
          f"{summary['with_ledger']['first_launch_s']:.2f} / {summary['without_ledger']['first_launch_s']:.2f}"),
         ("do_bench ms (with / without, ratio)",
