@@ -48,6 +48,15 @@ class KernelTiming:
     from_candidate: bool  # launched by one of the candidate's own Triton functions
 
 
+def coverage_from_table(table: list[KernelTiming]) -> float | None:
+    """Pure: the own rows' share of the table's device time (coverage, PR), within [0, 1]; None when nothing ran
+    on the device. The runner computes it over its table, the judge over the rows it decided are own."""
+    total = sum(row.device_time_ms for row in table)
+    if total <= 0:
+        return None
+    return min(sum(row.device_time_ms for row in table if row.from_candidate) / total, 1.0)
+
+
 @dataclass
 class TimingStats:
     """Raw-sample summary of one side (reference or candidate) of the paired timing."""

@@ -20,7 +20,7 @@ from kernel_reward.judge.remote import (
     place_input_sets,
 )
 from kernel_reward.options import EvalOptions
-from kernel_reward.result import EvalResult, KernelTiming
+from kernel_reward.result import EvalResult, KernelTiming, coverage_from_table
 
 
 def below_coverage_floor(coverage: float | None, floor: float | None) -> str | None:
@@ -87,7 +87,7 @@ def coverage_from_reply(reply: dict[str, Any], result: EvalResult, own_names: fr
         KernelTiming(row.name, row.device_time_ms, row.calls, row.from_candidate and row.name in own_names)
         for row in claimed
     ]
-    result.coverage = coverage_of(table)
+    result.coverage = coverage_from_table(table)
     runner_coverage = _finite(reply.get("coverage"))
     if result.coverage is not None and (
         runner_coverage is None or abs(runner_coverage - result.coverage) > COVERAGE_CLAIM_TOLERANCE
@@ -96,14 +96,6 @@ def coverage_from_reply(reply: dict[str, Any], result: EvalResult, own_names: fr
             f"coverage_claim_differs: runner {runner_coverage!r}, judge {result.coverage:.4f}"
         )
     result.kernel_table = table[:MAX_TABLE_ROWS]
-
-
-def coverage_of(table: list[KernelTiming]) -> float | None:
-    """Pure: the own rows' share of the table's device time; None when nothing ran on the device."""
-    total = sum(row.device_time_ms for row in table)
-    if total <= 0:
-        return None
-    return min(sum(row.device_time_ms for row in table if row.from_candidate) / total, 1.0)
 
 
 MAX_TABLE_ROWS = 50  # kept in the result

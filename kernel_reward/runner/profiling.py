@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from kernel_reward.common.tensors import clone_args
-from kernel_reward.result import KernelTiming
+from kernel_reward.result import KernelTiming, coverage_from_table
 from kernel_reward.runner.launches import LaunchMonitor
 
 
@@ -35,14 +35,6 @@ class ProfileResult:
     table: list[KernelTiming]
     total_device_ms: float
     candidate_kernel_names: list[str]
-
-
-def coverage_from_table(table: list[KernelTiming]) -> float | None:
-    """Pure: candidate device time / all device time; None when nothing ran on the device."""
-    total = sum(row.device_time_ms for row in table)
-    if total <= 0:
-        return None
-    return sum(row.device_time_ms for row in table if row.from_candidate) / total
 
 
 def build_table(device_events: list[tuple[str, float]], candidate_names: set[str]) -> list[KernelTiming]:

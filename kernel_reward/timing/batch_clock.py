@@ -11,7 +11,7 @@ and the comparisons are read once when the measurement ends. A few pairs of a me
 every candidate call ablated (``time_interleaved``): left out of the times. Step by step:
 docs/timing.md#the-batch-clock.
 
-Why one module (803 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (801 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
@@ -687,6 +687,7 @@ def time_interleaved(
     broken: list[torch.Tensor] = []
     ablated_ran: dict[int, list[bool]] = {}  # per ablated batch, per slot: whether its call ran to the end
     ablated_candidate_ms: dict[int, float] = {}
+    ablated_ms: list[float] = []  # those of them whose every call ran on intact inputs
     spans = clock.spans
     for index in range(batches + len(ablated_at)):
         ablate = index in ablated_at
@@ -732,6 +733,8 @@ def time_interleaved(
                     for ran, v in zip(ablated_ran[index], batch_verdicts, strict=True)
                 ]
             )
+            if all(ablated_ran[index]) and not modified:  # every call ran, on inputs it left intact
+                ablated_ms.append(ablated_candidate_ms[index])
             continue
         (verdict,) = batch_verdicts
         if modified:
@@ -744,12 +747,7 @@ def time_interleaved(
             raise TimingValidationError(
                 f"timed batch {index} ({clock.calls} calls): wrong answer: {verdict.reason}"
             )
-    unbroken = [
-        ms
-        for index, ms in ablated_candidate_ms.items()
-        if all(ablated_ran[index]) and not flags[index][0]  # every call ran, on inputs it left intact
-    ]
-    return Interleaved(reference_ms, candidate_ms, unbroken)
+    return Interleaved(reference_ms, candidate_ms, ablated_ms)
 
 
 def _secret_places(batches: int, ablated: int) -> set[int]:

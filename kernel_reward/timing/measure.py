@@ -299,15 +299,13 @@ def measure(
             ablated_pairs=options.ablated_timed_pairs,
         )
     late_pairs = clock.late_gates() - late_before
-    during = [
-        batch_stats.per_call_ms(ms, overhead.reference_ms, clock.calls) for ms in batches_ms.reference_ms
-    ]
-    candidate_ms = [
-        batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms.candidate_ms
-    ]
-    ablated_ms = [
-        batch_stats.per_call_ms(ms, overhead.candidate_ms, clock.calls) for ms in batches_ms.ablated_ms
-    ]
+
+    def per_call(batches: list[float], fixed_ms: float) -> list[float]:
+        return [batch_stats.per_call_ms(ms, fixed_ms, clock.calls) for ms in batches]
+
+    during = per_call(batches_ms.reference_ms, overhead.reference_ms)
+    candidate_ms = per_call(batches_ms.candidate_ms, overhead.candidate_ms)
+    ablated_ms = per_call(batches_ms.ablated_ms, overhead.candidate_ms)
     reference_ms, phase, slower = batch_stats.pick_reference(before, during)
     flags = ["reference_slower_while_candidate_loaded"] if slower else []
     if batch_stats.noise_dominated(overhead.spread_ms, statistics.median(reference_ms), clock.calls):
