@@ -44,7 +44,8 @@ def child(fd: int | None, launches: int, cache: Path) -> dict:
     torch.cuda.synchronize()
     timings["cuda_context_s"] = time.perf_counter() - start
     if fd is not None:
-        from kernel_reward.runner.launch_ledger import LaunchLedger, build
+        from kernel_reward.ipc.ledger_build import build
+        from kernel_reward.runner.launch_ledger import LaunchLedger
 
         ledger = LaunchLedger(build(cache))
         ledger.start(fd)
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("needs a CUDA GPU (CUPTI records kernels that run on one)")
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or Path(tmp)
-        from kernel_reward.runner.launch_ledger import build
+        from kernel_reward.ipc.ledger_build import build
 
         build(cache)  # once, before either child is timed
         without, _ = run_child(False, args.launches, cache)

@@ -8,6 +8,10 @@ candidate's own from its own reading of the source (``screen.static_checks.trito
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+import time
 from dataclasses import dataclass, field
 
 MAX_NAME_CHARS = 900  # what the C side writes at most
@@ -36,6 +40,7 @@ class LedgerChunk:
     kernels: list[KernelRecord] = field(default_factory=list)
     dropped: int = 0  # records CUPTI itself lost
     malformed: int = 0  # lines that are not the C side's (written by someone else, or cut)
+    overflow_bytes: int = 0  # past MAX_LEDGER_BYTES: read and counted, not kept
 
 
 def parse(text: str) -> list[LedgerChunk]:
@@ -70,3 +75,78 @@ def _naturals(fields: list[str]) -> list[int] | None:
     if not all(field.isascii() and field.isdigit() and len(field) <= 20 for field in fields):
         return None
     return [int(field) for field in fields]
+
+
+MAX_LEDGER_BYTES = 256 * 1024 * 1024  # held between two takes at most; past it the rest is counted, not kept
+
+
+class LedgerReader:
+    """The judge's end of the ledger's pipe. A daemon thread drains it from the start (a full pipe would stall
+    CUPTI's thread, and with it the runner); ``take(marker)`` returns everything recorded since the previous take,
+    once the line of ``marker`` (a number the judge drew) has arrived. A marker line that is not the one awaited
+    counts as malformed: only the judge's draw ends a chunk."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = bytearray()
+        self._overflow = 0
+        self._closed = False
+        self._arrived = threading.Condition()
+        self._thread = threading.Thread(target=self._drain, name="launch-ledger", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self._fd, 1 << 16)
+            except OSError:
+                data = b""
+            with self._arrived:
+                if not data:
+                    self._closed = True
+                    self._arrived.notify_all()
+                    return
+                if len(self._pending) + len(data) > MAX_LEDGER_BYTES:
+                    self._overflow += len(data)
+                else:
+                    self._pending += data
+                self._arrived.notify_all()
+
+    def take(self, marker: int, timeout_s: float) -> LedgerChunk:
+        """The records since the previous take, up to the line ``M <marker>``; raises ``LedgerMissing`` when that
+        line does not come within ``timeout_s`` (the ledger stopped, or the runner never flushed)."""
+        line = f"M\t{marker}\n".encode()
+        deadline = time.monotonic() + timeout_s
+        with self._arrived:
+            while (end := (b"\n" + self._pending).find(b"\n" + line)) < 0:  # at a line's start only
+                left = deadline - time.monotonic()
+                if self._closed or left <= 0:
+                    raise LedgerMissing(
+                        f"the ledger's marker {marker} did not arrive"
+                        + (" (its pipe was closed)" if self._closed else f" within {timeout_s:g} s")
+                    )
+                self._arrived.wait(left)
+            text = bytes(self._pending[:end]).decode("utf-8", errors="replace")
+            del self._pending[: end + len(line)]
+            overflow, self._overflow = self._overflow, 0
+        chunk = LedgerChunk(marker=marker)
+        for part in parse(text):  # any marker inside is not the judge's: its chunk's records still count
+            chunk.kernels.extend(part.kernels)
+            chunk.dropped += part.dropped
+            chunk.malformed += part.malformed + (part.marker is not None)
+        chunk.malformed += overflow > 0
+        chunk.overflow_bytes = overflow
+        return chunk
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class LedgerMissing(RuntimeError):
+    """A marker the judge asked for never arrived on the ledger's pipe."""
+
+
+KNOWN_ANSWER_KERNEL = (
+    "_known_answer_add"  # runner.selftest's kernel: run after the ledger starts, before any candidate
+)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from kernel_reward import sandbox
-from kernel_reward.ipc import wire
+from kernel_reward.ipc import ledger_build, wire
+from kernel_reward.ipc.ledger import LedgerReader
 from kernel_reward.runtime import PACKAGE_DIR, SOURCE_ROOT
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # nothing the runner legitimately sends comes near this
@@ -39,12 +40,16 @@ class RunnerProcess:
     warmup_seconds: dict[str, float] = field(default_factory=dict)
     reaped: bool = False
     popen: Any = None  # the subprocess.Popen of an exec'd runner (spawn_runner_exec)
+    ledger: Any = None  # the launch ledger's LedgerReader, when the runner was started with one
+    ledger_state: str | None = None  # the runner's word on its ledger: "started", or why not
 
     def close(self) -> None:
         """End the runner: say bye, close the channel, kill what is left of its process group, reap it."""
         with contextlib.suppress(OSError, wire.WireError):
             wire.send_message(self.channel, {"type": "bye"})
         self.channel.close()
+        if self.ledger is not None:
+            self.ledger.close()
         if not self.reaped:
             sandbox.kill_process_group(self.pid)
             uid = self.isolation.get("uid")
@@ -58,10 +63,18 @@ class RunnerProcess:
             self.reaped = True
 
 
-def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | None = None) -> RunnerProcess:
+def spawn_runner_exec(
+    device: str,
+    policy: sandbox.SandboxPolicy,
+    *,
+    uid: int | None = None,
+    launch_ledger: bool = False,
+) -> RunnerProcess:
     """Start a sandboxed runner as a fresh interpreter (``python -m kernel_reward.runner.process``): for callers
     that may already hold a CUDA context (a forked child could not create its own). Its own session, so the
-    whole group can be killed. ``uid``: None picks a random private uid when running as root."""
+    whole group can be killed. ``uid``: None picks a random private uid when running as root.
+    ``launch_ledger``: build the ledger (``ipc.ledger_build``, cached) and start it in the runner on a pipe only this
+    process reads; where it cannot be built, ``ledger_state`` says why."""
     import json
     import random
     import subprocess
@@ -79,6 +92,14 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
     else:
         env.pop("TRITON_INTERPRET", None)
     config = {"device": device, "policy": policy.to_dict(), "uid": uid, "expose": interpreter_paths()}
+    ledger_r, ledger_w, unavailable = None, None, None
+    if launch_ledger:
+        try:
+            config["ledger_library"] = str(ledger_build.build(ledger_build.default_cache_dir()))
+            ledger_r, ledger_w = os.pipe()
+            config["ledger_fd"] = ledger_w
+        except ledger_build.LedgerUnavailable as exc:
+            unavailable = f"not built: {exc}"
     popen = subprocess.Popen(
         [
             sys.executable,
@@ -89,7 +110,7 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
             "--config",
             json.dumps(config),
         ],
-        pass_fds=[theirs.fileno()],
+        pass_fds=[theirs.fileno(), *([ledger_w] if ledger_w is not None else [])],
         env=env,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
@@ -97,6 +118,10 @@ def spawn_runner_exec(device: str, policy: sandbox.SandboxPolicy, *, uid: int | 
     theirs.close()
     process = RunnerProcess(popen.pid, ours)
     process.popen = popen
+    process.ledger_state = unavailable
+    if ledger_r is not None:
+        os.close(ledger_w)
+        process.ledger = LedgerReader(ledger_r)
     return process
 
 
@@ -117,6 +142,8 @@ def wait_ready(process: RunnerProcess) -> None:
         raise RuntimeError(f"runner warm-up failed: {str(message.get('error'))[-2000:]}")
     process.isolation = dict(message.get("isolation") or {})
     process.warmup_seconds = {str(k): float(v) for k, v in (message.get("warmup") or {}).items()}
+    if message.get("ledger") is not None:  # else keep the judge's own reason (a ledger never built)
+        process.ledger_state = str(message["ledger"])[:500]
 
 
 class RunnerClient:

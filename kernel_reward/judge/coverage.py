@@ -1,26 +1,136 @@
-"""Coverage (PR) of one candidate: asked of the runner after timing, bounded and checked against the floor.
+"""Coverage (PR) of one candidate, bounded and checked against the floor, from the launch ledger or the runner.
 
-The runner measures the per-kernel device times (``coverage_self_reported`` in every result); the judge decides
-which rows are the candidate's own and computes the share itself. A row is own only when the runner says the
-candidate launched it AND its name is one of the ``@triton.jit`` functions the judge read in the extracted source
-(``screen.static_checks.triton_function_names``), so neither a forged coverage number nor a forged owner flag is
-taken. The numbers never make a wrong answer right.
+With a launch ledger (``PoolConfig.launch_ledger``: CUPTI's kernel records, read from a pipe, ``ipc.ledger``) the
+judge takes the records of the timed calls themselves: coverage is the device time of kernels named like the
+candidate's ``@triton.jit`` functions (``screen.static_checks.triton_function_names``, the judge's reading of the
+source) over all kernel time, and a timing window with fewer own kernels than timed calls is hacked. Without one
+the runner measures the per-kernel device times (``coverage_self_reported``) and the judge still decides which
+rows are own (the runner's word AND a name from the source) and computes the share itself. Neither number ever
+makes a wrong answer right.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from kernel_reward.common.tensors import make_inputs, synchronize
+from kernel_reward.ipc.ledger import KNOWN_ANSWER_KERNEL, LedgerChunk, LedgerMissing
+from kernel_reward.judge.correctness import HackReason
 from kernel_reward.judge.remote import (
     RemoteCandidate,
     place_input_sets,
 )
+from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
-from kernel_reward.result import EvalResult, KernelTiming, coverage_from_table
+from kernel_reward.result import EvalResult, KernelTiming, Status, coverage_from_table
+
+LEDGER_TIMEOUT_S = 30.0  # a flush waits for the device to finish what the runner queued
+
+
+@dataclass(frozen=True)
+class LedgerAccount:
+    """Pure summary of one ledger window: the candidate's own kernels (by the judge's names) against the rest."""
+
+    own_launches: int
+    own_ms: float
+    other_ms: float
+    dropped: int  # records CUPTI lost
+    malformed: int  # lines, markers or bytes that are not the ledger's own
+
+    @property
+    def coverage(self) -> float | None:
+        total = self.own_ms + self.other_ms
+        return self.own_ms / total if total > 0 else None
+
+
+def account(chunk: LedgerChunk, own_names: frozenset[str]) -> LedgerAccount:
+    """Pure: ``chunk``'s kernels split by ``own_names``."""
+    own = [kernel for kernel in chunk.kernels if kernel.name in own_names]
+    own_ns = sum(kernel.duration_ns for kernel in own)
+    all_ns = sum(kernel.duration_ns for kernel in chunk.kernels)
+    return LedgerAccount(len(own), own_ns / 1e6, (all_ns - own_ns) / 1e6, chunk.dropped, chunk.malformed)
+
+
+class CoverageMeasure:
+    """The coverage of one candidate: ``before_timing()`` opens the ledger's window on the timed calls (when the
+    runner has a live ledger), and calling the measure closes it, or asks the runner's profiling pass instead."""
+
+    def __init__(
+        self,
+        candidate: RemoteCandidate,
+        reference_module: Any,
+        device: torch.device,
+        options: EvalOptions,
+        result: EvalResult,
+        phases: Any,
+        seeds: list[int],
+        own_names: frozenset[str],
+    ) -> None:
+        self.candidate, self.result, self.own_names = candidate, result, own_names
+        self._runner_pass = (candidate, reference_module, device, options, result, phases, seeds, own_names)
+        self._window_calls: int | None = None  # the candidate's counted calls when the window opened
+
+    def before_timing(self) -> None:
+        process = self.candidate.client.process
+        state = getattr(process, "ledger_state", None)
+        if state is None:
+            return
+        if process.ledger is None or state != "started":
+            self.result.flags.append(f"launch_ledger_unavailable: {state[:300]}")
+            return
+        opening = self._take()
+        if opening is None:
+            return
+        if not any(kernel.name == KNOWN_ANSWER_KERNEL for kernel in opening.kernels):
+            self.result.flags.append(
+                "launch_ledger_silent: the runner's start-up kernel is not in its records"
+            )
+            return
+        self._window_calls = self.candidate.counted_calls
+
+    def __call__(self) -> None:
+        if self._window_calls is None:
+            measure_coverage(*self._runner_pass)
+            return
+        calls = self.candidate.counted_calls - self._window_calls
+        chunk = self._take()
+        if chunk is None:
+            measure_coverage(*self._runner_pass)
+            return
+        ledger = account(chunk, self.own_names)
+        self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = {
+            "timed_calls": calls,
+            **{name: getattr(ledger, name) for name in LedgerAccount.__dataclass_fields__},
+        }
+        if ledger.dropped or ledger.malformed:
+            self.result.flags.append(
+                f"launch_ledger_incomplete: {ledger.dropped} records dropped, {ledger.malformed} lines not its own"
+            )
+        if self.candidate.own_kernels_required and ledger.own_launches < calls:
+            raise JudgeStop(
+                Status.HACKED,
+                f"{calls} timed calls ran {ledger.own_launches} of the candidate's own kernels (the launch "
+                "ledger's records): some timed calls did the work without them",
+                [HackReason.TIMED_WITHOUT_OWN_KERNEL.value],
+            )
+        self.result.coverage = ledger.coverage
+        self.result.flags.append("coverage_from_launch_ledger")
+
+    def _take(self) -> LedgerChunk | None:
+        """The records since the previous take, ended by a marker drawn here; None (flagged) when it never comes."""
+        marker = secrets.randbits(63)
+        try:
+            self.candidate.client.ask({"type": "ledger", "marker": marker}, ("ledger_flushed",))
+            return self.candidate.client.process.ledger.take(marker, LEDGER_TIMEOUT_S)
+        except LedgerMissing as exc:
+            self.result.flags.append(f"launch_ledger_silent: {exc}")
+            self._window_calls = None
+            return None
 
 
 def below_coverage_floor(coverage: float | None, floor: float | None) -> str | None:

@@ -87,11 +87,12 @@ def evaluate_request(
     timing_slot: TimingSlot = nullcontext,
     runner: Any = None,
     priors: PriorExchange | None = None,
+    launch_ledger: bool = False,
 ) -> EvalResult:
     """Judge one candidate from this process against ``runner`` (a warm ``runner_channel.RunnerProcess``; None:
-    start a fresh one for this evaluation). ``device``: where this worker runs it (the pool's device; None: the
-    request's). ``priors``: the service's store of timing baselines (``timing.prior``). Never raises for
-    candidate faults."""
+    start a fresh one for this evaluation, with the launch ledger when ``launch_ledger``). ``device``: where this
+    worker runs it (the pool's device; None: the request's). ``priors``: the service's store of timing baselines
+    (``timing.prior``). Never raises for candidate faults."""
     device = device or request.device
     mode = mode_of(device)
     result = EvalResult(mode=mode)  # known up front: the reward of an early failure depends on it
@@ -100,7 +101,8 @@ def evaluate_request(
     code: str | None = None
     try:
         code = _screened_code(request, phases)
-        _run_pipeline(request, code, device, Path(work_dir), timing_slot, result, phases, runner, priors)
+        pipeline_args = (request, code, device, Path(work_dir), timing_slot, result, phases, runner, priors)
+        _run_pipeline(*pipeline_args, launch_ledger)
     except JudgeStop as stop:
         apply_stop(result, stop)
     except SystemExit as exc:  # candidate code (e.g. ModelNew.__init__) tried to end the evaluation early
@@ -280,11 +282,12 @@ def _run_pipeline(
     phases: dict[str, float],
     runner: Any,
     priors: PriorExchange | None = None,
+    launch_ledger: bool = False,
 ) -> None:
     own_runner = runner is None
     if own_runner:  # the one-shot path: a fresh sandboxed runner of our own
         with _phase(phases, "runner_start"):
-            runner = start_runner_process(result.mode)
+            runner = start_runner_process(result.mode, launch_ledger)
     try:
         with _phase(phases, "prepare"):
             info = prepare_worker(device, triton_check=False)  # the judge runs only its own seal kernel
@@ -353,11 +356,13 @@ def mark_out_of_memory(result: EvalResult) -> None:
         result.flags.append("out_of_memory")
 
 
-def start_runner_process(mode: Mode) -> Any:
-    """A fresh sandboxed runner in a new process (exec'd: this process may already hold a CUDA context)."""
+def start_runner_process(mode: Mode, launch_ledger: bool = False) -> Any:
+    """A fresh sandboxed runner in a new process (exec'd: this process may hold a CUDA context already); with the
+    launch ledger on a GPU when ``launch_ledger``."""
     from kernel_reward.ipc import runner_channel
 
-    process = runner_channel.spawn_runner_exec("cpu" if mode is Mode.INTERPRETER else "cuda", SandboxPolicy())
+    device, ledger = ("cpu", False) if mode is Mode.INTERPRETER else ("cuda", launch_ledger)
+    process = runner_channel.spawn_runner_exec(device, SandboxPolicy(), launch_ledger=ledger)
     runner_channel.wait_ready(process)
     return process
 
@@ -372,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work-dir", type=Path, default=None, help="directory for the program files (default: a temp dir)"
     )
+    ledger_help = "GPU: start the launch ledger in the runner (CUPTI's kernel records; docs/security.md)"
+    parser.add_argument("--launch-ledger", action="store_true", help=ledger_help)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -382,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         ensure_interpreter_env()
     with tempfile.TemporaryDirectory(prefix="kr_eval_") as tmp:
         work_dir = args.work_dir or Path(tmp)
-        result = evaluate_request(request, work_dir=work_dir)
+        result = evaluate_request(request, work_dir=work_dir, launch_ledger=args.launch_ledger)
     args.out.write_text(result.to_json(indent=2))
     return 0
 

@@ -209,6 +209,9 @@ class RemoteCandidate:
         # The previous call's places: (its grid, base, encoded arguments, output places)
         self._last_inputs: tuple[placement.Grid, int, list[Any], list[exchange.TensorRef]] | None = None
         self.calls = 0  # messages so far: a call's SlotOutputs are readable until the next one
+        self.counted_calls = (
+            0  # calls sent that must launch an own kernel (monitored, not ablated; the ledger)
+        )
         self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (never sent to the runner)
 
     def grid_for(self, inputs: list[Any]) -> placement.Grid:
@@ -308,6 +311,7 @@ class RemoteCandidate:
         """Send one run message; what each call left, in message order (``placed``: each call's encoded arguments,
         output places and the judge's copy of its inputs)."""
         self.calls += 1
+        self.counted_calls += sum(1 for entry in entries if entry["monitor"] and not entry["ablate"])
         synchronize(self.arena.device)
         reply = self.client.ask(placement.run_message(self.model_id, entries), ("ran",))
         reports = _reports(reply, len(entries))

@@ -18,7 +18,6 @@ What still rests on the runner's word, and is flagged in every result that used 
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from kernel_reward.common.tensors import buffer_snapshot, make_inputs
 from kernel_reward.ipc import exchange, placement
 from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
 from kernel_reward.judge import compare, correctness, shapes
-from kernel_reward.judge.coverage import below_coverage_floor, measure_coverage
+from kernel_reward.judge.coverage import CoverageMeasure, below_coverage_floor
 from kernel_reward.judge.remote import (
     OutputSpec,
     RemoteCandidate,
@@ -184,8 +183,8 @@ def _judge_loaded(
             reference.keeps_inputs,
             buffer_snapshot(reference.model),
         )
-        coverage = functools.partial(  # asked once: in the slot (events) or after it (the profiler)
-            measure_coverage, candidate, reference.module, device, options, result, phases, seeds, own_names
+        coverage = CoverageMeasure(  # asked once: in the slot (events, the ledger) or after it (the profiler)
+            candidate, reference.module, device, options, result, phases, seeds, own_names
         )
         with phases("correctness"):
             _check_correctness(task, device, options, seeds, result, shared)
@@ -197,6 +196,7 @@ def _judge_loaded(
         else:
             memory = measure.roofline_memory(reference.input_bytes, reference.spec.nbytes, clock, bandwidth)
             clock.restore()
+            coverage.before_timing()
             with timing_slot():
                 _time_candidate(clock, candidate, client, overhead, before, options, result, phases, memory)
                 if baseline.reused:

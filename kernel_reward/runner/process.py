@@ -20,12 +20,14 @@ import os
 import signal
 import socket
 import sys
+import time
 import traceback
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from kernel_reward import sandbox
 from kernel_reward.ipc import wire
+from kernel_reward.ipc.ledger import LedgerReader
 from kernel_reward.ipc.runner_channel import RunnerProcess
 from kernel_reward.runtime import Mode
 
@@ -40,17 +42,28 @@ def spawn_runner(
     expose: list[str],
     seed_files: dict[str, bytes] | None = None,
     gpu_memory_fraction: float | None = None,
+    ledger_library: Path | None = None,
 ) -> RunnerProcess:
-    """Fork a sandboxed runner for ``device`` ("cpu" or "cuda"). The caller must not hold a CUDA context yet."""
+    """Fork a sandboxed runner for ``device`` ("cpu" or "cuda"). The caller must not hold a CUDA context yet.
+    ``ledger_library``: the built launch ledger (``ipc.ledger_build.build``), started on a pipe whose read end
+    only this process keeps (``RunnerProcess.ledger``)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ledger_r, ledger_w = os.pipe() if ledger_library is not None else (None, None)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
         ours.close()
-        _runner_main(theirs, device, policy, uid, expose, seed_files or {}, gpu_memory_fraction)
+        if ledger_r is not None:
+            os.close(ledger_r)
+        ledger = (ledger_library, ledger_w) if ledger_library is not None else None
+        _runner_main(theirs, device, policy, uid, expose, seed_files or {}, gpu_memory_fraction, ledger)
     theirs.close()
-    return RunnerProcess(pid, ours)
+    process = RunnerProcess(pid, ours)
+    if ledger_r is not None:
+        os.close(ledger_w)
+        process.ledger = LedgerReader(ledger_r)
+    return process
 
 
 def _runner_main(
@@ -61,13 +74,17 @@ def _runner_main(
     expose: list[str],
     seed_files: dict[str, bytes],
     gpu_memory_fraction: float | None,
+    ledger_spec: tuple[Path, int] | None = None,
 ) -> NoReturn:
     code = 70
     stage = "sandbox"
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        keep = sorted({0, 1, 2, channel.fileno()})
+        keep = sorted({0, 1, 2, channel.fileno(), *([ledger_spec[1]] if ledger_spec else [])})
+        ledger = _load_ledger(
+            ledger_spec
+        )  # the library is read now: the sandbox's file system will not show it
         sandbox.close_fds_except(keep)
         sandbox.set_parent_death_signal()
         isolation = sandbox.Isolation.for_policy(policy)
@@ -105,7 +122,8 @@ def _runner_main(
         stage = "warmup"
         from kernel_reward.runtime import prepare_worker
 
-        info = prepare_worker(device)
+        info = prepare_worker(device, triton_check=ledger is None)
+        ledger_state = _start_ledger(ledger, info)  # before the known-answer kernel: the judge looks for it
         import torch
 
         from kernel_reward.runner.compile_guard import sever_torch_compile
@@ -126,9 +144,11 @@ def _runner_main(
                 "isolation": isolation.to_dict(),
                 "pid": os.getpid(),
                 "warmup": info.warmup_seconds,
+                "ledger": ledger_state,
             },
         )
         stage = "serving"
+        runner.ledger = ledger[0] if ledger_state == LEDGER_STARTED else None  # type: ignore[index]
         runner.serve()
         code = 0
     except BaseException:  # noqa: BLE001 - report whatever happened and exit; never return into the judge's code
@@ -141,6 +161,43 @@ def _runner_main(
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+LEDGER_STARTED = "started"
+
+
+def _load_ledger(spec: tuple[Path, int] | None) -> tuple[Any, int] | str | None:
+    """The loaded ledger and its descriptor; the reason as text when it cannot be loaded; None when not asked."""
+    if spec is None:
+        return None
+    from kernel_reward.runner.launch_ledger import LaunchLedger
+
+    try:
+        return LaunchLedger(spec[0]), spec[1]
+    except OSError as exc:
+        return f"loading {spec[0].name} failed: {exc}"
+
+
+def _start_ledger(ledger: tuple[Any, int] | str | None, info: Any) -> str | None:
+    """Start the ledger on its descriptor once the CUDA context exists, then run the known-answer kernel (its
+    record shows the judge the ledger is live). Returns LEDGER_STARTED, the reason it did not start, or None."""
+    if ledger is None or isinstance(ledger, str):
+        return ledger
+    from kernel_reward.runner.launch_ledger import LedgerUnavailable
+    from kernel_reward.runner.selftest import known_answer_check
+
+    library, fd = ledger
+    started = time.perf_counter()
+    state = LEDGER_STARTED
+    try:
+        library.start(fd)
+    except LedgerUnavailable as exc:
+        state = str(exc)
+    import torch
+
+    known_answer_check(torch.device(info.device))
+    info.warmup_seconds["ledger_and_known_answer"] = round(time.perf_counter() - started, 4)
+    return state
 
 
 def _private_tree(uid: int | None, seed_files: dict[str, bytes]) -> Path:
@@ -172,8 +229,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     config = json.loads(args.config)
     policy = sandbox.SandboxPolicy.from_dict(config["policy"])
+    ledger = (
+        (Path(config["ledger_library"]), int(config["ledger_fd"])) if "ledger_library" in config else None
+    )
     _runner_main(
-        socket.socket(fileno=args.fd), config["device"], policy, config.get("uid"), config["expose"], {}, None
+        socket.socket(fileno=args.fd),
+        config["device"],
+        policy,
+        config.get("uid"),
+        config["expose"],
+        {},
+        None,
+        ledger,
     )
 
 

@@ -102,6 +102,7 @@ class Runner:
         self.handover_scratch: torch.Tensor | None = (
             None  # what a dry batch's one kernel writes (stream_gate)
         )
+        self.ledger: Any = None  # the started launch ledger (runner.launch_ledger), if any
 
     # ------------------------------------------------------------------------------------------ serving
     def serve(self) -> None:
@@ -127,6 +128,14 @@ class Runner:
 
     def _on_ping(self, message: dict[str, Any]) -> dict[str, Any]:
         return {"type": "pong"}
+
+    def _on_ledger(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Every kernel finished so far onto the ledger's descriptor, then the judge's marker."""
+        if self.ledger is None:
+            return {"type": "error", "error": "this runner has no launch ledger"}
+        synchronize(self.device)
+        self.ledger.flush(int(message["marker"]))
+        return {"type": "ledger_flushed"}
 
     def _on_memory_cap(self, message: dict[str, Any]) -> dict[str, Any]:
         """Raise (or lower) this process's share of the GPU's memory: for an evaluation run alone. Refused once
@@ -220,9 +229,8 @@ class Runner:
 
     def _on_run(self, message: dict[str, Any]) -> dict[str, Any]:
         arena = self._arena()
-        dry = bool(
-            message.get("dry")
-        )  # the judge's calibration of this harness's own cost, before any candidate
+        # a dry batch: the judge's calibration of this harness's own cost, before any candidate
+        dry = bool(message.get("dry"))
         model = None if dry else self.models[int(message["model"])]
         gate = self._gate(message.get("gate"))
         reply: dict[str, Any] = {"type": "ran"}

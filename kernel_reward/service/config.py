@@ -42,6 +42,9 @@ class PoolConfig:
     # then measured afresh; 0 uses: never.
     timing_prior_max_age_s: float = 30.0
     timing_prior_max_uses: int = 16
+    # Start the launch ledger (CUPTI's kernel records, read by the judge: docs/security.md) in every runner of a
+    # GPU pool; coverage and the own-kernel count of timed calls then come from its records, not the runner's word.
+    launch_ledger: bool = False
     env: dict[str, str] = field(
         default_factory=dict
     )  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST

@@ -64,6 +64,7 @@ class ZygoteConfig:
     usable_memory_fraction: float | None = None  # an evaluation run alone gets this (PoolConfig's)
     seed_triton_cache: bool = False
     exclusive_gpu_timing: bool = True  # PoolConfig.exclusive_gpu_timing
+    launch_ledger: bool = False  # PoolConfig.launch_ledger
     uid_base: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -182,11 +183,15 @@ class Zygote:
         self.children: dict[int, tuple[int | None, Path]] = {}  # pid -> (uid, fallback work root)
         self.kill_requested: set[int] = set()
         self.counter = 0
+        self.ledger_library: Path | None = None  # built once, loaded by every runner (ipc.ledger_build)
+        self.ledger_unavailable: str | None = None
 
     # ------------------------------------------------------------------ zygote side
     def serve(self) -> None:
         if self.config.seed_triton_cache:
             self._build_seed_cache()
+        if self.config.launch_ledger:
+            self._build_ledger()
         self._reply({"op": "hello", "pid": os.getpid(), "seed_files": len(self.seed)})
         while True:
             readable, _, _ = select.select([self.control], [], [], 0.05)
@@ -275,6 +280,17 @@ class Zygote:
             self._reap()
             time.sleep(0.01)
 
+    def _build_ledger(self) -> None:
+        """Compile the launch ledger once, trusted; without it the runners start without one and every result
+        says why (``launch_ledger_unavailable``)."""
+        from kernel_reward.ipc.ledger_build import LedgerUnavailable, build
+
+        try:
+            self.ledger_library = build(self.state_dir / "launch-ledger")
+        except LedgerUnavailable as exc:
+            self.ledger_unavailable = str(exc)
+            log.warning("zygote: no launch ledger: %s", exc)
+
     def _build_seed_cache(self) -> None:
         """Compile the worker's known-answer kernel once, trusted, so children start with a warm launcher cache."""
         shutil.rmtree(self.seed_dir, ignore_errors=True)
@@ -346,6 +362,7 @@ class Zygote:
                     expose=_interpreter_paths(self.worker),
                     seed_files=self.seed,
                     gpu_memory_fraction=_half(self.config.gpu_memory_fraction),
+                    ledger_library=self.ledger_library,
                 )
             sandbox.enter_namespaces(self.policy, isolation, expose=_interpreter_paths(self.worker))
             root = CHILD_ROOT_IN_NAMESPACE if isolation.private_tmp else work_root
@@ -386,6 +403,8 @@ class Zygote:
                 from kernel_reward.ipc import runner_channel
 
                 runner_channel.wait_ready(runner)
+                if self.config.launch_ledger and self.ledger_library is None:
+                    runner.ledger_state = f"not built: {self.ledger_unavailable}"
                 ready["isolation"] = _candidate_isolation(isolation, runner)
                 warmup.update({f"runner_{k}": v for k, v in runner.warmup_seconds.items()})
             ready["warmup"] = warmup

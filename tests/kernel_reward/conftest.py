@@ -19,6 +19,7 @@ from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+LEDGER_ENV = "KR_TEST_LAUNCH_LEDGER"  # "1": GPU evaluations run with the launch ledger (tools/gpu_judge_check.sh)
 
 
 def run_worker_subprocess(
@@ -46,6 +47,7 @@ def run_worker_subprocess(
             str(out_path),
             "--work-dir",
             str(work_dir),
+            *(["--launch-ledger"] if device != "cpu" and os.environ.get(LEDGER_ENV) == "1" else []),
         ],
         cwd=REPO_ROOT,
         env=env,

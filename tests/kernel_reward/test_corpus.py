@@ -6,9 +6,12 @@ test runs the whole corpus, GPU-only entries included, on CUDA. Honest entries m
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from hack_corpus import CorpusEntry, as_completion, load_corpus
+from tests.kernel_reward.conftest import LEDGER_ENV
 
 CORPUS = load_corpus()
 CPU_CORPUS = [entry for entry in CORPUS if not entry.gpu_only]
@@ -45,6 +48,8 @@ def _check(entry: CorpusEntry, result, device: str) -> None:
     if expected == "correct":
         assert result.launched_kernels, "a correct candidate must have launched its own kernel"
         assert result.reward > 0
+        if device == "cuda" and os.environ.get(LEDGER_ENV) == "1":  # the ledger decided, not the runner's table
+            assert "coverage_from_launch_ledger" in result.flags, result.flags
     else:
         assert result.reward <= 0
     if entry.shape_passed is not None:

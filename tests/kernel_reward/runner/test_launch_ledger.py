@@ -9,12 +9,13 @@ import shutil
 
 import pytest
 
+from kernel_reward.ipc import ledger_build
 from kernel_reward.runner import launch_ledger
 
 
 def _built(tmp_path):
     try:
-        return launch_ledger.build(tmp_path)
+        return ledger_build.build(tmp_path)
     except launch_ledger.LedgerUnavailable as exc:
         if shutil.which("cc") is None or "no CUPTI" in str(exc):
             pytest.skip(str(exc))
@@ -25,7 +26,7 @@ def test_it_builds_once_and_leaves_no_partial_files(tmp_path):
     library = _built(tmp_path)
     assert library.is_file() and library.stat().st_size > 0
     mtime = library.stat().st_mtime_ns
-    assert launch_ledger.build(tmp_path) == library and library.stat().st_mtime_ns == mtime
+    assert ledger_build.build(tmp_path) == library and library.stat().st_mtime_ns == mtime
     assert sorted(p.name for p in tmp_path.iterdir()) == [library.name]
 
 
@@ -46,10 +47,10 @@ def test_without_a_gpu_starting_it_names_cuptis_error(tmp_path):
 
 def test_a_broken_compiler_is_an_error_that_says_so(tmp_path, monkeypatch):
     try:
-        launch_ledger.cupti_paths()
+        ledger_build.cupti_paths()
     except launch_ledger.LedgerUnavailable as exc:
         pytest.skip(str(exc))
     monkeypatch.setenv("CC", "false")
     with pytest.raises(launch_ledger.LedgerUnavailable, match="building the launch ledger failed"):
-        launch_ledger.build(tmp_path)
+        ledger_build.build(tmp_path)
     assert list(tmp_path.iterdir()) == []
