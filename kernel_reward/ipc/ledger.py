@@ -8,8 +8,8 @@ candidate's own from its own reading of the source (``screen.static_checks.trito
 
 from __future__ import annotations
 
-import contextlib
 import os
+import select
 import threading
 import time
 from dataclasses import dataclass, field
@@ -90,27 +90,56 @@ class LedgerReader:
         self._fd = fd
         self._pending = bytearray()
         self._overflow = 0
+        self._carry = b""  # past the cap: the partial line read last
         self._closed = False
+        self._stop = threading.Event()
         self._arrived = threading.Condition()
         self._thread = threading.Thread(target=self._drain, name="launch-ledger", daemon=True)
         self._thread.start()
 
     def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self._fd, 1 << 16)
-            except OSError:
-                data = b""
-            with self._arrived:
-                if not data:
-                    self._closed = True
-                    self._arrived.notify_all()
+        """The thread's loop; it alone closes the descriptor (closed under a blocked read, its number could be
+        reused by another pipe, whose data this thread would then take)."""
+        try:
+            while not self._stop.is_set():
+                if not select.select([self._fd], [], [], 0.2)[0]:
+                    continue
+                if not self._receive():
                     return
-                if len(self._pending) + len(data) > MAX_LEDGER_BYTES:
-                    self._overflow += len(data)
-                else:
-                    self._pending += data
+        finally:
+            os.close(self._fd)
+            with self._arrived:
+                self._closed = True
                 self._arrived.notify_all()
+
+    def _receive(self) -> bool:
+        """One read into the pending bytes; False at the end of the pipe."""
+        try:
+            data = os.read(self._fd, 1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        with self._arrived:
+            if self._overflow or len(self._pending) + len(data) > MAX_LEDGER_BYTES:
+                self._keep_markers_only(data)
+            else:
+                self._pending += data
+            self._arrived.notify_all()
+        return True
+
+    def _keep_markers_only(self, data: bytes) -> None:
+        """Past the cap: only marker lines are kept (a take must still find its marker), the rest is counted."""
+        if not self._overflow:  # the last, partial line goes on with this data
+            cut = self._pending.rfind(b"\n") + 1
+            self._carry, self._pending = bytes(self._pending[cut:]), self._pending[:cut]
+        lines = (self._carry + data).split(b"\n")
+        self._carry = lines.pop()
+        for line in lines:
+            if line.startswith(b"M\t"):
+                self._pending += line + b"\n"
+            else:
+                self._overflow += len(line) + 1
 
     def take(self, marker: int, timeout_s: float) -> LedgerChunk:
         """The records since the previous take, up to the line ``M <marker>``; raises ``LedgerMissing`` when that
@@ -128,7 +157,9 @@ class LedgerReader:
                 self._arrived.wait(left)
             text = bytes(self._pending[:end]).decode("utf-8", errors="replace")
             del self._pending[: end + len(line)]
-            overflow, self._overflow = self._overflow, 0
+            overflow = self._overflow
+            if overflow and not self._pending:  # back under the cap: the partial line is data again
+                self._overflow, self._pending, self._carry = 0, bytearray(self._carry), b""
         chunk = LedgerChunk(marker=marker)
         for part in parse(text):  # any marker inside is not the judge's: its chunk's records still count
             chunk.kernels.extend(part.kernels)
@@ -139,8 +170,9 @@ class LedgerReader:
         return chunk
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        """Stop reading; the thread closes the descriptor within its next poll."""
+        self._stop.set()
+        self._thread.join(timeout=2)
 
 
 class LedgerMissing(RuntimeError):

@@ -19,7 +19,9 @@ from kernel_reward.request import EvalRequest
 from kernel_reward.result import EvalResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-LEDGER_ENV = "KR_TEST_LAUNCH_LEDGER"  # "1": GPU evaluations run with the launch ledger (tools/gpu_judge_check.sh)
+LEDGER_ENV = (
+    "KR_TEST_LAUNCH_LEDGER"  # "1": GPU evaluations run with the launch ledger (tools/gpu_judge_check.sh)
+)
 
 
 def run_worker_subprocess(

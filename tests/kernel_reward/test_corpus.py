@@ -48,7 +48,9 @@ def _check(entry: CorpusEntry, result, device: str) -> None:
     if expected == "correct":
         assert result.launched_kernels, "a correct candidate must have launched its own kernel"
         assert result.reward > 0
-        if device == "cuda" and os.environ.get(LEDGER_ENV) == "1":  # the ledger decided, not the runner's table
+        if (
+            device == "cuda" and os.environ.get(LEDGER_ENV) == "1"
+        ):  # the ledger decided, not the runner's table
             assert "coverage_from_launch_ledger" in result.flags, result.flags
     else:
         assert result.reward <= 0

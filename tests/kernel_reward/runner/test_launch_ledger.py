@@ -54,3 +54,47 @@ def test_a_broken_compiler_is_an_error_that_says_so(tmp_path, monkeypatch):
     with pytest.raises(launch_ledger.LedgerUnavailable, match="building the launch ledger failed"):
         ledger_build.build(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_runner_started_with_it_loads_it_in_the_sandbox_and_says_why_it_did_not_start(
+    tmp_path, monkeypatch
+):
+    """The real path of a runner with a ledger, short of CUPTI: the judge builds it, the exec'd runner loads it
+    before its sandbox, tries to start it once its device is up and reports the outcome; the judge holds the read
+    end. Without a GPU driver CUPTI refuses, so the runner says so and serves on (its evaluations take the runner's
+    profiling pass, flagged)."""
+    import torch
+
+    from kernel_reward import sandbox
+    from kernel_reward.ipc import runner_channel
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the gpu test covers a started ledger")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    _built(tmp_path / "kernel_reward" / "launch-ledger")  # skips where it cannot be built
+    policy = sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(address_space_bytes=None))
+    runner = runner_channel.spawn_runner_exec("cpu", policy, launch_ledger=True)
+    try:
+        runner_channel.wait_ready(runner)
+        assert runner.ledger is not None and "CUPTI_ERROR" in (runner.ledger_state or ""), runner.ledger_state
+        reply = runner_channel.RunnerClient(runner).ask({"type": "ledger", "marker": 1}, ("error",))
+        assert "no launch ledger" in reply["error"]
+    finally:
+        runner.close()
+
+
+def test_a_ledger_that_cannot_be_built_is_the_runners_state_not_an_error(tmp_path, monkeypatch):
+    from kernel_reward import sandbox
+    from kernel_reward.ipc import runner_channel
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("CC", "false")
+    policy = sandbox.SandboxPolicy(limits=sandbox.SandboxLimits(address_space_bytes=None))
+    runner = runner_channel.spawn_runner_exec("cpu", policy, launch_ledger=True)
+    try:
+        runner_channel.wait_ready(runner)
+        assert runner.ledger is None and (runner.ledger_state or "").startswith("not built:"), (
+            runner.ledger_state
+        )
+    finally:
+        runner.close()

@@ -1,0 +1,178 @@
+"""The judge's use of the launch ledger (``judge.coverage``): coverage from the records of the timed calls, owned
+by the judge's reading of the source, a window with fewer own kernels than timed calls hacked, and every way the
+ledger can be missing or silent flagged with the runner's profiling pass taking over. The runner is a fake that
+writes what a ledger would; the real CUPTI side is the gpu test of ``benchmarks/launch_ledger_probe.py``."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kernel_reward.ipc.ledger import KNOWN_ANSWER_KERNEL, KernelRecord, LedgerChunk, LedgerReader
+from kernel_reward.judge import coverage
+from kernel_reward.judge.stop import JudgeStop
+from kernel_reward.result import EvalResult, Status
+
+OWN = frozenset({"add_relu_kernel"})
+
+
+def test_the_account_splits_kernel_time_by_the_judges_names():
+    chunk = LedgerChunk(
+        kernels=[
+            KernelRecord("add_relu_kernel", 0, 3_000, 1, 7),
+            KernelRecord("add_relu_kernel", 5_000, 8_000, 2, 7),
+            KernelRecord("ampere_sgemm_128x64_nn", 10_000, 14_000, 3, 7),
+        ],
+        dropped=1,
+    )
+    ledger = coverage.account(chunk, OWN)
+    assert ledger.own_launches == 2 and ledger.own_ms == pytest.approx(0.006) and ledger.other_ms == 0.004
+    assert ledger.coverage == pytest.approx(0.6) and ledger.dropped == 1
+    assert coverage.account(LedgerChunk(), OWN).coverage is None
+
+
+class FakeLedgerRunner:
+    """A runner's client whose "ledger" flushes write ``script``'s next records, then the judge's marker."""
+
+    def __init__(self, script: list[list[str]], state: str | None = "started") -> None:
+        read, self.write = os.pipe()
+        self.process = type("Process", (), {"ledger": LedgerReader(read), "ledger_state": state})()
+        self.script = iter(script)
+        self.asked: list[str] = []
+
+    def ask(self, message, expect):
+        self.asked.append(message["type"])
+        assert message["type"] == "ledger" and expect == ("ledger_flushed",)
+        lines = next(self.script)
+        os.write(self.write, "".join(line + "\n" for line in lines).encode())
+        if lines is not SILENT:
+            os.write(self.write, f"M\t{message['marker']}\n".encode())
+        return {"type": "ledger_flushed"}
+
+    def close(self):
+        os.close(self.write)
+        self.process.ledger.close()
+
+
+SILENT: list[str] = []  # a flush whose marker never comes
+
+
+class FakeCandidate:
+    def __init__(self, client: FakeLedgerRunner) -> None:
+        self.client = client
+        self.counted_calls = 0
+        self.own_kernels_required = True
+
+
+def _measure(client, monkeypatch, runner_pass_coverage=0.5):
+    result = EvalResult()
+    candidate = FakeCandidate(client)
+    measure = coverage.CoverageMeasure(candidate, None, None, None, result, None, [], OWN)
+
+    def runner_pass(*args):  # the runner's profiling pass, where the ledger cannot answer
+        result.coverage = runner_pass_coverage
+        result.flags.append("coverage_self_reported")
+
+    monkeypatch.setattr(coverage, "measure_coverage", runner_pass)
+    return measure, candidate, result
+
+
+START = f"K\t{KNOWN_ANSWER_KERNEL}\t1\t2\t1\t7"
+
+
+def test_coverage_comes_from_the_timed_calls_records(monkeypatch):
+    timed = ["K\tadd_relu_kernel\t100\t190\t5\t7", "K\tvoid at::native::copy_kernel\t200\t210\t6\t7"] * 4
+    client = FakeLedgerRunner([[START, "K\tadd_relu_kernel\t3\t4\t2\t7"], timed])
+    measure, candidate, result = _measure(client, monkeypatch)
+    try:
+        measure.before_timing()
+        candidate.counted_calls += 4  # four timed calls, one own kernel each
+        measure()
+    finally:
+        client.close()
+    assert result.coverage == pytest.approx(0.9) and "coverage_from_launch_ledger" in result.flags
+    assert "coverage_self_reported" not in result.flags
+    diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
+    assert diagnostics["timed_calls"] == 4 and diagnostics["own_launches"] == 4
+
+
+def test_timed_calls_that_ran_fewer_own_kernels_than_calls_are_hacked(monkeypatch):
+    timed = ["K\tadd_relu_kernel\t100\t190\t5\t7"] + ["K\tampere_sgemm\t200\t900\t6\t7"] * 8
+    client = FakeLedgerRunner([[START], timed])
+    measure, candidate, result = _measure(client, monkeypatch)
+    try:
+        measure.before_timing()
+        candidate.counted_calls += 8
+        with pytest.raises(JudgeStop) as stop:
+            measure()
+    finally:
+        client.close()
+    assert stop.value.status == Status.HACKED and stop.value.hack_reasons == ["timed_without_own_kernel"]
+
+
+def test_a_kernel_named_like_the_candidates_by_the_runner_only_is_not_own(monkeypatch):
+    # the runner's process can name records anything; ownership is the judge's set of names
+    timed = ["K\tadd_relu_kernel\t100\t110\t5\t7", "K\tnot_in_the_source\t200\t900\t6\t7"]
+    client = FakeLedgerRunner([[START], timed])
+    measure, candidate, result = _measure(client, monkeypatch)
+    try:
+        measure.before_timing()
+        candidate.counted_calls += 1
+        measure()
+    finally:
+        client.close()
+    assert result.coverage == pytest.approx(10 / 710)
+
+
+@pytest.mark.parametrize(
+    ("script", "state", "flag"),
+    [
+        ([], "starting CUPTI's kernel activity records: CUPTI_ERROR_X", "launch_ledger_unavailable"),
+        ([], "not built: no C compiler on PATH (set CC)", "launch_ledger_unavailable"),
+        (
+            [["K\tsomething_else\t1\t2\t1\t7"]],
+            "started",
+            "launch_ledger_silent: the runner's start-up kernel",
+        ),
+        ([[START], SILENT], "started", "launch_ledger_silent: the ledger's marker"),
+    ],
+    ids=["cupti_failed", "not_built", "start_kernel_missing", "marker_never_came"],
+)
+def test_a_missing_or_silent_ledger_is_flagged_and_the_runner_pass_decides(monkeypatch, script, state, flag):
+    client = FakeLedgerRunner(script, state)
+    monkeypatch.setattr(coverage, "LEDGER_TIMEOUT_S", 0.3)
+    measure, candidate, result = _measure(client, monkeypatch)
+    try:
+        measure.before_timing()
+        candidate.counted_calls += 3
+        measure()
+    finally:
+        client.close()
+    assert any(f.startswith(flag) for f in result.flags), result.flags
+    assert result.coverage == 0.5 and "coverage_self_reported" in result.flags
+    assert "coverage_from_launch_ledger" not in result.flags
+
+
+def test_without_a_ledger_nothing_is_asked_of_it(monkeypatch):
+    client = FakeLedgerRunner([], state=None)
+    measure, candidate, result = _measure(client, monkeypatch)
+    try:
+        measure.before_timing()
+        measure()
+    finally:
+        client.close()
+    assert client.asked == [] and result.coverage == 0.5 and not any("ledger" in f for f in result.flags)
+
+
+def test_records_that_are_not_the_ledgers_are_flagged(monkeypatch):
+    timed = ["K\tadd_relu_kernel\t100\t190\t5\t7", "garbage", "D\t3"]
+    client = FakeLedgerRunner([[START], timed])
+    measure, candidate, result = _measure(client, monkeypatch)
+    try:
+        measure.before_timing()
+        candidate.counted_calls += 1
+        measure()
+    finally:
+        client.close()
+    assert "launch_ledger_incomplete: 3 records dropped, 1 lines not its own" in result.flags
