@@ -82,9 +82,8 @@ def _runner_main(
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         keep = sorted({0, 1, 2, channel.fileno(), *([ledger_spec[1]] if ledger_spec else [])})
-        ledger = _load_ledger(
-            ledger_spec
-        )  # the library is read now: the sandbox's file system will not show it
+        # the library is read now: the sandbox's file system will not show it
+        ledger = _load_ledger(ledger_spec)
         sandbox.close_fds_except(keep)
         sandbox.set_parent_death_signal()
         isolation = sandbox.Isolation.for_policy(policy)
@@ -181,19 +180,20 @@ def _load_ledger(spec: tuple[Path, int] | None) -> tuple[Any, int] | str | None:
 def _start_ledger(ledger: tuple[Any, int] | str | None, info: Any) -> str | None:
     """Start the ledger on its descriptor once the CUDA context exists, then run the known-answer kernel (its
     record shows the judge the ledger is live). Returns LEDGER_STARTED, the reason it did not start, or None."""
-    if ledger is None or isinstance(ledger, str):
-        return ledger
+    if ledger is None:
+        return None
+    import torch
+
     from kernel_reward.runner.launch_ledger import LedgerUnavailable
     from kernel_reward.runner.selftest import known_answer_check
 
-    library, fd = ledger
     started = time.perf_counter()
-    state = LEDGER_STARTED
-    try:
-        library.start(fd)
-    except LedgerUnavailable as exc:
-        state = str(exc)
-    import torch
+    state = ledger if isinstance(ledger, str) else LEDGER_STARTED
+    if not isinstance(ledger, str):
+        try:
+            ledger[0].start(ledger[1])
+        except LedgerUnavailable as exc:
+            state = str(exc)
 
     known_answer_check(torch.device(info.device))
     info.warmup_seconds["ledger_and_known_answer"] = round(time.perf_counter() - started, 4)
