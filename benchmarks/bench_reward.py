@@ -437,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
         help="--throughput: EvalOptions.coverage_method for every evaluation (default: the option's)",
     )
     parser.add_argument(
+        "--launch-ledger",
+        action="store_true",
+        help="--throughput: PoolConfig.launch_ledger (CUPTI's kernel records decide coverage; the pool only)",
+    )
+    parser.add_argument(
         "--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations"
     )
     parser.add_argument(

@@ -234,16 +234,19 @@ def run_pool(
     warm_spares: int | None = None,
     step_size: int | None = None,
     gpu_timing: str | None = None,
+    launch_ledger: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
     """Every pair through one warm pool. ``step_size``: hand them over that many at a time, each batch only once the
-    previous one has returned (RL steps); None: all at once."""
+    previous one has returned (RL steps); None: all at once. ``launch_ledger``: PoolConfig.launch_ledger."""
     from kernel_reward.evaluator import Evaluator
 
     start = time.monotonic()
     pool_options: dict[str, Any] = {"warm_spares": warm_spares} if warm_spares else {}
     if gpu_timing is not None:  # PoolConfig.exclusive_gpu_timing: "exclusive" or "shared"
         pool_options["exclusive_gpu_timing"] = gpu_timing == "exclusive"
+    if launch_ledger:
+        pool_options["launch_ledger"] = True
     with Evaluator(
         device=device,
         workers=workers,
@@ -317,6 +320,10 @@ def run_pool(
         "host_cpus": os.cpu_count(),
         "isolation_levels": sorted({row["isolation"] for row in rows if row["isolation"]}),
         "matches_expected": sum(row["status"] == row["expected"] for row in rows),
+        "launch_ledger": launch_ledger,
+        # correct results whose coverage came from the ledger's records (the rest: the runner's pass, flagged)
+        "coverage_from_launch_ledger": sum("coverage_from_launch_ledger" in r.flags for r in results),
+        "correct": sum(r.status.value == "correct" for r in results),
         "rows": rows,
     }
 
@@ -405,6 +412,7 @@ def throughput(
     warm_spares: int | None = None,
     rounds: int = 1,
     gpu_timing: str | None = None,
+    launch_ledger: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
     """``options``: EvalOptions fields for every evaluation, pool and baseline alike (e.g. coverage_method).
@@ -420,9 +428,10 @@ def throughput(
         timeout_s,
         warm_spares,
         gpu_timing=gpu_timing,
+        launch_ledger=launch_ledger,
         **options,
     )
-    baseline = (
+    baseline = (  # fresh processes without the ledger: the peers' way
         run_baseline(stratified_sample(pairs, baseline_count), device, timeout_s, **options)
         if baseline_count
         else None
@@ -445,6 +454,7 @@ def throughput(
         "baseline_sample_evals_per_min": baseline["evals_per_min"] if baseline else None,
         "baseline_evals_per_min": estimate,
         "speedup_vs_baseline": pool["evals_per_min"] / estimate if estimate else None,
+        "launch_ledger": launch_ledger,
         "options": options,
     }
     return {"summary": summary, "pool": pool, "baseline": baseline}
@@ -460,6 +470,7 @@ def rl_throughput(
     preset: str = "full",
     warm_spares: int | None = None,
     gpu_timing: str | None = None,
+    launch_ledger: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
     """The RL-shaped run (see the module docstring): ``steps`` steps of ``prompts_per_step`` x ``group_size``."""
@@ -473,6 +484,7 @@ def rl_throughput(
         warm_spares,
         step_size=group_size * prompts_per_step,
         gpu_timing=gpu_timing,
+        launch_ledger=launch_ledger,
         **options,
     )
     summary = {
@@ -519,7 +531,12 @@ def _pool_lines(report: dict[str, Any]) -> list[str]:
         f"GPU idle fraction {pool['gpu_idle_fraction']}; host CPU busy {pool.get('host_cpu_busy_fraction')} "
         f"of {pool.get('host_cpus')} cores; GPU while timing: "
         f"{'exclusive' if pool.get('exclusive_gpu_timing') else 'shared'}",
-        f"options: {report['summary'].get('options') or 'defaults'}",
+        f"options: {report['summary'].get('options') or 'defaults'}; launch ledger: "
+        + (
+            f"on, coverage from it in {pool['coverage_from_launch_ledger']} of {pool['correct']} correct"
+            if pool.get("launch_ledger")
+            else "off"
+        ),
         "phase            mean s",
     ]
     return lines + [f"{name:<16} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
@@ -537,6 +554,7 @@ def run_cli(args: Any) -> int:
         "preset": preset,
         "warm_spares": args.warm_spares,
         "gpu_timing": getattr(args, "gpu_timing", None),
+        "launch_ledger": bool(getattr(args, "launch_ledger", False)),
         **options,
     }
     if getattr(args, "rl_group", None):
