@@ -12,7 +12,8 @@ set and check the resized-input check; ``min_coverage`` runs it in strict mode (
 ``module.Class.attr``) the entry patches by name, so a test can prove the attack still finds them after code moves;
 ``installer`` names the entry's function that applies the patch (default ``install``); ``open`` names a known gap
 (docs/security.md, "Known gaps") that the entry still wins through: its test is an expected failure, strict, so the
-day a defence catches it the test says so and the marker goes.
+day a defence catches it the test says so and the marker goes; ``closed_by=ledger`` says the gap is closed where
+the launch ledger runs (``PoolConfig.launch_ledger``), so with it the entry must get its verdict.
 
 Tests, benchmarks and tools share this folder; the library never reads it.
 """
@@ -46,6 +47,11 @@ class CorpusEntry:
     targets: tuple[str, ...] = ()
     installer: str = "install"
     open_gap: str | None = None
+    closed_by_ledger: bool = False  # the open gap is closed where the launch ledger runs
+
+    def is_open(self, ledger: bool) -> bool:
+        """Whether the entry still wins through its gap (with the launch ledger on or off)."""
+        return self.open_gap is not None and not (ledger and self.closed_by_ledger)
 
     def expected_status(self, device: str) -> str:
         """The verdict it must get on ``device``."""
@@ -89,6 +95,8 @@ def load_corpus() -> list[CorpusEntry]:
             options["min_coverage"] = float(fields["min_coverage"])
         shape_passed = None if "shape_passed" not in fields else fields["shape_passed"] == "true"
         targets = tuple(t for t in str(fields.get("targets", "")).split(",") if t)
+        if fields.get("closed_by", "ledger") != "ledger" or ("closed_by" in fields and "open" not in fields):
+            raise ValueError(f"{path.name}: closed_by=ledger is the one value, and only beside open=")
         entries.append(
             CorpusEntry(
                 name=path.stem,
@@ -103,6 +111,7 @@ def load_corpus() -> list[CorpusEntry]:
                 targets=targets,
                 installer=str(fields.get("installer", "install")),
                 open_gap=str(fields["open"]) if "open" in fields else None,
+                closed_by_ledger=fields.get("closed_by") == "ledger",
             )
         )
     return entries
