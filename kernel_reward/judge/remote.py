@@ -173,12 +173,8 @@ class CallOutcome:
 def poison(tensors: list[torch.Tensor]) -> None:
     with torch.no_grad():
         for tensor in tensors:
-            if tensor.is_floating_point() or tensor.is_complex():
-                tensor.fill_(float("nan"))
-            elif tensor.dtype == torch.bool:
-                tensor.fill_(True)
-            else:
-                tensor.fill_(-7777)
+            floating = tensor.is_floating_point() or tensor.is_complex()
+            tensor.fill_(float("nan") if floating else True if tensor.dtype == torch.bool else -7777)
 
 
 class RemoteCandidate:
