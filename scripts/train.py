@@ -121,8 +121,13 @@ def reward_pool_options(args: MultiTurnKernelConfig) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if args.reward_workers is not None:
         options["workers"] = args.reward_workers
+    pool_options: dict[str, Any] = {}
     if args.reward_memory_fraction is not None:
-        options["pool_options"] = {"usable_memory_fraction": args.reward_memory_fraction}
+        pool_options["usable_memory_fraction"] = args.reward_memory_fraction
+    if args.reward_launch_ledger:
+        pool_options["launch_ledger"] = True
+    if pool_options:
+        options["pool_options"] = pool_options
     return options
 
 

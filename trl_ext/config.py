@@ -233,6 +233,14 @@ class MultiTurnKernelConfig(GRPOConfig):
             "starts: two trainers side by side on one card, each with its own pool, read the same free memory."
         },
     )
+    reward_launch_ledger: bool = field(
+        default=False,
+        metadata={
+            "help": "Start the launch ledger in every reward runner (GPU: CUPTI's kernel records decide coverage and "
+            "which timed calls ran the candidate's own kernels, instead of the runner's report; "
+            "kernel_reward's PoolConfig.launch_ledger, docs/security.md)."
+        },
+    )
     reward_speedup_estimate: Literal["median", "lower"] = field(
         default="lower",
         metadata={

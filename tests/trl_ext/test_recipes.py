@@ -174,7 +174,10 @@ def test_reward_pool_size_and_memory_share_reach_the_evaluator(tmp_path, monkeyp
     env = train.make_environment(train.TrainScriptArguments(dataset_name="x"), args)
     assert env.evaluator == "evaluator" and seen["workers"] == 3
     pool = ServiceConfig(workers=seen["workers"], pool_options=seen["pool_options"]).for_device("cpu")
-    assert pool.workers == 3 and pool.usable_memory_fraction == 0.2
+    assert pool.workers == 3 and pool.usable_memory_fraction == 0.2 and not pool.launch_ledger
+    args, _ = recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_launch_ledger=True)
+    assert train.reward_pool_options(args) == {"pool_options": {"launch_ledger": True}}
+    assert ServiceConfig(pool_options={"launch_ledger": True}).for_device("cpu").launch_ledger
     with pytest.raises(ValueError, match="reward_memory_fraction must be in"):
         recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_memory_fraction=1.5)
     with pytest.raises(ValueError, match="reward_workers must be"):
