@@ -74,14 +74,14 @@ class CoverageMeasure:
         self.candidate, self.result, self.own_names = candidate, result, own_names
         self._runner_pass = (candidate, reference_module, device, options, result, phases, seeds, own_names)
         self._window_calls: int | None = None  # the candidate's counted calls when the window opened
+        process = candidate.client.process
+        state = getattr(process, "ledger_state", None)  # None: no ledger was asked for
+        self._ledger_live = state == "started" and process.ledger is not None
+        if state is not None and not self._ledger_live:
+            result.flags.append(f"launch_ledger_unavailable: {state[:300]}")
 
     def before_timing(self) -> None:
-        process = self.candidate.client.process
-        state = getattr(process, "ledger_state", None)
-        if state is None:
-            return
-        if process.ledger is None or state != "started":
-            self.result.flags.append(f"launch_ledger_unavailable: {state[:300]}")
+        if not self._ledger_live:
             return
         opening = self._take()
         if opening is None:

@@ -354,3 +354,21 @@ def test_the_judge_child_asks_and_offers_over_its_channel():
         ours.close(), theirs.close()
     assert [m["type"] for m in seen] == ["prior_ask", "prior_offer", "prior_ask"]
     assert seen[1]["prior"] == {"calls": 3}
+
+
+def test_a_pool_asked_for_the_launch_ledger_says_in_each_result_why_it_has_none_on_a_cpu():
+    """PoolConfig.launch_ledger on a CPU pool: the zygote builds the ledger, every runner loads it and tries to
+    start it (CUPTI has no GPU driver here), and each result says why the runner's report decided instead; the
+    verdict is unchanged. Where the ledger cannot be built (no compiler, no CUPTI headers) the result says that."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the corpus run with the ledger covers it there")
+    with Evaluator(device="cpu", workers=1, timeout=120, pool_options={"launch_ledger": True}) as ev:
+        result = ev.evaluate(programs.REFERENCE_ADD, programs.CANDIDATE_ADD)
+    assert result.status == Status.CORRECT, result.error
+    unavailable = [flag for flag in result.flags if flag.startswith("launch_ledger_unavailable: ")]
+    assert len(unavailable) == 1, result.flags
+    assert "CUPTI_ERROR" in unavailable[0] or "not built:" in unavailable[0]
+    if "CUPTI_ERROR" in unavailable[0]:  # started once the device was up, then the known-answer kernel ran
+        assert "warmup_runner_ledger_and_known_answer" in result.phase_seconds
