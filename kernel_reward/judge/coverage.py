@@ -72,7 +72,8 @@ class CoverageMeasure:
         own_names: frozenset[str],
     ) -> None:
         self.candidate, self.result, self.own_names = candidate, result, own_names
-        self._runner_pass = (candidate, reference_module, device, options, result, phases, seeds, own_names)
+        self.reference_module, self.device, self.seeds = reference_module, device, seeds
+        self.options, self.phases = options, phases
         self._window_calls: int | None = None  # the candidate's counted calls when the window opened
         process = candidate.client.process
         state = getattr(process, "ledger_state", None)  # None: no ledger was asked for
@@ -95,12 +96,12 @@ class CoverageMeasure:
 
     def __call__(self) -> None:
         if self._window_calls is None:
-            measure_coverage(*self._runner_pass)
+            self.runner_pass()
             return
         calls = self.candidate.counted_calls - self._window_calls
         chunk = self._take()
         if chunk is None:
-            measure_coverage(*self._runner_pass)
+            self.runner_pass()
             return
         ledger = account(chunk, self.own_names)
         self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = {
@@ -114,7 +115,7 @@ class CoverageMeasure:
         if (
             ledger.dropped
         ):  # records lost: too few own kernels proves nothing, and the share is not the calls'
-            measure_coverage(*self._runner_pass)
+            self.runner_pass()
             return
         if self.candidate.own_kernels_required and ledger.own_launches < calls:
             raise JudgeStop(
@@ -125,6 +126,31 @@ class CoverageMeasure:
             )
         self.result.coverage = ledger.coverage
         self.result.flags.append("coverage_from_launch_ledger")
+
+    def runner_pass(self) -> None:
+        """PR from the runner's per-kernel times (the judge cannot see inside its process), owned by the judge's
+        reading of the source (``own_names``): flagged as self-reported, and a failure only flags."""
+        candidate = self.candidate
+        with self.phases("profile"):
+            inputs = place_input_sets(
+                candidate.arena,
+                [
+                    lambda seed=seed: make_inputs(self.reference_module, seed, self.device)
+                    for seed in self.seeds[-2:]
+                ],
+            )
+            synchronize(self.device)
+            reply = candidate.client.ask(
+                {
+                    "type": "coverage",
+                    "model": candidate.model_id,
+                    "inputs": inputs,
+                    "calls": self.options.profile_calls,
+                    "method": self.options.coverage_method,
+                },
+                ("coverage", "error"),
+            )
+        coverage_from_reply(reply, self.result, self.own_names)
 
     def _take(self) -> LedgerChunk | None:
         """The records since the previous take, ended by a marker drawn here; None (flagged) when it never comes."""
@@ -146,37 +172,6 @@ def below_coverage_floor(coverage: float | None, floor: float | None) -> str | N
         f"coverage {coverage:.3f} is below the strict-mode floor {floor:g}: most of the device time is not the "
         "candidate's own Triton kernels (a kernel wrapped around a torch answer)"
     )
-
-
-def measure_coverage(
-    candidate: RemoteCandidate,
-    reference_module: Any,
-    device: torch.device,
-    options: EvalOptions,
-    result: EvalResult,
-    phases: Any,
-    seeds: list[int],
-    own_names: frozenset[str],
-) -> None:
-    """PR from the runner's per-kernel times (the judge cannot see inside its process), owned by the judge's
-    reading of the source (``own_names``): flagged as self-reported, and a failure only flags."""
-    with phases("profile"):
-        inputs = place_input_sets(
-            candidate.arena,
-            [lambda seed=seed: make_inputs(reference_module, seed, device) for seed in seeds[-2:]],
-        )
-        synchronize(device)
-        reply = candidate.client.ask(
-            {
-                "type": "coverage",
-                "model": candidate.model_id,
-                "inputs": inputs,
-                "calls": options.profile_calls,
-                "method": options.coverage_method,
-            },
-            ("coverage", "error"),
-        )
-    coverage_from_reply(reply, result, own_names)
 
 
 def coverage_from_reply(reply: dict[str, Any], result: EvalResult, own_names: frozenset[str]) -> None:

@@ -65,17 +65,27 @@ class FakeCandidate:
         self.own_kernels_required = True
 
 
-def _measure(client, monkeypatch, runner_pass_coverage=0.5):
+def timed_window(monkeypatch, script, calls, state="started"):
+    """One evaluation's coverage with a fake runner whose flushes write ``script``: the window opened, ``calls``
+    counted calls, the window closed. Returns the result and the runner's client; the runner's own pass, where
+    the ledger cannot answer, reads 0.5."""
+    client = FakeLedgerRunner(script, state)
     result = EvalResult()
     candidate = FakeCandidate(client)
     measure = coverage.CoverageMeasure(candidate, None, None, None, result, None, [], OWN)
 
-    def runner_pass(*args):  # the runner's profiling pass, where the ledger cannot answer
-        result.coverage = runner_pass_coverage
+    def runner_pass():
+        result.coverage = 0.5
         result.flags.append("coverage_self_reported")
 
-    monkeypatch.setattr(coverage, "measure_coverage", runner_pass)
-    return measure, candidate, result
+    monkeypatch.setattr(measure, "runner_pass", runner_pass)
+    try:
+        measure.before_timing()
+        candidate.counted_calls += calls
+        measure()
+    finally:
+        client.close()
+    return result, client
 
 
 START = f"K\t{KNOWN_ANSWER_KERNEL}\t1\t2\t1\t7"
@@ -83,14 +93,7 @@ START = f"K\t{KNOWN_ANSWER_KERNEL}\t1\t2\t1\t7"
 
 def test_coverage_comes_from_the_timed_calls_records(monkeypatch):
     timed = ["K\tadd_relu_kernel\t100\t190\t5\t7", "K\tvoid at::native::copy_kernel\t200\t210\t6\t7"] * 4
-    client = FakeLedgerRunner([[START, "K\tadd_relu_kernel\t3\t4\t2\t7"], timed])
-    measure, candidate, result = _measure(client, monkeypatch)
-    try:
-        measure.before_timing()
-        candidate.counted_calls += 4  # four timed calls, one own kernel each
-        measure()
-    finally:
-        client.close()
+    result, _ = timed_window(monkeypatch, [[START, "K\tadd_relu_kernel\t3\t4\t2\t7"], timed], calls=4)
     assert result.coverage == pytest.approx(0.9) and "coverage_from_launch_ledger" in result.flags
     assert "coverage_self_reported" not in result.flags
     diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
@@ -99,29 +102,15 @@ def test_coverage_comes_from_the_timed_calls_records(monkeypatch):
 
 def test_timed_calls_that_ran_fewer_own_kernels_than_calls_are_hacked(monkeypatch):
     timed = ["K\tadd_relu_kernel\t100\t190\t5\t7"] + ["K\tampere_sgemm\t200\t900\t6\t7"] * 8
-    client = FakeLedgerRunner([[START], timed])
-    measure, candidate, result = _measure(client, monkeypatch)
-    try:
-        measure.before_timing()
-        candidate.counted_calls += 8
-        with pytest.raises(JudgeStop) as stop:
-            measure()
-    finally:
-        client.close()
+    with pytest.raises(JudgeStop) as stop:
+        timed_window(monkeypatch, [[START], timed], calls=8)
     assert stop.value.status == Status.HACKED and stop.value.hack_reasons == ["timed_without_own_kernel"]
 
 
 def test_a_kernel_named_like_the_candidates_by_the_runner_only_is_not_own(monkeypatch):
     # the runner's process can name records anything; ownership is the judge's set of names
     timed = ["K\tadd_relu_kernel\t100\t110\t5\t7", "K\tnot_in_the_source\t200\t900\t6\t7"]
-    client = FakeLedgerRunner([[START], timed])
-    measure, candidate, result = _measure(client, monkeypatch)
-    try:
-        measure.before_timing()
-        candidate.counted_calls += 1
-        measure()
-    finally:
-        client.close()
+    result, _ = timed_window(monkeypatch, [[START], timed], calls=1)
     assert result.coverage == pytest.approx(10 / 710)
 
 
@@ -140,54 +129,28 @@ def test_a_kernel_named_like_the_candidates_by_the_runner_only_is_not_own(monkey
     ids=["cupti_failed", "not_built", "start_kernel_missing", "marker_never_came"],
 )
 def test_a_missing_or_silent_ledger_is_flagged_and_the_runner_pass_decides(monkeypatch, script, state, flag):
-    client = FakeLedgerRunner(script, state)
     monkeypatch.setattr(coverage, "LEDGER_TIMEOUT_S", 0.3)
-    measure, candidate, result = _measure(client, monkeypatch)
-    try:
-        measure.before_timing()
-        candidate.counted_calls += 3
-        measure()
-    finally:
-        client.close()
+    result, _ = timed_window(monkeypatch, script, calls=3, state=state)
     assert any(f.startswith(flag) for f in result.flags), result.flags
     assert result.coverage == 0.5 and "coverage_self_reported" in result.flags
     assert "coverage_from_launch_ledger" not in result.flags
 
 
 def test_without_a_ledger_nothing_is_asked_of_it(monkeypatch):
-    client = FakeLedgerRunner([], state=None)
-    measure, candidate, result = _measure(client, monkeypatch)
-    try:
-        measure.before_timing()
-        measure()
-    finally:
-        client.close()
+    result, client = timed_window(monkeypatch, [], calls=2, state=None)
     assert client.asked == [] and result.coverage == 0.5 and not any("ledger" in f for f in result.flags)
 
 
 def test_lines_that_are_not_the_ledgers_are_flagged_and_its_own_records_still_decide(monkeypatch):
-    timed = ["K\tadd_relu_kernel\t100\t190\t5\t7", "garbage"]
-    client = FakeLedgerRunner([[START], timed])
-    measure, candidate, result = _measure(client, monkeypatch)
-    try:
-        measure.before_timing()
-        candidate.counted_calls += 1
-        measure()
-    finally:
-        client.close()
+    result, _ = timed_window(
+        monkeypatch, [[START], ["K\tadd_relu_kernel\t100\t190\t5\t7", "garbage"]], calls=1
+    )
     assert "launch_ledger_incomplete: 0 records dropped, 1 lines not its own" in result.flags
     assert "coverage_from_launch_ledger" in result.flags and result.coverage == 1.0
 
 
 def test_records_cupti_dropped_never_make_a_verdict(monkeypatch):
     # lost records cannot prove that a timed call ran no own kernel: the runner's pass decides, flagged
-    client = FakeLedgerRunner([[START], ["D\t40"]])
-    measure, candidate, result = _measure(client, monkeypatch)
-    try:
-        measure.before_timing()
-        candidate.counted_calls += 8
-        measure()
-    finally:
-        client.close()
+    result, _ = timed_window(monkeypatch, [[START], ["D\t40"]], calls=8)
     assert "launch_ledger_incomplete: 40 records dropped, 0 lines not its own" in result.flags
     assert result.coverage == 0.5 and "coverage_self_reported" in result.flags
