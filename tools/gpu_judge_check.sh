@@ -3,8 +3,8 @@
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
-#   (STEPS: any of bench,throughput,corpus,corpus_ledger,sync,ledger,mps,memory,production,kernelbench; default
-#   all but corpus_ledger, mps, kernelbench)
+#   (STEPS: any of bench,throughput,throughput_ledger,corpus,corpus_ledger,sync,ledger,mps,memory,production,
+#   kernelbench; default all but throughput_ledger, corpus_ledger, mps, kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
 # 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the seal.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
@@ -32,6 +32,13 @@ step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_re
 # "corpus_ledger": the same corpus with the launch ledger in every runner: each correct entry must show that its
 # coverage came from the ledger's records (tests/kernel_reward/test_corpus.py).
 step corpus_ledger "${CORPUS_S:-320}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -q -n 6 -p no:cacheprovider --timeout 200 -rfE
+# "throughput_ledger": the pool's throughput with the launch ledger off, then on, in one step (the issue's "no
+# slower", measured in the same call); the phase tables show what the ledger adds and the coverage pass it saves.
+throughput_ledger() {
+  python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 0 --json-out "$OUT/throughput_ledger_off.json" || return 1
+  python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 0 --launch-ledger --json-out "$OUT/throughput_ledger_on.json"; }
+export -f throughput_ledger
+step throughput_ledger "${THROUGHPUT_S:-240}" bash -c throughput_ledger
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
 step ledger "${LEDGER_S:-120}" python3 benchmarks/launch_ledger_probe.py --launches 200 --json-out "$OUT/launch_ledger.json"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
@@ -72,7 +79,7 @@ kernelbench_shards() {
 export -f kernelbench_shards
 step kernelbench "${KERNELBENCH_S:-560}" bash -c kernelbench_shards
 step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/timing/test_roofline.py tests/kernel_reward/judge/test_phase_memory.py -q -p no:cacheprovider && python3 benchmarks/memory_footprint.py --cap-gib 72 --json-out '$OUT/memory_footprint.json'"
-for name in bench throughput sync mps memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
+for name in bench throughput throughput_ledger sync mps memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 ls "$OUT"/kernelbench_memory_*.json >/dev/null 2>&1 && echo "--- kernelbench (merged)" && python3 benchmarks/memory_footprint.py \
   --merge "$OUT"/kernelbench_memory_*.json | grep -vE "^\S+ +correct "
 for name in corpus corpus_ledger; do [ -f "$OUT/$name.log" ] && echo "--- $name" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/$name.log" | tail -20; done
