@@ -56,6 +56,17 @@ def account(chunk: LedgerChunk, own_names: frozenset[str]) -> LedgerAccount:
     return LedgerAccount(len(own), own_ns / 1e6, (all_ns - own_ns) / 1e6, chunk.dropped, chunk.malformed)
 
 
+def merged(first: LedgerChunk, second: LedgerChunk) -> LedgerChunk:
+    """Pure: two consecutive windows as one."""
+    return LedgerChunk(
+        second.marker,
+        first.kernels + second.kernels,
+        first.dropped + second.dropped,
+        first.malformed + second.malformed,
+        first.overflow_bytes + second.overflow_bytes,
+    )
+
+
 class CoverageMeasure:
     """The coverage of one candidate: ``before_timing()`` opens the ledger's window on the timed calls (when the
     runner has a live ledger), and calling the measure closes it, or asks the runner's profiling pass instead."""
@@ -100,6 +111,10 @@ class CoverageMeasure:
             return
         calls = self.candidate.counted_calls - self._window_calls
         chunk = self._take()
+        short = chunk is not None and account(chunk, self.own_names).own_launches < calls
+        if short and self.candidate.own_kernels_required:
+            late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
+            chunk = merged(chunk, late) if late is not None else chunk
         if chunk is None:
             self.runner_pass()
             return

@@ -44,7 +44,7 @@ class FakeLedgerRunner:
     def ask(self, message, expect):
         self.asked.append(message["type"])
         assert message["type"] == "ledger" and expect == ("ledger_flushed",)
-        lines = next(self.script)
+        lines = next(self.script, [])  # past the script: flushes with nothing new
         os.write(self.write, "".join(line + "\n" for line in lines).encode())
         if lines is not SILENT:
             os.write(self.write, f"M\t{message['marker']}\n".encode())
@@ -154,3 +154,20 @@ def test_records_cupti_dropped_never_make_a_verdict(monkeypatch):
     result, _ = timed_window(monkeypatch, [[START], ["D\t40"]], calls=8)
     assert "launch_ledger_incomplete: 40 records dropped, 0 lines not its own" in result.flags
     assert result.coverage == 0.5 and "coverage_self_reported" in result.flags
+
+
+def test_own_records_delivered_after_the_marker_are_counted_before_a_verdict(monkeypatch):
+    # CUPTI's thread may deliver a buffer after the flush's marker: the judge flushes once more before it decides
+    late = ["K\tadd_relu_kernel\t300\t390\t9\t7"] * 2
+    result, client = timed_window(
+        monkeypatch, [[START], ["K\tadd_relu_kernel\t100\t190\t5\t7"], late], calls=3
+    )
+    assert client.asked == ["ledger"] * 3
+    assert result.timing_method["diagnostics"]["launch_ledger"]["own_launches"] == 3
+    assert "coverage_from_launch_ledger" in result.flags
+
+
+def test_a_shortfall_that_stays_after_the_second_flush_is_hacked(monkeypatch):
+    with pytest.raises(JudgeStop) as stop:
+        timed_window(monkeypatch, [[START], ["K\tadd_relu_kernel\t100\t190\t5\t7"], []], calls=3)
+    assert stop.value.hack_reasons == ["timed_without_own_kernel"]
