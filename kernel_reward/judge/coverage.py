@@ -105,6 +105,17 @@ class CoverageMeasure:
             return
         self._window_calls = self.candidate.counted_calls
 
+    def in_slot(self) -> bool:
+        """Measured inside the timing slot: the ledger's window (always: its own-kernel count is a check, not only
+        PR) or the events pass (device intervals, which other processes' kernels would skew)."""
+        return self._window_calls is not None or self.options.coverage_in_timing_slot
+
+    def after_slot(self) -> bool:
+        """Measured after the slot: the runner's profiler pass (its start-up must not hold the slot)."""
+        return (
+            self._window_calls is None and self.options.profile and not self.options.coverage_in_timing_slot
+        )
+
     def __call__(self) -> None:
         if self._window_calls is None:
             self.runner_pass()
@@ -144,7 +155,10 @@ class CoverageMeasure:
 
     def runner_pass(self) -> None:
         """PR from the runner's per-kernel times (the judge cannot see inside its process), owned by the judge's
-        reading of the source (``own_names``): flagged as self-reported, and a failure only flags."""
+        reading of the source (``own_names``): flagged as self-reported, and a failure only flags. Not asked where
+        the options turn coverage off (``profile``)."""
+        if not self.options.profile:
+            return
         candidate = self.candidate
         with self.phases("profile"):
             inputs = place_input_sets(

@@ -203,16 +203,14 @@ def _judge_loaded(
                     result.flags.append("timing_baseline_reused")
                     result.timing_method["baseline_prior"] = {"age_s": baseline.age_s, "uses": baseline.uses}
                 clock.release()  # nothing after the timing needs its buffers (2 input + 2 output sets at most)
-                if (
-                    options.coverage_in_timing_slot and device.type == "cuda"
-                ):  # events: device intervals, which other processes would skew
+                # the ledger's window or the events pass: the device time of the calls, in the slot
+                if device.type == "cuda" and coverage.in_slot():
                     with spans("slot.coverage"):
                         coverage()
             with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
                 _recheck(task, device, options, seeds)
-            if (
-                options.profile and not options.coverage_in_timing_slot and device.type == "cuda"
-            ):  # CUPTI's start-up must not hold the slot
+            # after the slot: the profiler's start-up (seconds) is never held in it
+            if device.type == "cuda" and coverage.after_slot():
                 with shared():
                     coverage()
             floor = below_coverage_floor(result.coverage, options.min_coverage)

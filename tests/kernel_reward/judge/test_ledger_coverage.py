@@ -171,3 +171,25 @@ def test_a_shortfall_that_stays_after_the_second_flush_is_hacked(monkeypatch):
     with pytest.raises(JudgeStop) as stop:
         timed_window(monkeypatch, [[START], ["K\tadd_relu_kernel\t100\t190\t5\t7"], []], calls=3)
     assert stop.value.hack_reasons == ["timed_without_own_kernel"]
+
+
+def test_the_ledgers_window_closes_in_the_slot_even_with_coverage_off():
+    # its own-kernel count is a check, not only PR: profile=False turns off the runner's pass, not the ledger
+    from kernel_reward.options import EvalOptions
+
+    client = FakeLedgerRunner([[START]])
+    candidate = FakeCandidate(client)
+    options = EvalOptions(profile=False)
+    try:
+        measure = coverage.CoverageMeasure(candidate, None, None, options, EvalResult(), None, [], OWN)
+        assert not measure.in_slot() and not measure.after_slot()  # no window yet, no pass asked
+        measure.before_timing()
+        assert measure.in_slot() and not measure.after_slot()
+    finally:
+        client.close()
+    profiled = coverage.CoverageMeasure(
+        FakeCandidate(FakeLedgerRunner([], None)), None, None, EvalOptions(coverage_method="profiler"),
+        EvalResult(), None, [], OWN,
+    )  # fmt: skip
+    assert not profiled.in_slot() and profiled.after_slot()
+    profiled.candidate.client.close()
