@@ -81,10 +81,11 @@ MAX_LEDGER_BYTES = 256 * 1024 * 1024  # held between two takes at most; past it 
 
 
 class LedgerReader:
-    """The judge's end of the ledger's pipe. A daemon thread drains it from the start (a full pipe would stall
+    """The judge's end of the ledger's pipe. Once ``start``ed, a daemon thread drains it (a full pipe would stall
     CUPTI's thread, and with it the runner); ``take(marker)`` returns everything recorded since the previous take,
     once the line of ``marker`` (a number the judge drew) has arrived. A marker line that is not the one awaited
-    counts as malformed: only the judge's draw ends a chunk."""
+    counts as malformed: only the judge's draw ends a chunk. The thread starts only when asked (or at the first
+    take) because a judge that still has to enter its own namespaces must be single-threaded then."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -95,7 +96,11 @@ class LedgerReader:
         self._stop = threading.Event()
         self._arrived = threading.Condition()
         self._thread = threading.Thread(target=self._drain, name="launch-ledger", daemon=True)
-        self._thread.start()
+
+    def start(self) -> None:
+        """Start draining (once; later calls do nothing)."""
+        if self._thread.ident is None and not self._stop.is_set():
+            self._thread.start()
 
     def _drain(self) -> None:
         """The thread's loop; it alone closes the descriptor (closed under a blocked read, its number could be
@@ -144,6 +149,7 @@ class LedgerReader:
     def take(self, marker: int, timeout_s: float) -> LedgerChunk:
         """The records since the previous take, up to the line ``M <marker>``; raises ``LedgerMissing`` when that
         line does not come within ``timeout_s`` (the ledger stopped, or the runner never flushed)."""
+        self.start()
         line = f"M\t{marker}\n".encode()
         deadline = time.monotonic() + timeout_s
         with self._arrived:
@@ -170,9 +176,11 @@ class LedgerReader:
         return chunk
 
     def close(self) -> None:
-        """Stop reading; the thread closes the descriptor within its next poll."""
+        """Stop reading without waiting: the thread closes the descriptor at its next poll (0.2 s at most) or at
+        the end of the pipe, whichever comes first; a reader never started closes it here."""
         self._stop.set()
-        self._thread.join(timeout=2)
+        if self._thread.ident is None:
+            os.close(self._fd)
 
 
 class LedgerMissing(RuntimeError):

@@ -122,6 +122,7 @@ def spawn_runner_exec(
     if ledger_r is not None:
         os.close(ledger_w)
         process.ledger = LedgerReader(ledger_r)
+        process.ledger.start()  # this process is not sandboxed further: it may be multi-threaded now
     return process
 
 

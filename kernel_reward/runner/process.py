@@ -46,7 +46,8 @@ def spawn_runner(
 ) -> RunnerProcess:
     """Fork a sandboxed runner for ``device`` ("cpu" or "cuda"). The caller must not hold a CUDA context yet.
     ``ledger_library``: the built launch ledger (``ipc.ledger_build.build``), started on a pipe whose read end
-    only this process keeps (``RunnerProcess.ledger``)."""
+    only this process keeps (``RunnerProcess.ledger``; the caller starts its reader once it has entered its own
+    sandbox, which needs a single-threaded process)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     ledger_r, ledger_w = os.pipe() if ledger_library is not None else (None, None)
     sys.stdout.flush()

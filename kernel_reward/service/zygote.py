@@ -391,6 +391,8 @@ class Zygote:
                 os.environ.update({"USER": f"sandbox{uid}", "LOGNAME": f"sandbox{uid}"})
             sandbox.drop_privileges(self.policy, isolation, uid)
             sandbox.restrict_syscalls(self.policy, isolation)
+            if runner is not None and runner.ledger is not None:
+                runner.ledger.start()  # only now: entering the namespaces above needs a single-threaded process
             os.chdir(work_dir)
             stage = "warmup"
             if runner is not None:  # a judge: its runner checks Triton in its own warm-up

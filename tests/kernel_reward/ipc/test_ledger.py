@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kernel_reward.ipc.ledger import KernelRecord, LedgerMissing, parse
+from kernel_reward.ipc.ledger import KernelRecord, LedgerMissing, LedgerReader, parse
 
 
 def test_kernels_are_grouped_by_the_flush_that_ended_them():
@@ -56,10 +56,10 @@ def test_lines_that_are_not_the_ledgers_are_counted_and_dropped():
 
 # ---------------------------------------------------------------------------------------------- the judge's reader
 def _reader():
-    from kernel_reward.ipc.ledger import LedgerReader
-
     read, write = os.pipe()
-    return LedgerReader(read), write
+    reader = LedgerReader(read)
+    reader.start()
+    return reader, write
 
 
 def test_a_take_returns_the_records_up_to_its_marker_and_keeps_the_rest():
@@ -140,3 +140,17 @@ def test_a_closed_reader_takes_nothing_from_the_next_pipe():
     finally:
         os.close(read2)
         os.close(write2)
+
+
+def test_a_reader_starts_no_thread_until_asked():
+    # a judge still has to enter its namespaces after it gets the reader: unshare(CLONE_NEWNS) needs one thread
+    import threading
+
+    read, write = os.pipe()
+    before = threading.active_count()
+    reader = LedgerReader(read)
+    assert threading.active_count() == before
+    os.write(write, b"K\ta\t1\t2\t3\t4\nM\t9\n")
+    assert [k.name for k in reader.take(9, timeout_s=5).kernels] == ["a"]  # the first take starts it
+    os.close(write)
+    reader.close()
