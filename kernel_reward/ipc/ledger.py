@@ -152,8 +152,10 @@ class LedgerReader:
         self.start()
         line = f"M\t{marker}\n".encode()
         deadline = time.monotonic() + timeout_s
+        scanned = 0  # what was searched already (each wake looks only at what arrived since)
         with self._arrived:
-            while (end := (b"\n" + self._pending).find(b"\n" + line)) < 0:  # at a line's start only
+            while (end := self._find_line(line, scanned)) < 0:
+                scanned = max(len(self._pending) - len(line), 0)
                 left = deadline - time.monotonic()
                 if self._closed or left <= 0:
                     raise LedgerMissing(
@@ -174,6 +176,15 @@ class LedgerReader:
         chunk.malformed += overflow > 0
         chunk.overflow_bytes = overflow
         return chunk
+
+    def _find_line(self, line: bytes, start: int) -> int:
+        """Where ``line`` starts a line of the pending bytes at or after ``start``, or -1."""
+        index = start
+        while (index := self._pending.find(line, index)) >= 0:
+            if index == 0 or self._pending[index - 1] == ord("\n"):
+                return index
+            index += 1
+        return -1
 
     def close(self) -> None:
         """Stop reading without waiting: the thread closes the descriptor at its next poll (0.2 s at most) or at
