@@ -125,8 +125,8 @@ class EvalOptions:
         metadata={
             "help": "strict mode: a correct candidate whose coverage (PR) is below this floor is hacked "
             "(low_coverage): a Triton copy or '+ 0 * scratch' kernel wrapped around a torch answer. None: "
-            "coverage only weighs in the reward. Coverage is the runner's own measurement (see "
-            "docs/security.md): the floor stops lazy wrappers, not a runner that forges its coverage"
+            "coverage only weighs in the reward. Coverage is the runner's own measurement unless the pool runs "
+            "the launch ledger (docs/security.md): the floor stops lazy wrappers, not a runner that forges it"
         },
     )
     coverage_method: CoverageMethod = field(
