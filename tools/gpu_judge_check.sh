@@ -10,7 +10,8 @@
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
 # without dependencies when liger is missing: the device has torch and triton already). "sync":
 # the reward beside do_bench for one kernel behind 0 / 1 / 3 host syncs per call (benchmarks/sync_penalty_probe.py).
-# "ledger": CUPTI's kernel records through the launch ledger against the launches made, and its cost (LEDGER_S).
+# "ledger": CUPTI's kernel records through the launch ledger against the launches made, and its cost; then the
+# ledger in a real sandboxed runner (LEDGER_S).
 # "memory": the roofline and phase-memory gpu tests, then benchmarks/memory_footprint.py under an H100-sized cap.
 # More than 7 result files are packed into OUT/gpu_judge_check.tar.gz beside summary.txt (the device returns 8 files).
 set -u
@@ -40,7 +41,7 @@ throughput_ledger() {
 export -f throughput_ledger
 step throughput_ledger "${THROUGHPUT_S:-240}" bash -c throughput_ledger
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
-step ledger "${LEDGER_S:-120}" python3 benchmarks/launch_ledger_probe.py --launches 200 --json-out "$OUT/launch_ledger.json"
+step ledger "${LEDGER_S:-120}" bash -c "python3 benchmarks/launch_ledger_probe.py --launches 200 --json-out '$OUT/launch_ledger.json'; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/runner/test_launch_ledger_gpu.py -q -p no:cacheprovider; exit \$((a | \$?))"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
 # runner's work do not switch contexts at each host sync); MPS's control log shows whether clients attached.
 mps_sync_probe() {
