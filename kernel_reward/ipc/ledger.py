@@ -8,6 +8,7 @@ candidate's own from its own reading of the source (``screen.static_checks.trito
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import threading
@@ -41,6 +42,16 @@ class LedgerChunk:
     dropped: int = 0  # records CUPTI itself lost
     malformed: int = 0  # lines that are not the C side's (written by someone else, or cut)
     overflow_bytes: int = 0  # past MAX_LEDGER_BYTES: read and counted, not kept
+
+    def then(self, later: LedgerChunk) -> LedgerChunk:
+        """Pure: this window and the ``later`` one right after it, as one window ending on ``later``'s marker."""
+        return LedgerChunk(
+            later.marker,
+            self.kernels + later.kernels,
+            self.dropped + later.dropped,
+            self.malformed + later.malformed,
+            self.overflow_bytes + later.overflow_bytes,
+        )
 
 
 def parse(text: str) -> list[LedgerChunk]:
@@ -168,13 +179,10 @@ class LedgerReader:
             overflow = self._overflow
             if overflow and not self._pending:  # back under the cap: the partial line is data again
                 self._overflow, self._pending, self._carry = 0, bytearray(self._carry), b""
-        chunk = LedgerChunk(marker=marker)
+        chunk = LedgerChunk(marker, malformed=int(overflow > 0), overflow_bytes=overflow)
         for part in parse(text):  # any marker inside is not the judge's: its chunk's records still count
-            chunk.kernels.extend(part.kernels)
-            chunk.dropped += part.dropped
-            chunk.malformed += part.malformed + (part.marker is not None)
-        chunk.malformed += overflow > 0
-        chunk.overflow_bytes = overflow
+            part.malformed += part.marker is not None
+            chunk = chunk.then(dataclasses.replace(part, marker=marker))
         return chunk
 
     def _find_line(self, line: bytes, start: int) -> int:
@@ -198,6 +206,5 @@ class LedgerMissing(RuntimeError):
     """A marker the judge asked for never arrived on the ledger's pipe."""
 
 
-KNOWN_ANSWER_KERNEL = (
-    "_known_answer_add"  # runner.selftest's kernel: run after the ledger starts, before any candidate
-)
+# runner.selftest's kernel: run after the ledger starts, before any candidate
+KNOWN_ANSWER_KERNEL = "_known_answer_add"

@@ -39,6 +39,14 @@ def cupti_paths() -> tuple[Path, Path]:
     return include, library
 
 
+def build_or_reason(cache_dir: Path) -> tuple[Path | None, str | None]:
+    """The built ledger and None, or None and the reason a runner's ``ledger_state`` gives ("not built: ...")."""
+    try:
+        return build(cache_dir), None
+    except LedgerUnavailable as exc:
+        return None, f"not built: {exc}"
+
+
 def build(cache_dir: Path) -> Path:
     """The compiled ledger for this source and this CUPTI, built once into ``cache_dir`` (renamed into place
     whole, so a crashed build never leaves a library that looks complete)."""

@@ -92,14 +92,12 @@ def spawn_runner_exec(
     else:
         env.pop("TRITON_INTERPRET", None)
     config = {"device": device, "policy": policy.to_dict(), "uid": uid, "expose": interpreter_paths()}
-    ledger_r, ledger_w, unavailable = None, None, None
-    if launch_ledger:
-        try:
-            config["ledger_library"] = str(ledger_build.build(ledger_build.default_cache_dir()))
-            ledger_r, ledger_w = os.pipe()
-            config["ledger_fd"] = ledger_w
-        except ledger_build.LedgerUnavailable as exc:
-            unavailable = f"not built: {exc}"
+    library, unavailable = (
+        ledger_build.build_or_reason(ledger_build.default_cache_dir()) if launch_ledger else (None, None)
+    )
+    ledger_r, ledger_w = os.pipe() if library is not None else (None, None)
+    if library is not None:
+        config.update(ledger_library=str(library), ledger_fd=ledger_w)
     popen = subprocess.Popen(
         [
             sys.executable,

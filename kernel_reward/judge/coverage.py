@@ -56,17 +56,6 @@ def account(chunk: LedgerChunk, own_names: frozenset[str]) -> LedgerAccount:
     return LedgerAccount(len(own), own_ns / 1e6, (all_ns - own_ns) / 1e6, chunk.dropped, chunk.malformed)
 
 
-def merged(first: LedgerChunk, second: LedgerChunk) -> LedgerChunk:
-    """Pure: two consecutive windows as one."""
-    return LedgerChunk(
-        second.marker,
-        first.kernels + second.kernels,
-        first.dropped + second.dropped,
-        first.malformed + second.malformed,
-        first.overflow_bytes + second.overflow_bytes,
-    )
-
-
 class CoverageMeasure:
     """The coverage of one candidate: ``before_timing()`` opens the ledger's window on the timed calls (when the
     runner has a live ledger), and calling the measure closes it, or asks the runner's profiling pass instead."""
@@ -122,14 +111,14 @@ class CoverageMeasure:
             return
         calls = self.candidate.counted_calls - self._window_calls
         chunk = self._take()
-        short = chunk is not None and account(chunk, self.own_names).own_launches < calls
-        if short and self.candidate.own_kernels_required:
-            late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
-            chunk = merged(chunk, late) if late is not None else chunk
         if chunk is None:
             self.runner_pass()
             return
         ledger = account(chunk, self.own_names)
+        if ledger.own_launches < calls and self.candidate.own_kernels_required:
+            late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
+            if late is not None:
+                ledger = account(chunk.then(late), self.own_names)
         self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = {
             "timed_calls": calls,
             **{name: getattr(ledger, name) for name in LedgerAccount.__dataclass_fields__},
@@ -138,10 +127,8 @@ class CoverageMeasure:
             self.result.flags.append(
                 f"launch_ledger_incomplete: {ledger.dropped} records dropped, {ledger.malformed} lines not its own"
             )
-        if (
-            ledger.dropped
-        ):  # records lost: too few own kernels proves nothing, and the share is not the calls'
-            self.runner_pass()
+        if ledger.dropped:
+            self.runner_pass()  # records lost: too few own kernels proves nothing, nor is the share the calls'
             return
         if self.candidate.own_kernels_required and ledger.own_launches < calls:
             raise JudgeStop(

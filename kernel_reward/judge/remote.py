@@ -205,9 +205,8 @@ class RemoteCandidate:
         # The previous call's places: (its grid, base, encoded arguments, output places)
         self._last_inputs: tuple[placement.Grid, int, list[Any], list[exchange.TensorRef]] | None = None
         self.calls = 0  # messages so far: a call's SlotOutputs are readable until the next one
-        self.counted_calls = (
-            0  # calls sent that must launch an own kernel (monitored, not ablated; the ledger)
-        )
+        # calls sent that must launch an own kernel (monitored, not ablated): what the ledger's records must show
+        self.counted_calls = 0
         self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (never sent to the runner)
 
     def grid_for(self, inputs: list[Any]) -> placement.Grid:

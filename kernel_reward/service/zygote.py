@@ -283,13 +283,11 @@ class Zygote:
     def _build_ledger(self) -> None:
         """Compile the launch ledger once, trusted; without it the runners start without one and every result
         says why (``launch_ledger_unavailable``)."""
-        from kernel_reward.ipc.ledger_build import LedgerUnavailable, build
+        from kernel_reward.ipc.ledger_build import build_or_reason
 
-        try:
-            self.ledger_library = build(self.state_dir / "launch-ledger")
-        except LedgerUnavailable as exc:
-            self.ledger_unavailable = str(exc)
-            log.warning("zygote: no launch ledger: %s", exc)
+        self.ledger_library, self.ledger_unavailable = build_or_reason(self.state_dir / "launch-ledger")
+        if self.ledger_unavailable is not None:
+            log.warning("zygote: no launch ledger: %s", self.ledger_unavailable)
 
     def _build_seed_cache(self) -> None:
         """Compile the worker's known-answer kernel once, trusted, so children start with a warm launcher cache."""
@@ -406,7 +404,7 @@ class Zygote:
 
                 runner_channel.wait_ready(runner)
                 if self.config.launch_ledger and self.ledger_library is None:
-                    runner.ledger_state = f"not built: {self.ledger_unavailable}"
+                    runner.ledger_state = self.ledger_unavailable
                 ready["isolation"] = _candidate_isolation(isolation, runner)
                 warmup.update({f"runner_{k}": v for k, v in runner.warmup_seconds.items()})
             ready["warmup"] = warmup

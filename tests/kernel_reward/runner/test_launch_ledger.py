@@ -98,3 +98,10 @@ def test_a_ledger_that_cannot_be_built_is_the_runners_state_not_an_error(tmp_pat
         )
     finally:
         runner.close()
+
+
+def test_the_judge_looks_for_the_kernel_the_runner_runs_after_starting_it():
+    from kernel_reward.ipc.ledger import KNOWN_ANSWER_KERNEL
+    from kernel_reward.runner.selftest import _known_answer_add
+
+    assert _known_answer_add.fn.__name__ == KNOWN_ANSWER_KERNEL
