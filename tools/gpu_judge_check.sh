@@ -4,7 +4,7 @@
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
 #   (STEPS: any of bench,throughput,throughput_ledger,corpus,corpus_ledger,sync,ledger,mps,memory,production,
-#   kernelbench; default all but throughput_ledger, corpus_ledger, mps, kernelbench)
+#   production_ledger,kernelbench; default all but the *_ledger steps, mps and kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
 # 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the seal.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
@@ -53,9 +53,11 @@ mps_sync_probe() {
   grep -c "New client" "$CUDA_MPS_LOG_DIRECTORY/control.log" | sed 's/^/MPS clients attached: /'; return $rc; }
 export -f mps_sync_probe  # timeout needs a program, not a function
 step mps "${MPS_S:-180}" bash -c mps_sync_probe
-case ",$STEPS," in *,production,*)
+case ",$STEPS," in *,production,*|*,production_ledger,*)
   python3 -c "import liger_kernel" 2>/dev/null || python3 -m pip install -q --no-deps .whl/liger_kernel-*.whl >"$OUT/liger_install.log" 2>&1;; esac
 step production "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --out "$OUT/production_kernels.json"
+# "production_ledger": the same ten kernels with the launch ledger (no false positive from its accounting).
+step production_ledger "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --launch-ledger --do-bench-repeats 0 --out "$OUT/production_kernels_ledger.json"
 # "kernelbench": memory_footprint over the problem files in .kernelbench/ (a KernelBench checkout's level1 / level2,
 # MIT, not in git: carry it). KB_SHARD: one shard of KB_SHARDS (default 4), or a comma list of them run at once (the
 # i-th listed on visible GPU i mod count: two on one H200 fit with KB_CAP_GIB=64, a stricter cap than an H100's 72);

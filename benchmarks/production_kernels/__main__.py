@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="report",
         help="the reward's resized-input run: 'fail' also counts a kernel wrong (or not launched) at resized sizes",
     )
+    parser.add_argument(
+        "--launch-ledger",
+        action="store_true",
+        help="PoolConfig.launch_ledger: CUPTI's kernel records (not the runner's report) decide coverage and "
+        "whether a timed call ran the candidate's own kernels",
+    )
     parser.add_argument("--list", action="store_true", help="print the kernel names and exit")
     return parser
 
@@ -144,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             do_bench_repeats=args.do_bench_repeats,
             shape_check=args.shape_check,
+            launch_ledger=args.launch_ledger,
         )
         elapsed = time.time() - started
     print(format_table(rows))
@@ -165,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(elapsed, 1),
         "false_positives": wrong,
         "interpreter_unsupported": gaps,
+        "launch_ledger": args.launch_ledger,
+        "coverage_from_launch_ledger": sum("coverage_from_launch_ledger" in row.flags for row in rows),
         "command": " ".join(
             ["python -m benchmarks.production_kernels", *(argv if argv is not None else sys.argv[1:])]
         ),
@@ -186,6 +195,7 @@ def run(
     workers: int,
     do_bench_repeats: int,
     shape_check: str = "report",
+    launch_ledger: bool = False,
 ) -> list[Row]:
     """Build, screen and evaluate the named kernels (then do_bench them on CUDA); one row each, in order."""
     from kernel_reward import Evaluator
@@ -208,7 +218,12 @@ def run(
     }
     log.info("evaluating %d pairs on %s (%s sizes; pairs in %s)", len(built), device, size, pairs_dir)
     with Evaluator(
-        device=device, workers=workers, timeout=timeout, progress=False, shape_check=shape_check
+        device=device,
+        workers=workers,
+        timeout=timeout,
+        progress=False,
+        shape_check=shape_check,
+        pool_options={"launch_ledger": True} if launch_ledger else None,
     ) as evaluator:
         results = evaluator.evaluate_many(list(built.values()))
     for name, result in zip(built, results, strict=True):
