@@ -154,6 +154,9 @@ class RunnerClient:
         # time.monotonic() by which the runner must have answered everything: the one-shot path's own wall clock
         # (the execution service enforces its own on the whole pair and leaves this None).
         self.deadline = deadline
+        # Calls sent that must launch one of the candidate's own kernels (monitored, not ablated, not dry), checked
+        # and timed alike: what the launch ledger's records must show. Counted here, where every run message goes.
+        self.counted_calls = 0
 
     def send_fds(self, fds: list[int]) -> None:
         socket.send_fds(self.channel, [b"F"], fds)
@@ -161,6 +164,7 @@ class RunnerClient:
     def ask(
         self, message: dict[str, Any], expect: tuple[str, ...], fds: list[int] | None = None
     ) -> dict[str, Any]:
+        self.counted_calls += calls_owing_own_kernels(message)
         try:
             wire.send_message(self.channel, message)
             if fds:
@@ -196,3 +200,11 @@ class RunnerClient:
                 f"unexpected reply {str(kind)[:50]!r} to {message['type']!r} (expected {' / '.join(expect)})",
             )
         return reply
+
+
+def calls_owing_own_kernels(message: dict[str, Any]) -> int:
+    """Pure: how many calls of ``message`` must launch an own kernel (a run message's monitored, non-ablated calls;
+    none in a dry run, which calls no candidate)."""
+    if message.get("type") != "run" or message.get("dry"):
+        return 0
+    return sum(1 for call in message["calls"] if call["monitor"] and not call["ablate"])

@@ -92,7 +92,7 @@ class CoverageMeasure:
                 "launch_ledger_silent: the runner's start-up kernel is not in its records"
             )
             return
-        self._window_calls = self.candidate.counted_calls
+        self._window_calls = self.candidate.client.counted_calls
 
     def in_slot(self) -> bool:
         """Measured inside the timing slot: the ledger's window (always: its own-kernel count is a check, not only
@@ -109,7 +109,7 @@ class CoverageMeasure:
         if self._window_calls is None:
             self.runner_pass()
             return
-        calls = self.candidate.counted_calls - self._window_calls
+        calls = self.candidate.client.counted_calls - self._window_calls
         chunk = self._take()
         if chunk is None:
             self.runner_pass()

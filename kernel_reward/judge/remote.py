@@ -205,8 +205,6 @@ class RemoteCandidate:
         # The previous call's places: (its grid, base, encoded arguments, output places)
         self._last_inputs: tuple[placement.Grid, int, list[Any], list[exchange.TensorRef]] | None = None
         self.calls = 0  # messages so far: a call's SlotOutputs are readable until the next one
-        # calls sent that must launch an own kernel (monitored, not ablated): what the ledger's records must show
-        self.counted_calls = 0
         self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (never sent to the runner)
 
     def grid_for(self, inputs: list[Any]) -> placement.Grid:
@@ -306,7 +304,6 @@ class RemoteCandidate:
         """Send one run message; what each call left, in message order (``placed``: each call's encoded arguments,
         output places and the judge's copy of its inputs)."""
         self.calls += 1
-        self.counted_calls += sum(1 for entry in entries if entry["monitor"] and not entry["ablate"])
         synchronize(self.arena.device)
         reply = self.client.ask(placement.run_message(self.model_id, entries), ("ran",))
         reports = _reports(reply, len(entries))

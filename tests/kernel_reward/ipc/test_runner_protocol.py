@@ -14,7 +14,13 @@ import time
 
 import pytest
 
-from kernel_reward.ipc.runner_channel import MAX_REPLY_BYTES, RunnerClient, RunnerFault, RunnerProcess
+from kernel_reward.ipc.runner_channel import (
+    MAX_REPLY_BYTES,
+    RunnerClient,
+    RunnerFault,
+    RunnerProcess,
+    calls_owing_own_kernels,
+)
 
 
 def _frame(payload: bytes) -> bytes:
@@ -71,3 +77,24 @@ def test_silence_past_the_deadline_is_a_timeout():
     outcome = _ask_with_reply(b"", deadline=time.monotonic() + 0.3)
     assert isinstance(outcome, RunnerFault) and outcome.kind == "timeout"
     assert time.monotonic() - start < 3
+
+
+def test_calls_owing_own_kernels_are_counted_as_they_are_sent():
+    """The launch ledger holds a window's own-kernel records to the calls the judge sent: every run message,
+    checked or timed, counts its monitored, non-ablated calls; a dry run and other messages count none."""
+    from kernel_reward.ipc import placement
+
+    def call(**fields):
+        return placement.call_entry([], [], "tensor", **fields)
+
+    timed = placement.run_message(0, [call(), call(), call(ablate=True), call(monitor=False)])
+    assert calls_owing_own_kernels(timed) == 2
+    assert calls_owing_own_kernels(placement.run_message(0, [call(), call()], dry=True)) == 0
+    assert calls_owing_own_kernels({"type": "ledger", "marker": 1}) == 0
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(_frame(b'{"type": "ran"}') + _frame(b'{"type": "pong"}'))
+        client = RunnerClient(RunnerProcess(0, ours))
+        client.ask(timed, ("ran",))
+        client.ask({"type": "ping"}, ("pong",))
+        assert client.counted_calls == 2

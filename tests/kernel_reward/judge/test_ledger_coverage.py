@@ -40,6 +40,7 @@ class FakeLedgerRunner:
         self.process = type("Process", (), {"ledger": LedgerReader(read), "ledger_state": state})()
         self.script = iter(script)
         self.asked: list[str] = []
+        self.counted_calls = 0
 
     def ask(self, message, expect):
         self.asked.append(message["type"])
@@ -61,7 +62,6 @@ SILENT: list[str] = []  # a flush whose marker never comes
 class FakeCandidate:
     def __init__(self, client: FakeLedgerRunner) -> None:
         self.client = client
-        self.counted_calls = 0
         self.own_kernels_required = True
 
 
@@ -81,7 +81,7 @@ def timed_window(monkeypatch, script, calls, state="started"):
     monkeypatch.setattr(measure, "runner_pass", runner_pass)
     try:
         measure.before_timing()
-        candidate.counted_calls += calls
+        client.counted_calls += calls
         measure()
     finally:
         client.close()

@@ -120,10 +120,12 @@ SCRIPT_TEMPLATE = textwrap.dedent("""
             remote.build_remote(client, arena, 0, 0, [], {})
             candidate = RemoteCandidate(client, arena, spec, 0, own_kernels_required=own)
             clock.restore()
+            counted_before = client.counted_calls
             try:
                 timing = measure.measure(clock, candidate, client, overhead, before, options)
                 out[name] = {"speedup": timing.speedup, "ci": timing.speedup_ci, "calls": timing.calls_per_batch,
-                             "batches": timing.candidate.num_samples}
+                             "batches": timing.candidate.num_samples,
+                             "counted": client.counted_calls - counted_before}
             except batch_clock.TimingValidationError as exc:
                 out[name] = {"caught": str(exc)[:300]}
         clock.release()
@@ -184,6 +186,9 @@ def test_judge_clock_times_a_runner_and_verifies_every_call(tmp_path):
     assert 0 < self_timing["speedup"] < float("inf"), self_timing
     low, high = self_timing["ci"]
     assert low <= self_timing["speedup"] <= high
+    # Every timed call that must launch an own kernel is counted where the judge sends it (what the launch
+    # ledger's records are held to), the timed batches' calls included.
+    assert self_timing["counted"] >= self_timing["calls"] * self_timing["batches"], self_timing
     assert "wrong answer" in data["wrong_when_batched"]["caught"]
     assert "launched none of the candidate's own kernels" in data["plain_torch_required_own"]["caught"]
     # A second evaluation of the task from the first one's prior (through JSON, as the service hands it over):
