@@ -5,10 +5,12 @@ and ``sandbox_*``: hostile candidates whose own kernel is wrong, so a ``correct`
 means the attack beat the evaluator. Each entry is evaluated exactly as tests/kernel_reward/test_corpus.py
 does it: the file wrapped as a completion, ``python -m kernel_reward.judge.pipeline --request REQ --out RESULT`` in a
 fresh subprocess (``TRITON_INTERPRET=1`` on the CPU), ``seed_base=1234``. ``--backend pool`` sends the same
-requests through ``kernel_reward.Evaluator`` (today's zygote + sandboxed children) instead.
+requests through ``kernel_reward.Evaluator`` (today's zygote + sandboxed children) instead; ``--launch-ledger``
+runs either with the launch ledger (CUPTI's kernel records decide coverage and the timed calls' own launches).
 
     python benchmarks/adversarial_today.py --json-out adversarial_today.json
     python benchmarks/adversarial_today.py --device cuda -k timing_ --json-out adversarial_gpu.json
+    python benchmarks/adversarial_today.py --device cuda -k tamper_launch,pre_run_hook --launch-ledger
 
 GPU-only entries (``gpu`` in their header) are listed as skipped on the CPU. ``--ref COMMIT`` evaluates the code
 of that commit (exported with ``git archive`` to a temporary directory; this checkout's entries and this script
@@ -21,6 +23,7 @@ import argparse
 import ast
 import concurrent.futures
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -39,6 +42,8 @@ def attack_class(source: str) -> str:
 
 
 def run_oneshot(entry, device: str, timeout_s: float) -> dict:
+    """One entry in a fresh ``kernel_reward.judge.pipeline`` process (with ``--launch-ledger`` on CUDA when the
+    environment's ``KR_TEST_LAUNCH_LEDGER`` is 1, as the corpus test)."""
     from hack_corpus import as_completion
     from tests.kernel_reward.conftest import run_worker_subprocess
 
@@ -60,12 +65,15 @@ def run_oneshot(entry, device: str, timeout_s: float) -> dict:
     return result.to_dict()
 
 
-def run_pool(entries: list, device: str, timeout_s: float) -> list[dict]:
+def run_pool(entries: list, device: str, timeout_s: float, launch_ledger: bool = False) -> list[dict]:
     from hack_corpus import as_completion
     from kernel_reward import Evaluator
 
     extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
-    with Evaluator(device=device, timeout=timeout_s, seed_base=1234, **extra) as evaluator:
+    pool_options = {"launch_ledger": True} if launch_ledger else None
+    with Evaluator(
+        device=device, timeout=timeout_s, seed_base=1234, pool_options=pool_options, **extra
+    ) as evaluator:
         requests = [
             evaluator.make_request(e.reference, as_completion(e.source), **e.options) for e in entries
         ]
@@ -91,18 +99,22 @@ def summarize(entry, result: dict | None, seconds: float | None, skipped: str | 
         # An attack wins when the entry is scored correct or paid at all (its own kernel is wrong).
         "won": result["status"] == "correct" or (result.get("reward") or 0) > 0,
         "hack_reasons": reasons,
+        "speedup": result.get("speedup"),
+        "coverage": result.get("coverage"),
+        "flags": result.get("flags") or [],
+        "launch_ledger": ((result.get("timing_method") or {}).get("diagnostics") or {}).get("launch_ledger"),
         "note": (error[0] if error else "")[:120],
     }
 
 
 def print_table(rows: list[dict]) -> None:
-    header = ("entry", "class", "expected", "verdict today", "reward today", "won")
+    header = ("entry", "class", "expected", "verdict today", "reward today", "speedup", "coverage", "won")
     table = [header]
     for r in rows:
         verdict = r["verdict"] + (f" ({r['hack_reasons']})" if r.get("hack_reasons") else "")
-        reward = "-" if r["reward"] is None else f"{r['reward']:.3g}"
+        numbers = [_number(r.get(key)) for key in ("reward", "speedup", "coverage")]
         won = {True: "WIN", False: "no", None: "-"}[r["won"]]
-        table.append((r["entry"], r["class"], r["expected"], verdict, reward, won))
+        table.append((r["entry"], r["class"], r["expected"], verdict, *numbers, won))
     widths = [max(len(str(line[i])) for line in table) for i in range(len(header))]
     for index, line in enumerate(table):
         print("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)))
@@ -111,6 +123,10 @@ def print_table(rows: list[dict]) -> None:
     won = sum(r["won"] is True for r in rows)
     ran = sum(r["won"] is not None for r in rows)
     print(f"\n{won} of {ran} evaluated attacks won today ({len(rows) - ran} skipped)")
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
 
 
 def rerun_at_ref(ref: str, argv: list[str]) -> int:
@@ -146,7 +162,17 @@ def main(argv: list[str] | None = None) -> int:
         help="oneshot: python -m kernel_reward.judge.pipeline per entry, as the corpus test (default); "
         "pool: kernel_reward.Evaluator (zygote + sandboxed children)",
     )
-    parser.add_argument("-k", "--filter", default="", help="only entries whose name contains this text")
+    parser.add_argument(
+        "-k",
+        "--filter",
+        default="",
+        help="only entries whose name contains this text (or one of these, comma-separated)",
+    )
+    parser.add_argument(
+        "--launch-ledger",
+        action="store_true",
+        help="evaluate with the launch ledger (CUDA: CUPTI's records decide coverage and own launches)",
+    )
     parser.add_argument(
         "--jobs",
         type=int,
@@ -177,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             args.filter,
             "--timeout-s",
             str(args.timeout_s),
+            *(["--launch-ledger"] if args.launch_ledger else []),
         ]
         if args.jobs is not None:
             rest += ["--jobs", str(args.jobs)]
@@ -193,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO_ROOT))
     from hack_corpus import load_corpus
 
-    entries = [e for e in load_corpus() if e.name.startswith(PREFIXES) and args.filter in e.name]
+    wanted = [text for text in args.filter.split(",") if text] or [""]
+    entries = [
+        e for e in load_corpus() if e.name.startswith(PREFIXES) and any(text in e.name for text in wanted)
+    ]
     if not entries:
         parser.error(f"no adversarial entries match {args.filter!r}")
     runnable = [e for e in entries if not (e.gpu_only and args.device == "cpu")]
@@ -202,9 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     started = time.perf_counter()
     if args.backend == "pool":
-        for entry, result in zip(runnable, run_pool(runnable, args.device, args.timeout_s), strict=True):
+        results = run_pool(runnable, args.device, args.timeout_s, args.launch_ledger)
+        for entry, result in zip(runnable, results, strict=True):
             rows[entry.name] = summarize(entry, result, None)
     else:
+        if args.launch_ledger:
+            from tests.kernel_reward.conftest import LEDGER_ENV
+
+            os.environ[LEDGER_ENV] = "1"  # run_worker_subprocess passes --launch-ledger on CUDA
 
         def one(entry):
             start = time.perf_counter()
@@ -224,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             "code": args.ref_label,
             "device": args.device,
             "backend": args.backend,
+            "launch_ledger": args.launch_ledger,
             "torch": torch.__version__,
             "triton": triton.__version__,
             "wall_s": round(time.perf_counter() - started, 1),
