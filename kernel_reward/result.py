@@ -40,10 +40,11 @@ class Status(enum.StrEnum):
 
 @dataclass
 class KernelTiming:
-    """One row of the profiler's per-kernel table (device kernels only)."""
+    """One row of a per-kernel table (device kernels only): the runner's profiling pass, or the launch ledger's
+    records of the timed calls."""
 
     name: str
-    device_time_ms: float  # total over the profiled calls
+    device_time_ms: float  # total over the profiled (or, from the ledger, the timed) calls
     calls: int
     from_candidate: bool  # launched by one of the candidate's own Triton functions
 

@@ -34,26 +34,53 @@ LEDGER_TIMEOUT_S = 30.0  # a flush waits for the device to finish what the runne
 
 @dataclass(frozen=True)
 class LedgerAccount:
-    """Pure summary of one ledger window: the candidate's own kernels (by the judge's names) against the rest."""
+    """Pure summary of one ledger window: a row per kernel name (own by the judge's names), and what was lost."""
 
-    own_launches: int
-    own_ms: float
-    other_ms: float
+    table: list[KernelTiming]  # by device time, longest first
     dropped: int  # records CUPTI lost
     malformed: int  # lines, markers or bytes that are not the ledger's own
 
     @property
+    def own_launches(self) -> int:
+        return sum(row.calls for row in self.table if row.from_candidate)
+
+    @property
+    def own_ms(self) -> float:
+        return sum(row.device_time_ms for row in self.table if row.from_candidate)
+
+    @property
+    def other_ms(self) -> float:
+        return sum(row.device_time_ms for row in self.table if not row.from_candidate)
+
+    @property
     def coverage(self) -> float | None:
-        total = self.own_ms + self.other_ms
-        return self.own_ms / total if total > 0 else None
+        return coverage_from_table(self.table)
+
+    def diagnostics(self, timed_calls: int) -> dict[str, Any]:
+        return {
+            "timed_calls": timed_calls,
+            "own_launches": self.own_launches,
+            "own_ms": self.own_ms,
+            "other_ms": self.other_ms,
+            "kernels": len(self.table),
+            "dropped": self.dropped,
+            "malformed": self.malformed,
+        }
 
 
 def account(chunk: LedgerChunk, own_names: frozenset[str]) -> LedgerAccount:
-    """Pure: ``chunk``'s kernels split by ``own_names``."""
-    own = [kernel for kernel in chunk.kernels if kernel.name in own_names]
-    own_ns = sum(kernel.duration_ns for kernel in own)
-    all_ns = sum(kernel.duration_ns for kernel in chunk.kernels)
-    return LedgerAccount(len(own), own_ns / 1e6, (all_ns - own_ns) / 1e6, chunk.dropped, chunk.malformed)
+    """Pure: ``chunk``'s kernels as a table of kernel names (device time summed, launches counted), each row own
+    when ``own_names`` (the judge's reading of the source) has its name."""
+    time_ns: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for kernel in chunk.kernels:
+        time_ns[kernel.name] = time_ns.get(kernel.name, 0) + kernel.duration_ns
+        calls[kernel.name] = calls.get(kernel.name, 0) + 1
+    table = [
+        KernelTiming(name[:MAX_NAME_CHARS], time_ns[name] / 1e6, calls[name], name in own_names)
+        for name in sorted(time_ns, key=lambda name: (-time_ns[name], name))
+    ]
+    return LedgerAccount(table, chunk.dropped, chunk.malformed)
 
 
 class CoverageMeasure:
@@ -119,10 +146,7 @@ class CoverageMeasure:
             late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
             if late is not None:
                 ledger = account(chunk.then(late), self.own_names)
-        self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = {
-            "timed_calls": calls,
-            **{name: getattr(ledger, name) for name in LedgerAccount.__dataclass_fields__},
-        }
+        self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = ledger.diagnostics(calls)
         if ledger.dropped or ledger.malformed:
             self.result.flags.append(
                 f"launch_ledger_incomplete: {ledger.dropped} records dropped, {ledger.malformed} lines not its own"
@@ -138,6 +162,7 @@ class CoverageMeasure:
                 [HackReason.TIMED_WITHOUT_OWN_KERNEL.value],
             )
         self.result.coverage = ledger.coverage
+        self.result.kernel_table = ledger.table[:MAX_TABLE_ROWS]
         self.result.flags.append("coverage_from_launch_ledger")
 
     def runner_pass(self) -> None:
@@ -225,6 +250,7 @@ def coverage_from_reply(reply: dict[str, Any], result: EvalResult, own_names: fr
 
 
 MAX_TABLE_ROWS = 50  # kept in the result
+MAX_NAME_CHARS = 200  # of a kernel's name in the table (C++ template kernels' names run to thousands)
 # read to compute coverage (a forward of a large model launches a few hundred kernels)
 MAX_PARSED_ROWS = 10_000
 COVERAGE_CLAIM_TOLERANCE = 1e-6  # the runner sums the same floats in the same order
@@ -246,4 +272,4 @@ def _kernel_timing(row: Any) -> KernelTiming | None:
     time_ms, calls = _finite(row.get("device_time_ms")), _finite(row.get("calls"))
     if time_ms is None or time_ms < 0 or calls is None or not 0 <= calls <= MAX_CALLS or calls != int(calls):
         return None
-    return KernelTiming(str(row.get("name"))[:200], time_ms, int(calls), bool(row.get("from_candidate")))
+    return KernelTiming(str(row.get("name"))[:MAX_NAME_CHARS], time_ms, int(calls), bool(row.get("from_candidate")))

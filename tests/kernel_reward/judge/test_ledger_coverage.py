@@ -12,7 +12,7 @@ import pytest
 from kernel_reward.ipc.ledger import KNOWN_ANSWER_KERNEL, KernelRecord, LedgerChunk, LedgerReader
 from kernel_reward.judge import coverage
 from kernel_reward.judge.stop import JudgeStop
-from kernel_reward.result import EvalResult, Status
+from kernel_reward.result import EvalResult, KernelTiming, Status
 
 OWN = frozenset({"add_relu_kernel"})
 
@@ -29,6 +29,11 @@ def test_the_account_splits_kernel_time_by_the_judges_names():
     ledger = coverage.account(chunk, OWN)
     assert ledger.own_launches == 2 and ledger.own_ms == pytest.approx(0.006) and ledger.other_ms == 0.004
     assert ledger.coverage == pytest.approx(0.6) and ledger.dropped == 1
+    # one row per kernel name, longest first, own by the judge's names
+    assert ledger.table == [
+        KernelTiming("add_relu_kernel", 0.006, 2, True),
+        KernelTiming("ampere_sgemm_128x64_nn", 0.004, 1, False),
+    ]
     assert coverage.account(LedgerChunk(), OWN).coverage is None
 
 
@@ -98,6 +103,11 @@ def test_coverage_comes_from_the_timed_calls_records(monkeypatch):
     assert "coverage_self_reported" not in result.flags
     diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
     assert diagnostics["timed_calls"] == 4 and diagnostics["own_launches"] == 4
+    # the table the feedback shows comes from the same records
+    assert [(row.name, row.calls, row.from_candidate) for row in result.kernel_table] == [
+        ("add_relu_kernel", 4, True),
+        ("void at::native::copy_kernel", 4, False),
+    ]
 
 
 def test_timed_calls_that_ran_fewer_own_kernels_than_calls_are_hacked(monkeypatch):
