@@ -1,12 +1,10 @@
 """Run the adversarial corpus entries against TODAY's evaluator and tabulate which attacks win.
 
-The entries are the files of hack_corpus/entries/ named ``forge_*``, ``tamper_*``, ``peek_*``, ``timing_*``
-and ``sandbox_*``: hostile candidates whose own kernel is wrong, so a ``correct`` verdict (or any reward above 0)
-means the attack beat the evaluator. Each entry is evaluated exactly as tests/kernel_reward/test_corpus.py
-does it: the file wrapped as a completion, ``python -m kernel_reward.judge.pipeline --request REQ --out RESULT`` in a
-fresh subprocess (``TRITON_INTERPRET=1`` on the CPU), ``seed_base=1234``. ``--backend pool`` sends the same
-requests through ``kernel_reward.Evaluator`` (today's zygote + sandboxed children) instead; ``--launch-ledger``
-runs either with the launch ledger (CUPTI's kernel records decide coverage and the timed calls' own launches).
+The ``forge_*``, ``tamper_*``, ``peek_*``, ``timing_*`` and ``sandbox_*`` entries of hack_corpus/entries/ are
+hostile candidates whose own kernel is wrong: a ``correct`` verdict (or any reward above 0) means the attack won.
+Each is evaluated as tests/kernel_reward/test_corpus.py does it (the file as a completion, ``python -m
+kernel_reward.judge.pipeline`` in a fresh subprocess, ``seed_base=1234``); ``--backend pool`` sends the same
+requests through ``kernel_reward.Evaluator``; ``--launch-ledger`` runs either with the launch ledger.
 
     python benchmarks/adversarial_today.py --json-out adversarial_today.json
     python benchmarks/adversarial_today.py --device cuda -k timing_ --json-out adversarial_gpu.json

@@ -272,4 +272,6 @@ def _kernel_timing(row: Any) -> KernelTiming | None:
     time_ms, calls = _finite(row.get("device_time_ms")), _finite(row.get("calls"))
     if time_ms is None or time_ms < 0 or calls is None or not 0 <= calls <= MAX_CALLS or calls != int(calls):
         return None
-    return KernelTiming(str(row.get("name"))[:MAX_NAME_CHARS], time_ms, int(calls), bool(row.get("from_candidate")))
+    return KernelTiming(
+        str(row.get("name"))[:MAX_NAME_CHARS], time_ms, int(calls), bool(row.get("from_candidate"))
+    )
