@@ -1,12 +1,12 @@
-# corpus: task=matmul_large expect=hacked reason=low_coverage min_coverage=0.3 gpu open=ledger_window_is_per_phase
+# corpus: task=matmul_large expect=hacked reason=kernels_outside_timed_calls min_coverage=0.3 gpu open=coverage_is_the_runners closed_by=ledger
 """A decoy that notices its own ablation, with its coverage padded from another thread. Each call launches a
 one-element kernel that sets a flag and answers with torch's product; where the flag stayed unset (an ablated
 call) the answer is wrong, so the ablation seems to matter. Alone, that decoy fails strict mode once coverage
 comes from CUPTI's records (the flag kernel is a sliver of the GEMM's time). So a background thread, started at
 the first call, keeps one program of an own Triton kernel spinning on a stream of its own for the rest of the
 process: its records fall inside the ledger's window on the timed phase, which is one window for all the timed
-batches, so its device time counts as the candidate's and coverage reads near 1. Only tying each record to a
-timed call (the call's stream, inside the judge's clock) tells the padding from the work."""
+batches, so its device time counts as the candidate's and coverage reads near 1. The judge's clock tells the
+padding from the work: the window's kernels ran far longer than the gated batches the judge timed."""
 
 import torch
 import torch.nn as nn

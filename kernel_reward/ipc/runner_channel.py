@@ -157,6 +157,9 @@ class RunnerClient:
         # Calls sent that must launch one of the candidate's own kernels (monitored, not ablated, not dry), checked
         # and timed alike: what the launch ledger's records must show. Counted here, where every run message goes.
         self.counted_calls = 0
+        # Messages that may run kernels outside the judge's clock (``outside_the_clock``): the launch ledger's
+        # cross-check with the judge's clock holds only for a window without them.
+        self.unclocked_messages = 0
 
     def send_fds(self, fds: list[int]) -> None:
         socket.send_fds(self.channel, [b"F"], fds)
@@ -165,6 +168,7 @@ class RunnerClient:
         self, message: dict[str, Any], expect: tuple[str, ...], fds: list[int] | None = None
     ) -> dict[str, Any]:
         self.counted_calls += calls_owing_own_kernels(message)
+        self.unclocked_messages += outside_the_clock(message)
         try:
             wire.send_message(self.channel, message)
             if fds:
@@ -200,6 +204,15 @@ class RunnerClient:
                 f"unexpected reply {str(kind)[:50]!r} to {message['type']!r} (expected {' / '.join(expect)})",
             )
         return reply
+
+
+KERNEL_FREE_MESSAGES = frozenset({"ping", "ledger", "memory_cap", "arena"})
+
+
+def outside_the_clock(message: dict[str, Any]) -> bool:
+    """Pure: whether ``message`` may make the runner launch kernels that no gate holds behind the judge's clock
+    (a load, a build, a buffer reset, a coverage pass, a run without a gate)."""
+    return message.get("type") not in KERNEL_FREE_MESSAGES and message.get("gate") is None
 
 
 def calls_owing_own_kernels(message: dict[str, Any]) -> int:

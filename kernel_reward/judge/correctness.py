@@ -56,6 +56,8 @@ class HackReason(enum.StrEnum):
     INCORRECT_AFTER_TIMING = "incorrect_after_timing"
     INCORRECT_DURING_TIMING = "incorrect_during_timing"
     TIMED_WITHOUT_OWN_KERNEL = "timed_without_own_kernel"  # a timed call launched none of its own kernels
+    # the launch ledger's window held more kernel time than the judge's clock timed: work off the timed calls
+    KERNELS_OUTSIDE_TIMED_CALLS = "kernels_outside_timed_calls"
     EARLY_EXIT = "early_exit"  # SystemExit raised from candidate code: trying to end the evaluation early
     # same input buffers, new values, the old values' answer (cached on pointers)
     CACHED_REPLAY = "cached_replay"

@@ -56,7 +56,7 @@ class LedgerAccount:
     def coverage(self) -> float | None:
         return coverage_from_table(self.table)
 
-    def diagnostics(self, timed_calls: int) -> dict[str, Any]:
+    def diagnostics(self, timed_calls: int, clock: ClockReading | None) -> dict[str, Any]:
         return {
             "timed_calls": timed_calls,
             "own_launches": self.own_launches,
@@ -65,7 +65,55 @@ class LedgerAccount:
             "kernels": len(self.table),
             "dropped": self.dropped,
             "malformed": self.malformed,
+            **(
+                {"judge_work_ms": clock.work_ms, "gated_batches": clock.batches}
+                if clock is not None and clock.unclocked_messages == 0
+                else {}
+            ),
         }
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    """What the judge's clock timed of the candidate's gated batches (their work spans: the hand-over to the runner
+    and back), and how many messages the runner had that no gate held (each may have run kernels off the clock)."""
+
+    work_ms: float
+    batches: int
+    unclocked_messages: int
+
+    def since(self, earlier: ClockReading) -> ClockReading:
+        return ClockReading(
+            self.work_ms - earlier.work_ms,
+            self.batches - earlier.batches,
+            self.unclocked_messages - earlier.unclocked_messages,
+        )
+
+
+def read_clock(clock: Any, client: Any) -> ClockReading | None:
+    """The judge's clock's totals so far, or None for a clock without gates (the host clock times no GPU span)."""
+    if clock is None or clock.gate is None:
+        return None
+    return ClockReading(clock.gated_candidate_ms, clock.gated_candidate_batches, client.unclocked_messages)
+
+
+CLOCK_TOLERANCE = 0.02  # the events' and CUPTI's timestamps, relative
+CLOCK_SLACK_PER_BATCH_MS = 0.002  # and absolute, per gated batch (an event's resolution is about 0.5 us)
+
+
+def beyond_the_judges_clock(kernel_ms: float, clock: ClockReading) -> str | None:
+    """Pure: why the window's kernels cannot all be the gated batches' work, or None. A runner's calls run on one
+    stream inside the judge's work spans, so their kernels' device time fits in the spans' sum; more means kernels
+    that ran off the clock (between batches, on another stream or from another thread), whose records would
+    otherwise count as the timed calls' own launches and coverage."""
+    allowed = clock.work_ms * (1 + CLOCK_TOLERANCE) + clock.batches * CLOCK_SLACK_PER_BATCH_MS
+    if kernel_ms <= allowed:
+        return None
+    return (
+        f"the candidate's process ran {kernel_ms:.3f} ms of kernels during the timed phase, more than the "
+        f"judge's clock timed for its {clock.batches} batches ({clock.work_ms:.3f} ms): kernels ran outside the "
+        "timed calls (between batches, on another stream or from another thread)"
+    )
 
 
 def account(chunk: LedgerChunk, own_names: frozenset[str]) -> LedgerAccount:
@@ -102,13 +150,16 @@ class CoverageMeasure:
         self.reference_module, self.device, self.seeds = reference_module, device, seeds
         self.options, self.phases = options, phases
         self._window_calls: int | None = None  # the candidate's counted calls when the window opened
+        self._clock: Any = None  # the judge's batch clock, and its reading when the window opened
+        self._clock_at_open: ClockReading | None = None
         process = candidate.client.process
         state = getattr(process, "ledger_state", None)  # None: no ledger was asked for
         self._ledger_live = state == "started" and process.ledger is not None
         if state is not None and not self._ledger_live:
             result.flags.append(f"launch_ledger_unavailable: {state[:300]}")
 
-    def before_timing(self) -> None:
+    def before_timing(self, clock: Any = None) -> None:
+        """Open the ledger's window; ``clock`` (the judge's batch clock) is read now and when it closes."""
         if not self._ledger_live:
             return
         opening = self._take()
@@ -120,6 +171,7 @@ class CoverageMeasure:
             )
             return
         self._window_calls = self.candidate.client.counted_calls
+        self._clock, self._clock_at_open = clock, read_clock(clock, self.candidate.client)
 
     def in_slot(self) -> bool:
         """Measured inside the timing slot: the ledger's window (always: its own-kernel count is a check, not only
@@ -146,7 +198,13 @@ class CoverageMeasure:
             late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
             if late is not None:
                 ledger = account(chunk.then(late), self.own_names)
-        self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = ledger.diagnostics(calls)
+        now = read_clock(self._clock, self.candidate.client)
+        clock = (
+            now.since(self._clock_at_open) if now is not None and self._clock_at_open is not None else None
+        )
+        self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = ledger.diagnostics(
+            calls, clock
+        )
         if ledger.dropped or ledger.malformed:
             self.result.flags.append(
                 f"launch_ledger_incomplete: {ledger.dropped} records dropped, {ledger.malformed} lines not its own"
@@ -161,6 +219,12 @@ class CoverageMeasure:
                 "ledger's records): some timed calls did the work without them",
                 [HackReason.TIMED_WITHOUT_OWN_KERNEL.value],
             )
+        if clock is None or clock.unclocked_messages:
+            self.result.flags.append(
+                "launch_ledger_unclocked: its window was not cross-checked with the judge's clock"
+            )
+        elif (beyond := beyond_the_judges_clock(ledger.own_ms + ledger.other_ms, clock)) is not None:
+            raise JudgeStop(Status.HACKED, beyond, [HackReason.KERNELS_OUTSIDE_TIMED_CALLS.value])
         self.result.coverage = ledger.coverage
         self.result.kernel_table = ledger.table[:MAX_TABLE_ROWS]
         self.result.flags.append("coverage_from_launch_ledger")

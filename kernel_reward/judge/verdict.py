@@ -196,7 +196,7 @@ def _judge_loaded(
         else:
             memory = measure.roofline_memory(reference.input_bytes, reference.spec.nbytes, clock, bandwidth)
             clock.restore()
-            coverage.before_timing()
+            coverage.before_timing(clock)
             with timing_slot():
                 _time_candidate(clock, candidate, client, overhead, before, options, result, phases, memory)
                 if baseline.reused:

@@ -109,6 +109,10 @@ class BatchClock:
         self.last_work_ms: dict[str, float] = {}
         self.work_samples: dict[str, list[float]] = {"reference": [], "candidate": []}
         self.runner_claims: list[float] = []
+        # Every gated candidate batch's work span (the hand-over to the runner and back) and how many there were,
+        # timed, warm-up, ablated and dry alike: the launch ledger's kernels of those batches fit inside them.
+        self.gated_candidate_ms = 0.0
+        self.gated_candidate_batches = 0
         self.reference_late_gates = (0, 0)  # (gates the watchdog opened, batches) of the reference's baseline
 
     # ---------------------------------------------------------------------------------------------- layout
@@ -473,6 +477,8 @@ class BatchClock:
                 raise
         for side, span in spans.items():
             self.last_work_ms[side] = span.work_ms()
+        self.gated_candidate_ms += self.last_work_ms["candidate"]
+        self.gated_candidate_batches += 1
         claimed = claimed_ms(reply)
         if claimed is not None:
             self.runner_claims.append(claimed)

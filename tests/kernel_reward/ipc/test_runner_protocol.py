@@ -20,6 +20,7 @@ from kernel_reward.ipc.runner_channel import (
     RunnerFault,
     RunnerProcess,
     calls_owing_own_kernels,
+    outside_the_clock,
 )
 
 
@@ -98,3 +99,25 @@ def test_calls_owing_own_kernels_are_counted_as_they_are_sent():
         client.ask(timed, ("ran",))
         client.ask({"type": "ping"}, ("pong",))
         assert client.counted_calls == 2
+
+
+def test_messages_that_may_run_kernels_off_the_judges_clock_are_counted():
+    """The launch ledger's window is cross-checked with the judge's clock only where every message that could have
+    run a kernel in it was gated: a load, a build, a buffer reset, a coverage pass or an ungated run count."""
+    from kernel_reward.ipc import placement
+
+    run = placement.run_message(0, [placement.call_entry([], [], "tensor")])
+    gated = {**run, "gate": {"n": 3, "flag": 0, "done": 1}}
+    assert outside_the_clock(run) and not outside_the_clock(gated)
+    for kind in ("load", "build", "reset_buffers", "coverage"):
+        assert outside_the_clock({"type": kind}), kind
+    for kind in ("ping", "ledger", "memory_cap", "arena"):
+        assert not outside_the_clock({"type": kind}), kind
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(_frame(b'{"type": "ran"}') * 2 + _frame(b'{"type": "pong"}'))
+        client = RunnerClient(RunnerProcess(0, ours))
+        client.ask(gated, ("ran",))
+        client.ask(run, ("ran",))
+        client.ask({"type": "ping"}, ("pong",))
+        assert client.unclocked_messages == 1

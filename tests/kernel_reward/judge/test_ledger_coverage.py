@@ -46,6 +46,7 @@ class FakeLedgerRunner:
         self.script = iter(script)
         self.asked: list[str] = []
         self.counted_calls = 0
+        self.unclocked_messages = 0
 
     def ask(self, message, expect):
         self.asked.append(message["type"])
@@ -70,10 +71,24 @@ class FakeCandidate:
         self.own_kernels_required = True
 
 
-def timed_window(monkeypatch, script, calls, state="started"):
+class FakeClock:
+    """The judge's batch clock as the ledger's window reads it: gated, with running totals of the candidate's
+    batches' work spans."""
+
+    gate = object()
+
+    def __init__(self) -> None:
+        self.gated_candidate_ms = 40.0  # batches timed before the window opened
+        self.gated_candidate_batches = 10
+
+
+def timed_window(
+    monkeypatch, script, calls, state="started", clock=None, judge_ms=0.0, batches=0, unclocked=0
+):
     """One evaluation's coverage with a fake runner whose flushes write ``script``: the window opened, ``calls``
-    counted calls, the window closed. Returns the result and the runner's client; the runner's own pass, where
-    the ledger cannot answer, reads 0.5."""
+    counted calls (in ``batches`` gated batches that the judge's ``clock`` timed at ``judge_ms`` in all, and
+    ``unclocked`` messages no gate held), the window closed. Returns the result and the runner's client; the
+    runner's own pass, where the ledger cannot answer, reads 0.5."""
     client = FakeLedgerRunner(script, state)
     result = EvalResult()
     candidate = FakeCandidate(client)
@@ -85,8 +100,12 @@ def timed_window(monkeypatch, script, calls, state="started"):
 
     monkeypatch.setattr(measure, "runner_pass", runner_pass)
     try:
-        measure.before_timing()
+        measure.before_timing(clock)
         client.counted_calls += calls
+        client.unclocked_messages += unclocked
+        if clock is not None:
+            clock.gated_candidate_ms += judge_ms
+            clock.gated_candidate_batches += batches
         measure()
     finally:
         client.close()
@@ -203,3 +222,55 @@ def test_the_ledgers_window_closes_in_the_slot_even_with_coverage_off():
     )  # fmt: skip
     assert not profiled.in_slot() and profiled.after_slot()
     profiled.candidate.client.close()
+
+
+def test_the_judges_clock_bounds_the_kernel_time_of_the_gated_batches():
+    clock = coverage.ClockReading(work_ms=10.0, batches=4, unclocked_messages=0)
+    allowed = 10.0 * (1 + coverage.CLOCK_TOLERANCE) + 4 * coverage.CLOCK_SLACK_PER_BATCH_MS
+    assert coverage.beyond_the_judges_clock(9.5, clock) is None
+    assert coverage.beyond_the_judges_clock(allowed, clock) is None
+    reason = coverage.beyond_the_judges_clock(allowed + 0.001, clock)
+    assert reason is not None and "4 batches (10.000 ms)" in reason
+    earlier = coverage.ClockReading(3.0, 1, 2)
+    assert coverage.ClockReading(10.0, 4, 2).since(earlier) == coverage.ClockReading(7.0, 3, 0)
+
+
+TIMED = ["K\tadd_relu_kernel\t100\t190\t5\t7", "K\tvoid at::native::copy_kernel\t200\t210\t6\t7"] * 4
+
+
+def test_kernels_inside_the_judges_clock_give_coverage_and_show_the_clocks_span(monkeypatch):
+    # 0.4 us of kernels in 4 batches the judge timed at 0.6 us in all (hand-over included)
+    result, _ = timed_window(
+        monkeypatch, [[START], TIMED], calls=4, clock=FakeClock(), judge_ms=0.0006, batches=4
+    )
+    assert result.coverage == pytest.approx(0.9) and "coverage_from_launch_ledger" in result.flags
+    diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
+    assert diagnostics["judge_work_ms"] == pytest.approx(0.0006) and diagnostics["gated_batches"] == 4
+    assert not any(flag.startswith("launch_ledger_unclocked") for flag in result.flags)
+
+
+def test_own_kernels_that_ran_off_the_clock_are_hacked(monkeypatch):
+    # the timed calls' records as above, plus an own kernel spinning 50 us on another stream (a background thread):
+    # coverage and the own-launch count alone would take it; the judge's clock timed 0.6 us of batches
+    padded = TIMED + [
+        f"K\tadd_relu_kernel\t{t}\t{t + 50_000}\t{90 + t}\t13" for t in range(0, 500_000, 50_000)
+    ]
+    with pytest.raises(JudgeStop) as stop:
+        timed_window(monkeypatch, [[START], padded], calls=4, clock=FakeClock(), judge_ms=0.0006, batches=4)
+    assert stop.value.status == Status.HACKED
+    assert stop.value.hack_reasons == ["kernels_outside_timed_calls"]
+    assert "4 batches" in str(stop.value)
+
+
+@pytest.mark.parametrize(
+    ("clock", "unclocked"), [(None, 0), (FakeClock(), 1)], ids=["host_clock", "ungated_message"]
+)
+def test_a_window_the_judges_clock_does_not_cover_is_flagged_not_judged_by_it(monkeypatch, clock, unclocked):
+    # no gated span to compare with (a host clock), or a message no gate held ran in the window: the cross-check
+    # would either be impossible or could wrongly catch an honest candidate, so it is skipped and said
+    padded = TIMED + ["K\tadd_relu_kernel\t0\t500000\t99\t13"]
+    result, _ = timed_window(
+        monkeypatch, [[START], padded], calls=4, clock=clock, judge_ms=0.0006, batches=4, unclocked=unclocked
+    )
+    assert any(flag.startswith("launch_ledger_unclocked") for flag in result.flags)
+    assert "judge_work_ms" not in result.timing_method["diagnostics"]["launch_ledger"]

@@ -484,6 +484,7 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
     spec = output_spec(reference(*draw(0)))
     arena = exchange.Arena(slot_bytes(draw(0), spec), torch.device("cpu"))
     events: list[str] = []
+    gates_asked: list[int] = []
 
     class Gate:
         count = 6
@@ -507,7 +508,7 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
 
     class Client:
         def ask(self, message: dict, expect: tuple) -> dict:
-            assert message["gate"]["n"] == 7
+            gates_asked.append(message["gate"]["n"])
             events.append("runner asked")
             return {"type": "ran", "calls": []}
 
@@ -521,8 +522,13 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
         clock.gate, clock.flag_word, clock.done_word = Gate(), 0, 1
         clock._queue_batch, clock._finish = queue, lambda end, client: events.append("finished")
         clock.time_pair(Client(), 0, candidate_first)
+        clock.time_pair(Client(), 0, candidate_first, ablate=True)
     finally:
         arena.close()
+    # every gated candidate batch's work span, ablated ones too, is summed for the launch ledger's cross-check
+    assert (clock.gated_candidate_ms, clock.gated_candidate_batches) == (2.0, 2)
+    assert gates_asked[0] == 7
+    del events[events.index("finished") + 1 :]
     if candidate_first:
         assert events == [
             "close 7",
