@@ -11,6 +11,8 @@ makes a wrong answer right.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import math
 import secrets
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from kernel_reward.judge.remote import (
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, KernelTiming, Status, coverage_from_table
+from kernel_reward.timing.gpu_stamps import SpanStamps
 
 LEDGER_TIMEOUT_S = 30.0  # a flush waits for the device to finish what the runner queued
 
@@ -116,6 +119,25 @@ def beyond_the_judges_clock(kernel_ms: float, clock: ClockReading) -> str | None
     )
 
 
+SPAN_SLACK_NS = 2_000  # a record's edges against a span's stamps: the two readings of one clock, queued apart
+
+
+def split_by_spans(
+    chunk: LedgerChunk, spans: list[tuple[int, int]], slack_ns: int = SPAN_SLACK_NS
+) -> tuple[LedgerChunk, LedgerChunk]:
+    """Pure: ``chunk``'s records that ran inside one of ``spans`` (the judge's stamps around each gated batch, on
+    the records' clock), and those that did not (start and end both within a span, give or take ``slack_ns``).
+    What was dropped or malformed stays with the first."""
+    ordered = sorted(spans)
+    starts = [start for start, _ in ordered]
+    inside, outside = [], []
+    for kernel in chunk.kernels:
+        at = bisect.bisect_right(starts, kernel.start_ns + slack_ns) - 1
+        held = at >= 0 and kernel.end_ns <= ordered[at][1] + slack_ns
+        (inside if held else outside).append(kernel)
+    return dataclasses.replace(chunk, kernels=inside), LedgerChunk(chunk.marker, outside)
+
+
 def account(chunk: LedgerChunk, own_names: frozenset[str]) -> LedgerAccount:
     """Pure: ``chunk``'s kernels as a table of kernel names (device time summed, launches counted), each row own
     when ``own_names`` (the judge's reading of the source) has its name."""
@@ -172,6 +194,11 @@ class CoverageMeasure:
             return
         self._window_calls = self.candidate.client.counted_calls
         self._clock, self._clock_at_open = clock, read_clock(clock, self.candidate.client)
+        if self._clock_at_open is not None:
+            try:  # the GPU's clock around each gated batch, so each record can be tied to one
+                clock.stamps = SpanStamps(self.device)
+            except Exception as exc:  # noqa: BLE001 - an unusable stamp kernel leaves the window's sum check
+                self.result.flags.append(f"launch_ledger_unstamped: {type(exc).__name__}: {str(exc)[:200]}")
 
     def in_slot(self) -> bool:
         """Measured inside the timing slot: the ledger's window (always: its own-kernel count is a check, not only
@@ -193,18 +220,26 @@ class CoverageMeasure:
         if chunk is None:
             self.runner_pass()
             return
-        ledger = account(chunk, self.own_names)
-        if ledger.own_launches < calls and self.candidate.own_kernels_required:
+        spans = self._batch_spans()
+        if self.candidate.own_kernels_required and self._timed_own(chunk, spans) < calls:
             late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
             if late is not None:
-                ledger = account(chunk.then(late), self.own_names)
+                chunk = chunk.then(late)
+        timed, off_span = split_by_spans(chunk, spans) if spans is not None else (chunk, LedgerChunk())
+        ledger, off = account(timed, self.own_names), account(off_span, self.own_names)
         now = read_clock(self._clock, self.candidate.client)
         clock = (
             now.since(self._clock_at_open) if now is not None and self._clock_at_open is not None else None
         )
-        self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = ledger.diagnostics(
-            calls, clock
-        )
+        diagnostics = ledger.diagnostics(calls, clock)
+        if spans is not None:
+            diagnostics.update(
+                batch_spans=len(spans),
+                off_span_records=sum(row.calls for row in off.table),
+                off_span_own_launches=off.own_launches,
+                off_span_ms=off.own_ms + off.other_ms,
+            )
+        self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = diagnostics
         if ledger.dropped or ledger.malformed:
             self.result.flags.append(
                 f"launch_ledger_incomplete: {ledger.dropped} records dropped, {ledger.malformed} lines not its own"
@@ -215,19 +250,41 @@ class CoverageMeasure:
         if self.candidate.own_kernels_required and ledger.own_launches < calls:
             raise JudgeStop(
                 Status.HACKED,
-                f"{calls} timed calls ran {ledger.own_launches} of the candidate's own kernels (the launch "
-                "ledger's records): some timed calls did the work without them",
+                f"{calls} timed calls ran {ledger.own_launches} of the candidate's own kernels inside the batches "
+                f"the judge timed (the launch ledger's records; {off.own_launches} more ran outside them): some "
+                "timed calls did the work without them",
                 [HackReason.TIMED_WITHOUT_OWN_KERNEL.value],
+            )
+        if off.table:
+            self.result.flags.append(
+                f"launch_ledger_off_span: {sum(row.calls for row in off.table)} kernels ({off.own_launches} own, "
+                f"{off.own_ms + off.other_ms:.3f} ms) ran outside the gated batches; not counted"
             )
         if clock is None or clock.unclocked_messages:
             self.result.flags.append(
                 "launch_ledger_unclocked: its window was not cross-checked with the judge's clock"
             )
-        elif (beyond := beyond_the_judges_clock(ledger.own_ms + ledger.other_ms, clock)) is not None:
+        elif (
+            beyond := beyond_the_judges_clock(
+                ledger.own_ms + ledger.other_ms + off.own_ms + off.other_ms, clock
+            )
+        ) is not None:
             raise JudgeStop(Status.HACKED, beyond, [HackReason.KERNELS_OUTSIDE_TIMED_CALLS.value])
         self.result.coverage = ledger.coverage
         self.result.kernel_table = ledger.table[:MAX_TABLE_ROWS]
         self.result.flags.append("coverage_from_launch_ledger")
+
+    def _batch_spans(self) -> list[tuple[int, int]] | None:
+        """The judge's stamps around each gated batch of the window (None when they were not taken); stops them."""
+        stamps = getattr(self._clock, "stamps", None)
+        if stamps is None:
+            return None
+        self._clock.stamps = None
+        return stamps.spans()
+
+    def _timed_own(self, chunk: LedgerChunk, spans: list[tuple[int, int]] | None) -> int:
+        timed = split_by_spans(chunk, spans)[0] if spans is not None else chunk
+        return account(timed, self.own_names).own_launches
 
     def runner_pass(self) -> None:
         """PR from the runner's per-kernel times (the judge cannot see inside its process), owned by the judge's

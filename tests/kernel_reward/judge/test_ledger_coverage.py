@@ -274,3 +274,105 @@ def test_a_window_the_judges_clock_does_not_cover_is_flagged_not_judged_by_it(mo
     )
     assert any(flag.startswith("launch_ledger_unclocked") for flag in result.flags)
     assert "judge_work_ms" not in result.timing_method["diagnostics"]["launch_ledger"]
+
+
+def test_records_are_split_by_the_judges_batch_spans():
+    chunk = LedgerChunk(
+        kernels=[
+            KernelRecord("inside", 1_000, 2_000, 1, 7),
+            KernelRecord("edge", 999, 5_001, 2, 7),  # within the slack of [1_000, 5_000]
+            KernelRecord("between", 6_000, 7_000, 3, 7),  # between two batches
+            KernelRecord("straddles", 4_000, 9_000, 4, 7),  # starts in one batch, ends after it
+            KernelRecord("second", 10_500, 11_000, 5, 13),  # inside the second batch, whatever its stream
+            KernelRecord("before", 0, 500, 6, 7),
+        ],
+        dropped=2,
+    )
+    inside, outside = coverage.split_by_spans(chunk, [(10_000, 12_000), (1_000, 5_000)], slack_ns=2)
+    assert [k.name for k in inside.kernels] == ["inside", "edge", "second"] and inside.dropped == 2
+    assert [k.name for k in outside.kernels] == ["between", "straddles", "before"] and outside.dropped == 0
+    assert coverage.split_by_spans(chunk, [])[0].kernels == []
+
+
+class FakeStamps:
+    """The judge's stamps around the window's batches: ``spans`` as given."""
+
+    spans_given: list[tuple[int, int]] = []
+
+    def __init__(self, device) -> None:
+        pass
+
+    def spans(self) -> list[tuple[int, int]]:
+        return list(self.spans_given)
+
+
+def stamped_window(monkeypatch, spans, script, calls, judge_ms):
+    monkeypatch.setattr(FakeStamps, "spans_given", spans)
+    monkeypatch.setattr(coverage, "SpanStamps", FakeStamps)
+    clock = FakeClock()
+    clock.stamps = None
+    result, client = timed_window(
+        monkeypatch, script, calls=calls, clock=clock, judge_ms=judge_ms, batches=len(spans)
+    )
+    return result, client, clock
+
+
+def test_own_kernels_counted_only_inside_the_batches_the_judge_timed(monkeypatch):
+    # 4 timed calls in 4 batches, each call's own kernel inside its batch: coverage from those records alone
+    spans = [(1_000_000 * b, 1_000_000 * b + 200_000) for b in range(1, 5)]
+    timed = [
+        f"K\tadd_relu_kernel\t{1_000_000 * b + 50_000}\t{1_000_000 * b + 140_000}\t{b}\t7"
+        for b in range(1, 5)
+    ]
+    result, _, clock = stamped_window(monkeypatch, spans, [[START], timed], calls=4, judge_ms=0.8)
+    assert result.coverage == 1.0 and "coverage_from_launch_ledger" in result.flags
+    diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
+    assert diagnostics["batch_spans"] == 4 and diagnostics["off_span_records"] == 0
+    assert clock.stamps is None  # stopped once the window closed
+    assert not any(flag.startswith("launch_ledger_off_span") for flag in result.flags)
+
+
+def test_an_own_kernel_count_padded_between_batches_is_hacked(monkeypatch):
+    # the timed calls ran torch only; a background thread's tiny own kernels fell between the batches: enough of
+    # them to meet the count, and too short to break the clock's sum, but none inside a batch
+    spans = [(1_000_000 * b, 1_000_000 * b + 200_000) for b in range(1, 5)]
+    torch_calls = [
+        f"K\tvoid at::native::add_kernel\t{1_000_000 * b + 50_000}\t{1_000_000 * b + 60_000}\t{b}\t7"
+        for b in range(1, 5)
+    ]
+    ticks = [
+        f"K\tadd_relu_kernel\t{1_000_000 * b + 500_000}\t{1_000_000 * b + 502_000}\t{10 + b}\t13"
+        for b in range(1, 5)
+    ]
+    with pytest.raises(JudgeStop) as stop:
+        stamped_window(monkeypatch, spans, [[START], torch_calls + ticks], calls=4, judge_ms=0.8)
+    assert stop.value.hack_reasons == ["timed_without_own_kernel"]
+    assert "4 more ran outside them" in str(stop.value)
+
+
+def test_kernels_outside_the_spans_are_flagged_and_leave_coverage_alone(monkeypatch):
+    # an honest candidate whose side-stream kernel outlived its batch: not counted, said, not a verdict
+    spans = [(1_000_000, 1_200_000)]
+    records = [
+        "K\tadd_relu_kernel\t1050000\t1140000\t1\t7",
+        "K\tvoid at::native::copy_kernel\t1150000\t1160000\t2\t7",
+    ]
+    stray = ["K\tvoid at::native::fill_kernel\t1300000\t1302000\t3\t13"]
+    result, _, _ = stamped_window(monkeypatch, spans, [[START], records + stray], calls=1, judge_ms=0.2)
+    assert result.coverage == pytest.approx(0.9)
+    assert any(flag.startswith("launch_ledger_off_span: 1 kernels (0 own") for flag in result.flags)
+
+
+def test_a_stamp_kernel_that_cannot_run_is_flagged_and_the_window_still_judged(monkeypatch):
+    def broken(device):
+        raise RuntimeError("no inline asm here")
+
+    monkeypatch.setattr(coverage, "SpanStamps", broken)
+    result, _ = timed_window(
+        monkeypatch, [[START], TIMED], calls=4, clock=FakeClock(), judge_ms=0.0006, batches=4
+    )
+    assert any(flag.startswith("launch_ledger_unstamped: RuntimeError") for flag in result.flags)
+    assert (
+        "coverage_from_launch_ledger" in result.flags
+        and "batch_spans" not in result.timing_method["diagnostics"]["launch_ledger"]
+    )
