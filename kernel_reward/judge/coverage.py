@@ -221,6 +221,12 @@ class CoverageMeasure:
             self.runner_pass()
             return
         spans = self._batch_spans()
+        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans)[0].kernels:
+            # each gated batch runs the runner's own copies at least: none inside means the two clocks disagree
+            self.result.flags.append(
+                "launch_ledger_unanchored: no record ran inside the judge's batch spans; records not tied to them"
+            )
+            spans = None
         if self.candidate.own_kernels_required and self._timed_own(chunk, spans) < calls:
             late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
             if late is not None:

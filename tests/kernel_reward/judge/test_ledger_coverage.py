@@ -376,3 +376,16 @@ def test_a_stamp_kernel_that_cannot_run_is_flagged_and_the_window_still_judged(m
         "coverage_from_launch_ledger" in result.flags
         and "batch_spans" not in result.timing_method["diagnostics"]["launch_ledger"]
     )
+
+
+def test_stamps_on_another_clock_than_the_records_are_flagged_and_not_used(monkeypatch):
+    # no record inside any span (a GPU whose CUPTI timestamps are not the globaltimer's): the window is judged as
+    # without stamps, and says so
+    result, _, _ = stamped_window(
+        monkeypatch, [(10**15, 10**15 + 1)], [[START], TIMED], calls=4, judge_ms=0.0006
+    )
+    assert any(flag.startswith("launch_ledger_unanchored") for flag in result.flags)
+    assert (
+        result.coverage == pytest.approx(0.9)
+        and "batch_spans" not in result.timing_method["diagnostics"]["launch_ledger"]
+    )
