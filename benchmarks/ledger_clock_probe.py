@@ -3,7 +3,7 @@
 A judge-side time anchor for the ledger's records (each record tied to the gated batch it ran in) needs the
 records' start and end on a clock the judge can read too. Each of two child processes starts the ledger, then
 launches a one-program Triton kernel that reads the GPU's ``%globaltimer`` as it starts and again as it ends,
-``--launches`` times a millisecond apart. The parent pairs each CUPTI record with the kernel's own readings and
+``--launches`` times ``--interval-ms`` apart. The parent pairs each CUPTI record with the kernel's own readings and
 prints, per process, the offset (record minus reading) at the start and at the end: its median, its spread, and
 the difference between the two processes' medians. Offsets that are constant within a microsecond or two, and
 equal across processes, mean a judge kernel reading ``%globaltimer`` can bracket each batch on the records' clock.
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 KERNEL = "ledger_clock_stamp"
 
 
-def child(fd: int, launches: int, cache: Path) -> list[list[int]]:
+def child(fd: int, launches: int, cache: Path, interval_s: float) -> list[list[int]]:
     """Start the ledger on ``fd``, launch the stamping kernel; returns its (start, end) readings per launch."""
     import torch
     import triton
@@ -61,12 +61,12 @@ def child(fd: int, launches: int, cache: Path) -> list[list[int]]:
     for index in range(launches):
         ledger_clock_stamp[(1,)](stamps[index], ROUNDS=2000)
         torch.cuda.synchronize()
-        time.sleep(0.001)
+        time.sleep(interval_s)
     ledger.flush(1)
     return stamps.tolist()
 
 
-def run_child(launches: int, cache: Path) -> tuple[list[list[int]], str]:
+def run_child(launches: int, cache: Path, interval_ms: float) -> tuple[list[list[int]], str]:
     read_fd, write_fd = os.pipe()
     received: list[bytes] = []
 
@@ -77,6 +77,7 @@ def run_child(launches: int, cache: Path) -> tuple[list[list[int]], str]:
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     command = [sys.executable, __file__, "--child", "--launches", str(launches), "--cache", str(cache)]
+    command += ["--interval-ms", str(interval_ms)]
     done = subprocess.run(
         command + ["--fd", str(write_fd)], pass_fds=(write_fd,), capture_output=True, text=True, check=False
     )
@@ -103,6 +104,7 @@ def offsets(stamps: list[list[int]], text: str) -> dict:
         "start_offset_spread_ns": max(starts) - min(starts),
         "end_offset_median_ns": statistics.median(ends),
         "end_offset_spread_ns": max(ends) - min(ends),
+        "start_offset_drift_ns": starts[-1] - starts[0],  # last launch against the first
         "kernel_reading_ns": statistics.median(s[1] - s[0] for s in stamps),
         "record_duration_ns": statistics.median(r.duration_ns for r in records),
     }
@@ -111,17 +113,18 @@ def offsets(stamps: list[list[int]], text: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--launches", type=int, default=20)
+    parser.add_argument("--interval-ms", type=float, default=1.0, help="between launches (drift over time)")
     parser.add_argument("--json-out", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--fd", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cache", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.fd, args.launches, args.cache)))
+        print(json.dumps(child(args.fd, args.launches, args.cache, args.interval_ms / 1e3)))
         return
     with tempfile.TemporaryDirectory(prefix="ledger_clock_") as cache:
-        per_process = [offsets(*run_child(args.launches, Path(cache))) for _ in range(2)]
-    report = {"launches": args.launches, "processes": per_process}
+        per_process = [offsets(*run_child(args.launches, Path(cache), args.interval_ms)) for _ in range(2)]
+    report = {"launches": args.launches, "interval_ms": args.interval_ms, "processes": per_process}
     if all("error" not in p for p in per_process):
         report["start_offset_difference_ns"] = (
             per_process[1]["start_offset_median_ns"] - per_process[0]["start_offset_median_ns"]
@@ -134,7 +137,7 @@ def main() -> None:
             print(f"{index:>8} {p['error']}")
             continue
         print(
-            f"{index:>8} {p['start_offset_median_ns']:>15.0f} {p['start_offset_spread_ns']:>8} "
+            f"{index:>8} {p['start_offset_median_ns']:>15.0f} {p['start_offset_spread_ns']:>8} {p['start_offset_drift_ns']:>8} "
             f"{p['end_offset_median_ns']:>15.0f} {p['end_offset_spread_ns']:>8} {p['kernel_reading_ns']:>10}"
         )
     if "start_offset_difference_ns" in report:

@@ -46,10 +46,10 @@ padding = []
 
 
 def pad_forever(device):
-    stream = torch.cuda.Stream(device)
+    stream = getattr(torch.cuda, "Str" + "eam")(device)  # the screen bans the name, not the object
     flag = torch.zeros(1, device=device)
     sleep = torch.sys.modules["time"].sleep
-    with torch.cuda.stream(stream):
+    with getattr(torch.cuda, "str" + "eam")(stream):
         while True:
             tick_kernel[(1,)](flag)
             stream.synchronize()

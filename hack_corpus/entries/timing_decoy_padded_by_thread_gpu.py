@@ -31,9 +31,9 @@ padding = []
 
 
 def pad_forever(device):
-    stream = torch.cuda.Stream(device)
+    stream = getattr(torch.cuda, "Str" + "eam")(device)  # the screen bans the name, not the object
     value = torch.zeros(1, device=device)
-    with torch.cuda.stream(stream):
+    with getattr(torch.cuda, "str" + "eam")(stream):
         while True:
             spin_kernel[(1,)](value, ROUNDS=20000)
             stream.synchronize()

@@ -42,6 +42,7 @@ class RunnerProcess:
     popen: Any = None  # the subprocess.Popen of an exec'd runner (spawn_runner_exec)
     ledger: Any = None  # the launch ledger's LedgerReader, when the runner was started with one
     ledger_state: str | None = None  # the runner's word on its ledger: "started", or why not
+    clock_stamp: int | None = None  # the GPU clock's reading right after its known-answer kernel (gpu_clock)
 
     def close(self) -> None:
         """End the runner: say bye, close the channel, kill what is left of its process group, reap it."""
@@ -143,6 +144,10 @@ def wait_ready(process: RunnerProcess) -> None:
     process.warmup_seconds = {str(k): float(v) for k, v in (message.get("warmup") or {}).items()}
     if message.get("ledger") is not None:  # else keep the judge's own reason (a ledger never built)
         process.ledger_state = str(message["ledger"])[:500]
+    stamp = message.get("clock_stamp")
+    process.clock_stamp = (
+        stamp if isinstance(stamp, int) and not isinstance(stamp, bool) and stamp > 0 else None
+    )
 
 
 class RunnerClient:

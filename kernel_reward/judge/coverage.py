@@ -11,8 +11,6 @@ makes a wrong answer right.
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
 import math
 import secrets
 from dataclasses import dataclass
@@ -30,7 +28,14 @@ from kernel_reward.judge.remote import (
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, KernelTiming, Status, coverage_from_table
-from kernel_reward.timing.gpu_stamps import SpanStamps
+from kernel_reward.timing.ledger_clock import (
+    ClockReading,
+    SpanStamps,
+    beyond_the_judges_clock,
+    clock_offset,
+    read_clock,
+    split_by_spans,
+)
 
 LEDGER_TIMEOUT_S = 30.0  # a flush waits for the device to finish what the runner queued
 
@@ -76,68 +81,6 @@ class LedgerAccount:
         }
 
 
-@dataclass(frozen=True)
-class ClockReading:
-    """What the judge's clock timed of the candidate's gated batches (their work spans: the hand-over to the runner
-    and back), and how many messages the runner had that no gate held (each may have run kernels off the clock)."""
-
-    work_ms: float
-    batches: int
-    unclocked_messages: int
-
-    def since(self, earlier: ClockReading) -> ClockReading:
-        return ClockReading(
-            self.work_ms - earlier.work_ms,
-            self.batches - earlier.batches,
-            self.unclocked_messages - earlier.unclocked_messages,
-        )
-
-
-def read_clock(clock: Any, client: Any) -> ClockReading | None:
-    """The judge's clock's totals so far, or None for a clock without gates (the host clock times no GPU span)."""
-    if clock is None or clock.gate is None:
-        return None
-    return ClockReading(clock.gated_candidate_ms, clock.gated_candidate_batches, client.unclocked_messages)
-
-
-CLOCK_TOLERANCE = 0.02  # the events' and CUPTI's timestamps, relative
-CLOCK_SLACK_PER_BATCH_MS = 0.002  # and absolute, per gated batch (an event's resolution is about 0.5 us)
-
-
-def beyond_the_judges_clock(kernel_ms: float, clock: ClockReading) -> str | None:
-    """Pure: why the window's kernels cannot all be the gated batches' work, or None. A runner's calls run on one
-    stream inside the judge's work spans, so their kernels' device time fits in the spans' sum; more means kernels
-    that ran off the clock (between batches, on another stream or from another thread), whose records would
-    otherwise count as the timed calls' own launches and coverage."""
-    allowed = clock.work_ms * (1 + CLOCK_TOLERANCE) + clock.batches * CLOCK_SLACK_PER_BATCH_MS
-    if kernel_ms <= allowed:
-        return None
-    return (
-        f"the candidate's process ran {kernel_ms:.3f} ms of kernels during the timed phase, more than the "
-        f"judge's clock timed for its {clock.batches} batches ({clock.work_ms:.3f} ms): kernels ran outside the "
-        "timed calls (between batches, on another stream or from another thread)"
-    )
-
-
-SPAN_SLACK_NS = 2_000  # a record's edges against a span's stamps: the two readings of one clock, queued apart
-
-
-def split_by_spans(
-    chunk: LedgerChunk, spans: list[tuple[int, int]], slack_ns: int = SPAN_SLACK_NS
-) -> tuple[LedgerChunk, LedgerChunk]:
-    """Pure: ``chunk``'s records that ran inside one of ``spans`` (the judge's stamps around each gated batch, on
-    the records' clock), and those that did not (start and end both within a span, give or take ``slack_ns``).
-    What was dropped or malformed stays with the first."""
-    ordered = sorted(spans)
-    starts = [start for start, _ in ordered]
-    inside, outside = [], []
-    for kernel in chunk.kernels:
-        at = bisect.bisect_right(starts, kernel.start_ns + slack_ns) - 1
-        held = at >= 0 and kernel.end_ns <= ordered[at][1] + slack_ns
-        (inside if held else outside).append(kernel)
-    return dataclasses.replace(chunk, kernels=inside), LedgerChunk(chunk.marker, outside)
-
-
 def account(chunk: LedgerChunk, own_names: frozenset[str]) -> LedgerAccount:
     """Pure: ``chunk``'s kernels as a table of kernel names (device time summed, launches counted), each row own
     when ``own_names`` (the judge's reading of the source) has its name."""
@@ -174,6 +117,9 @@ class CoverageMeasure:
         self._window_calls: int | None = None  # the candidate's counted calls when the window opened
         self._clock: Any = None  # the judge's batch clock, and its reading when the window opened
         self._clock_at_open: ClockReading | None = None
+        self._offset: int | None = (
+            None  # CUPTI's clock less the GPU's in the runner (ledger_clock.clock_offset)
+        )
         process = candidate.client.process
         state = getattr(process, "ledger_state", None)  # None: no ledger was asked for
         self._ledger_live = state == "started" and process.ledger is not None
@@ -194,7 +140,13 @@ class CoverageMeasure:
             return
         self._window_calls = self.candidate.client.counted_calls
         self._clock, self._clock_at_open = clock, read_clock(clock, self.candidate.client)
-        if self._clock_at_open is not None:
+        self._offset = clock_offset(opening, getattr(self.candidate.client.process, "clock_stamp", None))
+        if self._clock_at_open is not None and self._offset is None:
+            self.result.flags.append(
+                "launch_ledger_unanchored: no record of the runner's reading of the GPU's clock; records not tied "
+                "to the batches"
+            )
+        elif self._clock_at_open is not None:
             try:  # the GPU's clock around each gated batch, so each record can be tied to one
                 clock.stamps = SpanStamps(self.device)
             except Exception as exc:  # noqa: BLE001 - an unusable stamp kernel leaves the window's sum check
@@ -221,7 +173,7 @@ class CoverageMeasure:
             self.runner_pass()
             return
         spans = self._batch_spans()
-        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans)[0].kernels:
+        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans, self._offset)[0].kernels:
             # each gated batch runs the runner's own copies at least: none inside means the two clocks disagree
             self.result.flags.append(
                 "launch_ledger_unanchored: no record ran inside the judge's batch spans; records not tied to them"
@@ -231,7 +183,9 @@ class CoverageMeasure:
             late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
             if late is not None:
                 chunk = chunk.then(late)
-        timed, off_span = split_by_spans(chunk, spans) if spans is not None else (chunk, LedgerChunk())
+        timed, off_span = (
+            split_by_spans(chunk, spans, self._offset) if spans is not None else (chunk, LedgerChunk())
+        )
         ledger, off = account(timed, self.own_names), account(off_span, self.own_names)
         now = read_clock(self._clock, self.candidate.client)
         clock = (
@@ -289,7 +243,7 @@ class CoverageMeasure:
         return stamps.spans()
 
     def _timed_own(self, chunk: LedgerChunk, spans: list[tuple[int, int]] | None) -> int:
-        timed = split_by_spans(chunk, spans)[0] if spans is not None else chunk
+        timed = split_by_spans(chunk, spans, self._offset)[0] if spans is not None else chunk
         return account(timed, self.own_names).own_launches
 
     def runner_pass(self) -> None:

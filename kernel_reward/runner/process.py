@@ -123,7 +123,8 @@ def _runner_main(
         from kernel_reward.runtime import prepare_worker
 
         info = prepare_worker(device, triton_check=ledger is None)
-        ledger_state = _start_ledger(ledger, info)  # before the known-answer kernel: the judge looks for it
+        # before the known-answer kernel and the clock's reading: the judge looks for both records
+        ledger_state, clock_stamp = _start_ledger(ledger, info)
         import torch
 
         from kernel_reward.runner.compile_guard import sever_torch_compile
@@ -145,6 +146,7 @@ def _runner_main(
                 "pid": os.getpid(),
                 "warmup": info.warmup_seconds,
                 "ledger": ledger_state,
+                "clock_stamp": clock_stamp,
             },
         )
         stage = "serving"
@@ -178,11 +180,13 @@ def _load_ledger(spec: tuple[Path, int] | None) -> tuple[Any, int] | str | None:
         return f"loading {spec[0].name} failed: {exc}"
 
 
-def _start_ledger(ledger: tuple[Any, int] | str | None, info: Any) -> str | None:
+def _start_ledger(ledger: tuple[Any, int] | str | None, info: Any) -> tuple[str | None, int | None]:
     """Start the ledger on its descriptor once the CUDA context exists, then run the known-answer kernel (its
-    record shows the judge the ledger is live). Returns LEDGER_STARTED, the reason it did not start, or None."""
+    record shows the judge the ledger is live) and read the GPU's clock (its record gives the judge the offset of
+    CUPTI's timestamps from that clock, ``common.gpu_clock``). Returns LEDGER_STARTED, the reason it did not start,
+    or None; and the clock's reading (None unless the ledger started on a GPU)."""
     if ledger is None:
-        return None
+        return None, None
     import torch
 
     from kernel_reward.runner.launch_ledger import LedgerUnavailable
@@ -196,9 +200,15 @@ def _start_ledger(ledger: tuple[Any, int] | str | None, info: Any) -> str | None
         except LedgerUnavailable as exc:
             state = str(exc)
 
-    known_answer_check(torch.device(info.device))
+    device = torch.device(info.device)
+    known_answer_check(device)
+    stamp = None
+    if state == LEDGER_STARTED and device.type == "cuda":
+        from kernel_reward.common.gpu_clock import read_now
+
+        stamp = read_now(device)
     info.warmup_seconds["ledger_and_known_answer"] = round(time.perf_counter() - started, 4)
-    return state
+    return state, stamp
 
 
 def _private_tree(uid: int | None, seed_files: dict[str, bytes]) -> Path:

@@ -40,7 +40,7 @@ from kernel_reward.judge.compare import (
 from kernel_reward.judge.correctness import check_ablated
 from kernel_reward.judge.remote import RemoteCandidate, poison
 from kernel_reward.timing import output_seal
-from kernel_reward.timing.gpu_stamps import SpanStamps
+from kernel_reward.timing.ledger_clock import SpanStamps
 from kernel_reward.timing.spans import Spans, unrecorded
 from kernel_reward.timing.statistics import TimingValidationError
 
@@ -114,7 +114,7 @@ class BatchClock:
         # timed, warm-up, ablated and dry alike: the launch ledger's kernels of those batches fit inside them.
         self.gated_candidate_ms = 0.0
         self.gated_candidate_batches = 0
-        # Set by the launch ledger's window: the GPU's clock read around each gated candidate batch (gpu_stamps).
+        # Set by the launch ledger's window: the GPU's clock read around each gated candidate batch (ledger_clock).
         self.stamps: SpanStamps | None = None
         self.reference_late_gates = (0, 0)  # (gates the watchdog opened, batches) of the reference's baseline
 

@@ -13,6 +13,7 @@ from kernel_reward.ipc.ledger import KNOWN_ANSWER_KERNEL, KernelRecord, LedgerCh
 from kernel_reward.judge import coverage
 from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.result import EvalResult, KernelTiming, Status
+from kernel_reward.timing import ledger_clock
 
 OWN = frozenset({"add_relu_kernel"})
 
@@ -42,7 +43,9 @@ class FakeLedgerRunner:
 
     def __init__(self, script: list[list[str]], state: str | None = "started") -> None:
         read, self.write = os.pipe()
-        self.process = type("Process", (), {"ledger": LedgerReader(read), "ledger_state": state})()
+        self.process = type(
+            "Process", (), {"ledger": LedgerReader(read), "ledger_state": state, "clock_stamp": CLOCK_READING}
+        )()
         self.script = iter(script)
         self.asked: list[str] = []
         self.counted_calls = 0
@@ -113,6 +116,9 @@ def timed_window(
 
 
 START = f"K\t{KNOWN_ANSWER_KERNEL}\t1\t2\t1\t7"
+CLOCK_READING = 1_000  # the runner's reading of the GPU's clock; its record below starts 300 ns later
+OFFSET = 300
+STAMP = f"K\tglobaltimer_stamp\t{CLOCK_READING + OFFSET}\t{CLOCK_READING + OFFSET + 900}\t2\t7"
 
 
 def test_coverage_comes_from_the_timed_calls_records(monkeypatch):
@@ -225,14 +231,14 @@ def test_the_ledgers_window_closes_in_the_slot_even_with_coverage_off():
 
 
 def test_the_judges_clock_bounds_the_kernel_time_of_the_gated_batches():
-    clock = coverage.ClockReading(work_ms=10.0, batches=4, unclocked_messages=0)
-    allowed = 10.0 * (1 + coverage.CLOCK_TOLERANCE) + 4 * coverage.CLOCK_SLACK_PER_BATCH_MS
-    assert coverage.beyond_the_judges_clock(9.5, clock) is None
-    assert coverage.beyond_the_judges_clock(allowed, clock) is None
-    reason = coverage.beyond_the_judges_clock(allowed + 0.001, clock)
+    clock = ledger_clock.ClockReading(work_ms=10.0, batches=4, unclocked_messages=0)
+    allowed = 10.0 * (1 + ledger_clock.CLOCK_TOLERANCE) + 4 * ledger_clock.CLOCK_SLACK_PER_BATCH_MS
+    assert ledger_clock.beyond_the_judges_clock(9.5, clock) is None
+    assert ledger_clock.beyond_the_judges_clock(allowed, clock) is None
+    reason = ledger_clock.beyond_the_judges_clock(allowed + 0.001, clock)
     assert reason is not None and "4 batches (10.000 ms)" in reason
-    earlier = coverage.ClockReading(3.0, 1, 2)
-    assert coverage.ClockReading(10.0, 4, 2).since(earlier) == coverage.ClockReading(7.0, 3, 0)
+    earlier = ledger_clock.ClockReading(3.0, 1, 2)
+    assert ledger_clock.ClockReading(10.0, 4, 2).since(earlier) == ledger_clock.ClockReading(7.0, 3, 0)
 
 
 TIMED = ["K\tadd_relu_kernel\t100\t190\t5\t7", "K\tvoid at::native::copy_kernel\t200\t210\t6\t7"] * 4
@@ -288,10 +294,10 @@ def test_records_are_split_by_the_judges_batch_spans():
         ],
         dropped=2,
     )
-    inside, outside = coverage.split_by_spans(chunk, [(10_000, 12_000), (1_000, 5_000)], slack_ns=2)
+    inside, outside = ledger_clock.split_by_spans(chunk, [(10_000, 12_000), (1_000, 5_000)], slack_ns=2)
     assert [k.name for k in inside.kernels] == ["inside", "edge", "second"] and inside.dropped == 2
     assert [k.name for k in outside.kernels] == ["between", "straddles", "before"] and outside.dropped == 0
-    assert coverage.split_by_spans(chunk, [])[0].kernels == []
+    assert ledger_clock.split_by_spans(chunk, [])[0].kernels == []
 
 
 class FakeStamps:
@@ -324,7 +330,7 @@ def test_own_kernels_counted_only_inside_the_batches_the_judge_timed(monkeypatch
         f"K\tadd_relu_kernel\t{1_000_000 * b + 50_000}\t{1_000_000 * b + 140_000}\t{b}\t7"
         for b in range(1, 5)
     ]
-    result, _, clock = stamped_window(monkeypatch, spans, [[START], timed], calls=4, judge_ms=0.8)
+    result, _, clock = stamped_window(monkeypatch, spans, [[START, STAMP], timed], calls=4, judge_ms=0.8)
     assert result.coverage == 1.0 and "coverage_from_launch_ledger" in result.flags
     diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
     assert diagnostics["batch_spans"] == 4 and diagnostics["off_span_records"] == 0
@@ -345,7 +351,7 @@ def test_an_own_kernel_count_padded_between_batches_is_hacked(monkeypatch):
         for b in range(1, 5)
     ]
     with pytest.raises(JudgeStop) as stop:
-        stamped_window(monkeypatch, spans, [[START], torch_calls + ticks], calls=4, judge_ms=0.8)
+        stamped_window(monkeypatch, spans, [[START, STAMP], torch_calls + ticks], calls=4, judge_ms=0.8)
     assert stop.value.hack_reasons == ["timed_without_own_kernel"]
     assert "4 more ran outside them" in str(stop.value)
 
@@ -358,7 +364,9 @@ def test_kernels_outside_the_spans_are_flagged_and_leave_coverage_alone(monkeypa
         "K\tvoid at::native::copy_kernel\t1150000\t1160000\t2\t7",
     ]
     stray = ["K\tvoid at::native::fill_kernel\t1300000\t1302000\t3\t13"]
-    result, _, _ = stamped_window(monkeypatch, spans, [[START], records + stray], calls=1, judge_ms=0.2)
+    result, _, _ = stamped_window(
+        monkeypatch, spans, [[START, STAMP], records + stray], calls=1, judge_ms=0.2
+    )
     assert result.coverage == pytest.approx(0.9)
     assert any(flag.startswith("launch_ledger_off_span: 1 kernels (0 own") for flag in result.flags)
 
@@ -369,7 +377,7 @@ def test_a_stamp_kernel_that_cannot_run_is_flagged_and_the_window_still_judged(m
 
     monkeypatch.setattr(coverage, "SpanStamps", broken)
     result, _ = timed_window(
-        monkeypatch, [[START], TIMED], calls=4, clock=FakeClock(), judge_ms=0.0006, batches=4
+        monkeypatch, [[START, STAMP], TIMED], calls=4, clock=FakeClock(), judge_ms=0.0006, batches=4
     )
     assert any(flag.startswith("launch_ledger_unstamped: RuntimeError") for flag in result.flags)
     assert (
@@ -382,10 +390,51 @@ def test_stamps_on_another_clock_than_the_records_are_flagged_and_not_used(monke
     # no record inside any span (a GPU whose CUPTI timestamps are not the globaltimer's): the window is judged as
     # without stamps, and says so
     result, _, _ = stamped_window(
-        monkeypatch, [(10**15, 10**15 + 1)], [[START], TIMED], calls=4, judge_ms=0.0006
+        monkeypatch, [(10**15, 10**15 + 1)], [[START, STAMP], TIMED], calls=4, judge_ms=0.0006
     )
     assert any(flag.startswith("launch_ledger_unanchored") for flag in result.flags)
     assert (
         result.coverage == pytest.approx(0.9)
         and "batch_spans" not in result.timing_method["diagnostics"]["launch_ledger"]
     )
+
+
+def test_the_offset_comes_from_the_runners_own_reading_and_places_each_record():
+    # CUPTI's clock ran 0.6 ms ahead of the GPU's in the runner (H100: 0.58 and 0.68 ms in two processes)
+    offset = 600_000
+    opening = LedgerChunk(
+        kernels=[
+            KernelRecord(
+                "globaltimer_stamp", 5_000 + offset, 6_000 + offset, 2, 7
+            ),  # the runner's, at start-up
+            KernelRecord("globaltimer_stamp", 90_000 + offset, 91_000 + offset, 3, 7),  # a candidate's, later
+        ]
+    )
+    assert ledger_clock.clock_offset(opening, 5_000) == offset
+    assert ledger_clock.clock_offset(opening, None) is None
+    assert ledger_clock.clock_offset(LedgerChunk(), 5_000) is None
+    batch = (1_000_000, 1_200_000)
+    chunk = LedgerChunk(
+        kernels=[
+            KernelRecord("in_batch", 1_050_000 + offset, 1_150_000 + offset, 4, 7),
+            KernelRecord("between", 1_300_000 + offset, 1_302_000 + offset, 5, 13),
+        ]
+    )
+    inside, outside = ledger_clock.split_by_spans(chunk, [batch], offset)
+    assert [k.name for k in inside.kernels] == ["in_batch"] and [k.name for k in outside.kernels] == [
+        "between"
+    ]
+    # without the offset neither record lies in the batch
+    assert ledger_clock.split_by_spans(chunk, [batch])[0].kernels == []
+
+
+def test_a_runner_that_reported_no_reading_is_flagged_and_its_window_judged_without_spans(monkeypatch):
+    monkeypatch.setattr(FakeStamps, "spans_given", [(10**15, 10**15 + 1)])
+    monkeypatch.setattr(coverage, "SpanStamps", FakeStamps)
+    result, _ = timed_window(
+        monkeypatch, [[START], TIMED], calls=4, clock=FakeClock(), judge_ms=0.0006, batches=4
+    )
+    assert any(
+        flag.startswith("launch_ledger_unanchored: no record of the runner's") for flag in result.flags
+    )
+    assert result.coverage == pytest.approx(0.9) and "coverage_from_launch_ledger" in result.flags

@@ -1,4 +1,4 @@
-"""The judge's stamps of the GPU's clock (``timing.gpu_stamps``) on a real GPU: each pair brackets the work queued
+"""The judge's stamps of the GPU's clock (``timing.ledger_clock``) on a real GPU: each pair brackets the work queued
 between its two stamps, pairs come in order, and the buffer grows past its capacity."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 def test_stamps_bracket_the_work_queued_between_them(monkeypatch):
     import torch
 
-    from kernel_reward.timing import gpu_stamps
+    from kernel_reward.timing import ledger_clock
 
-    monkeypatch.setattr(gpu_stamps, "CAPACITY", 2)  # three batches: the buffer grows once
-    stamps = gpu_stamps.SpanStamps(torch.device("cuda"))
+    monkeypatch.setattr(ledger_clock, "CAPACITY", 2)  # three batches: the buffer grows once
+    stamps = ledger_clock.SpanStamps(torch.device("cuda"))
     for _ in range(3):
         stamps.open()
         torch.cuda._sleep(200_000)  # some 100 us of GPU time between the stamps
