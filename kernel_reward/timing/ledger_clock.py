@@ -25,20 +25,26 @@ CAPACITY = 1024  # batches per buffer before it grows (an evaluation times a few
 
 
 class SpanStamps:
-    """Two readings of the GPU's clock per gated batch, queued on the current stream, read once at the end."""
+    """Two readings of the GPU's clock per gated batch, queued on the current stream, read once at the end.
+
+    Each reading has a 16-byte cell of its own: Triton specialises a pointer on its 16-byte alignment, so packed
+    8-byte cells would compile a second variant of the kernel at the first closing stamp, behind a closed gate."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
-        self.buffers = [torch.zeros(CAPACITY, 2, dtype=torch.int64, device=device)]
+        self.buffers = [self._buffer()]
         self.count = 0  # batches closed
-        stamp_kernel()[(1,)](self.buffers[0][0, 0])  # compiled here, not behind a closed gate
+        stamp_kernel()[(1,)](self.buffers[0][0, 0, 0])  # compiled here, not behind a closed gate
         torch.cuda.synchronize(device)
+
+    def _buffer(self) -> torch.Tensor:
+        return torch.zeros(CAPACITY, 2, 2, dtype=torch.int64, device=self.device)  # [batch, open/close, cell]
 
     def _slot(self, end: int) -> torch.Tensor:
         row = self.count % CAPACITY
         if row == 0 and self.count // CAPACITY == len(self.buffers):
-            self.buffers.append(torch.zeros(CAPACITY, 2, dtype=torch.int64, device=self.device))
-        return self.buffers[self.count // CAPACITY][row, end]
+            self.buffers.append(self._buffer())
+        return self.buffers[self.count // CAPACITY][row, end, 0]
 
     def open(self) -> None:
         stamp_kernel()[(1,)](self._slot(0))
@@ -49,7 +55,7 @@ class SpanStamps:
 
     def spans(self) -> list[tuple[int, int]]:
         """(open, close) ns of every batch stamped so far (synchronises the stream)."""
-        rows = torch.cat(self.buffers)[: self.count].tolist()
+        rows = torch.cat(self.buffers)[: self.count, :, 0].tolist()
         return [(int(start), int(end)) for start, end in rows]
 
 
