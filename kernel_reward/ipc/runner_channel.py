@@ -43,6 +43,7 @@ class RunnerProcess:
     ledger: Any = None  # the launch ledger's LedgerReader, when the runner was started with one
     ledger_state: str | None = None  # the runner's word on its ledger: "started", or why not
     clock_stamp: int | None = None  # the GPU clock's reading right after its known-answer kernel (gpu_clock)
+    clock_stamp_error: str | None = None  # why the runner could not read it
 
     def close(self) -> None:
         """End the runner: say bye, close the channel, kill what is left of its process group, reap it."""
@@ -148,6 +149,8 @@ def wait_ready(process: RunnerProcess) -> None:
     process.clock_stamp = (
         stamp if isinstance(stamp, int) and not isinstance(stamp, bool) and stamp > 0 else None
     )
+    if isinstance(stamp, str):
+        process.clock_stamp_error = stamp[:300]
 
 
 class RunnerClient:

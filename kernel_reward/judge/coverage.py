@@ -142,9 +142,11 @@ class CoverageMeasure:
         self._clock, self._clock_at_open = clock, read_clock(clock, self.candidate.client)
         self._offset = clock_offset(opening, getattr(self.candidate.client.process, "clock_stamp", None))
         if self._clock_at_open is not None and self._offset is None:
+            why = getattr(self.candidate.client.process, "clock_stamp_error", None)
             self.result.flags.append(
-                "launch_ledger_unanchored: no record of the runner's reading of the GPU's clock; records not tied "
-                "to the batches"
+                "launch_ledger_unanchored: no record of the runner's reading of the GPU's clock"
+                + (f" ({why})" if why else "")
+                + "; records not tied to the batches"
             )
         elif self._clock_at_open is not None:
             try:  # the GPU's clock around each gated batch, so each record can be tied to one

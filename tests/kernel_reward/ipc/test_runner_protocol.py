@@ -121,3 +121,28 @@ def test_messages_that_may_run_kernels_off_the_judges_clock_are_counted():
         client.ask(run, ("ran",))
         client.ask({"type": "ping"}, ("pong",))
         assert client.unclocked_messages == 1
+
+
+@pytest.mark.parametrize(
+    ("sent", "stamp", "error"),
+    [
+        (1_765_000_000_123_456_789, 1_765_000_000_123_456_789, None),
+        ("CompilationError: no ptxas", None, "CompilationError: no ptxas"),
+        (True, None, None),
+        (-5, None, None),
+        (None, None, None),
+    ],
+    ids=["reading", "error", "bool", "negative", "absent"],
+)
+def test_the_runners_clock_reading_is_kept_only_as_a_positive_integer(sent, stamp, error):
+    import json
+
+    from kernel_reward.ipc.runner_channel import wait_ready
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ready = {"type": "ready", "ledger": "started", "clock_stamp": sent}
+        theirs.sendall(_frame(json.dumps(ready).encode()))
+        process = RunnerProcess(0, ours)
+        wait_ready(process)
+    assert (process.clock_stamp, process.clock_stamp_error) == (stamp, error)
