@@ -3,8 +3,8 @@
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
-#   (STEPS: any of bench,throughput,throughput_ledger,corpus,corpus_ledger,sync,ledger,mps,memory,production,
-#   production_ledger,kernelbench; default all but the *_ledger steps, mps and kernelbench)
+#   (STEPS: any of bench,throughput,throughput_ledger,corpus,corpus_ledger,sync,ledger,ledger_clock,mps,memory,
+#   production,production_ledger,kernelbench; default all but the *_ledger steps, ledger_clock, mps and kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
 # 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the seal.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
@@ -32,7 +32,7 @@ step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --thro
 step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 # "corpus_ledger": the same corpus with the launch ledger in every runner: each correct entry must show that its
 # coverage came from the ledger's records (tests/kernel_reward/test_corpus.py).
-step corpus_ledger "${CORPUS_S:-320}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -q -n 6 -p no:cacheprovider --timeout 200 -rfE
+step corpus_ledger "${CORPUS_S:-320}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE
 # "throughput_ledger": the pool's throughput with the launch ledger off, then on, in one step (the issue's "no
 # slower", measured in the same call); the phase tables show what the ledger adds and the coverage pass it saves.
 throughput_ledger() {
@@ -41,7 +41,10 @@ throughput_ledger() {
 export -f throughput_ledger
 step throughput_ledger "${THROUGHPUT_S:-240}" bash -c throughput_ledger
 step sync "${SYNC_S:-180}" python3 benchmarks/sync_penalty_probe.py --json-out "$OUT/sync_penalty.json"
-step ledger "${LEDGER_S:-120}" bash -c "python3 benchmarks/launch_ledger_probe.py --launches 200 --json-out '$OUT/launch_ledger.json'; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/runner/test_launch_ledger_gpu.py -q -p no:cacheprovider; exit \$((a | \$?))"
+step ledger "${LEDGER_S:-120}" bash -c "python3 benchmarks/launch_ledger_probe.py --launches 200 --json-out '$OUT/launch_ledger.json'; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/runner/test_launch_ledger_gpu.py tests/kernel_reward/timing/test_ledger_clock_gpu.py -q -p no:cacheprovider; exit \$((a | \$?))"
+# "ledger_clock": CUPTI's offset from the GPU's clock in two processes, 16 launches a second apart (its drift), then
+# the two thread-padded corpus entries with the ledger, one row each (verdict, speedup, coverage, the window's counts).
+step ledger_clock "${LEDGER_CLOCK_S:-200}" bash -c "python3 benchmarks/ledger_clock_probe.py --launches 16 --interval-ms 1000 --json-out '$OUT/ledger_clock.json'; a=\$?; python3 benchmarks/adversarial_today.py --device cuda -k padded_by_thread --launch-ledger --timeout-s 120 --json-out '$OUT/padded_by_thread.json'; exit \$((a | \$?))"
 # "mps": the same probe with an MPS control daemon running (one server context on the GPU, so the judge's and the
 # runner's work do not switch contexts at each host sync); MPS's control log shows whether clients attached.
 mps_sync_probe() {
