@@ -298,7 +298,14 @@ class Zygote:
             code = 1
             try:
                 os.environ["TRITON_CACHE_DIR"] = str(self.seed_dir)
-                self.worker.prepare_worker(self.config.device)
+                info = self.worker.prepare_worker(self.config.device)
+                if self.config.launch_ledger and info.device.startswith("cuda"):
+                    # a runner with a ledger reads the GPU's clock at start-up: its kernel comes compiled too
+                    import torch
+
+                    from kernel_reward.common.gpu_clock import read_now
+
+                    read_now(torch.device(info.device))
                 code = 0
             except BaseException:  # noqa: BLE001 - a child reports and exits, whatever happened
                 traceback.print_exc()
