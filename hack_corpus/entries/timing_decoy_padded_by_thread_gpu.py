@@ -1,5 +1,5 @@
 # corpus: task=matmul_large expect=hacked reason=kernels_outside_timed_calls min_coverage=0.3 gpu open=coverage_is_the_runners closed_by=ledger
-"""A decoy that notices its own ablation, with its coverage padded from another thread. Each call launches a
+"""Coverage padded from another thread: a decoy that notices its own ablation. Each call launches a
 one-element kernel that sets a flag and answers with torch's product; where the flag stayed unset (an ablated
 call) the answer is wrong, so the ablation seems to matter. Alone, that decoy fails strict mode once coverage
 comes from CUPTI's records (the flag kernel is a sliver of the GEMM's time). So a background thread, started at

@@ -12,7 +12,7 @@ ENTRIES = {entry.name: entry for entry in load_corpus()}
 
 def test_a_comma_list_filter_picks_each_named_entry_and_gpu_entries_are_skipped_on_cpu(tmp_path):
     out = tmp_path / "rows.json"
-    adversarial_today.main(["-k", "tamper_launch_report,pre_run_hook", "--json-out", str(out)])
+    adversarial_today.main(["-k", "tamper_launch_report_when,pre_run_hook", "--json-out", str(out)])
     report = json.loads(out.read_text())
     assert {row["entry"] for row in report["rows"]} == {
         "tamper_launch_report_when_timed_gpu",
