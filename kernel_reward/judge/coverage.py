@@ -29,11 +29,12 @@ from kernel_reward.judge.stop import JudgeStop
 from kernel_reward.options import EvalOptions
 from kernel_reward.result import EvalResult, KernelTiming, Status, coverage_from_table
 from kernel_reward.timing.ledger_clock import (
+    Anchor,
     ClockReading,
     SpanStamps,
     beyond_the_judges_clock,
-    clock_offset,
     read_clock,
+    runner_anchor,
     split_by_spans,
 )
 
@@ -117,9 +118,7 @@ class CoverageMeasure:
         self._window_calls: int | None = None  # the candidate's counted calls when the window opened
         self._clock: Any = None  # the judge's batch clock, and its reading when the window opened
         self._clock_at_open: ClockReading | None = None
-        self._offset: int | None = (
-            None  # CUPTI's clock less the GPU's in the runner (ledger_clock.clock_offset)
-        )
+        self._anchor: Anchor | None = None  # the runner's offset and stream (ledger_clock.runner_anchor)
         process = candidate.client.process
         state = getattr(process, "ledger_state", None)  # None: no ledger was asked for
         self._ledger_live = state == "started" and process.ledger is not None
@@ -140,8 +139,8 @@ class CoverageMeasure:
             return
         self._window_calls = self.candidate.client.counted_calls
         self._clock, self._clock_at_open = clock, read_clock(clock, self.candidate.client)
-        self._offset = clock_offset(opening, getattr(self.candidate.client.process, "clock_stamp", None))
-        if self._clock_at_open is not None and self._offset is None:
+        self._anchor = runner_anchor(opening, getattr(self.candidate.client.process, "clock_stamp", None))
+        if self._clock_at_open is not None and self._anchor is None:
             why = getattr(self.candidate.client.process, "clock_stamp_error", None)
             self.result.flags.append(
                 "launch_ledger_unanchored: no record of the runner's reading of the GPU's clock"
@@ -175,7 +174,7 @@ class CoverageMeasure:
             self.runner_pass()
             return
         spans = self._batch_spans()
-        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans, self._offset)[0].kernels:
+        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans, self._anchor)[0].kernels:
             # each gated batch runs the runner's own copies at least: none inside means the two clocks disagree
             self.result.flags.append(
                 "launch_ledger_unanchored: no record ran inside the judge's batch spans; records not tied to them"
@@ -186,7 +185,7 @@ class CoverageMeasure:
             if late is not None:
                 chunk = chunk.then(late)
         timed, off_span = (
-            split_by_spans(chunk, spans, self._offset) if spans is not None else (chunk, LedgerChunk())
+            split_by_spans(chunk, spans, self._anchor) if spans is not None else (chunk, LedgerChunk())
         )
         ledger, off = account(timed, self.own_names), account(off_span, self.own_names)
         now = read_clock(self._clock, self.candidate.client)
@@ -220,7 +219,7 @@ class CoverageMeasure:
         if off.table:
             self.result.flags.append(
                 f"launch_ledger_off_span: {sum(row.calls for row in off.table)} kernels ({off.own_launches} own, "
-                f"{off.own_ms + off.other_ms:.3f} ms) ran outside the gated batches; not counted"
+                f"{off.own_ms + off.other_ms:.3f} ms) ran outside the gated batches or beside them on another stream; not counted"
             )
         if clock is None or clock.unclocked_messages:
             self.result.flags.append(
@@ -245,7 +244,7 @@ class CoverageMeasure:
         return stamps.spans()
 
     def _timed_own(self, chunk: LedgerChunk, spans: list[tuple[int, int]] | None) -> int:
-        timed = split_by_spans(chunk, spans, self._offset)[0] if spans is not None else chunk
+        timed = split_by_spans(chunk, spans, self._anchor)[0] if spans is not None else chunk
         return account(timed, self.own_names).own_launches
 
     def runner_pass(self) -> None:

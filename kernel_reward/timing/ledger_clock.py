@@ -4,9 +4,9 @@ Two checks of one window (``judge.coverage``). The sum: a runner's gated calls r
 work spans, so the window's kernel time fits in the spans' sum (``beyond_the_judges_clock``). The place:
 ``SpanStamps`` reads the GPU's clock (``common.gpu_clock``) just before each gated candidate batch and just after
 it, outside its events, so the stamps cost the batch nothing; CUPTI's timestamps sit at a fixed offset from that
-clock in the runner's process, learned from the record of the runner's own reading before any candidate code
-(``clock_offset``), and a record outside every batch's span ran off the timed calls (``split_by_spans``): between
-batches, or from another thread.
+clock in the runner's process, learned with the runner's stream from the record of its own reading before any
+candidate code (``runner_anchor``), and a record outside every batch's span, or on another stream, ran off the
+timed calls (``split_by_spans``): between batches, or beside them from another thread.
 """
 
 from __future__ import annotations
@@ -59,34 +59,50 @@ class SpanStamps:
         return [(int(start), int(end)) for start, end in rows]
 
 
-def clock_offset(opening: LedgerChunk, reading: int | None) -> int | None:
-    """Pure: CUPTI's clock less the GPU's in the runner's process, from the record of its one reading of the GPU's
-    clock (``reading``, reported before any candidate code) in the ledger's opening window; None without both.
-    The earliest record of that name is the runner's: a candidate's kernel of the same name runs later."""
+@dataclass(frozen=True)
+class Anchor:
+    """The runner's calls on the records' own terms: CUPTI's clock less the GPU's in the runner's process, and the
+    stream its calls run on (None: any stream)."""
+
+    offset_ns: int
+    stream: int | None
+
+
+def runner_anchor(opening: LedgerChunk, reading: int | None) -> Anchor | None:
+    """Pure: the runner's anchor from the record of its one reading of the GPU's clock (``reading``, reported
+    before any candidate code, on the stream its calls then run on) in the ledger's opening window; None without
+    both. The earliest record of that name is the runner's: a candidate's kernel of the same name runs later."""
     stamps = [kernel for kernel in opening.kernels if kernel.name == STAMP_KERNEL]
     if reading is None or not stamps:
         return None
-    return min(stamps, key=lambda kernel: kernel.start_ns).start_ns - reading
+    first = min(stamps, key=lambda kernel: kernel.start_ns)
+    return Anchor(first.start_ns - reading, first.stream)
 
 
 SPAN_SLACK_NS = (
     5_000  # a record's edges against a span's stamps: the offset's spread (0.4 us) and the stamps' launch
 )
+ANY_STREAM = Anchor(0, None)
 
 
 def split_by_spans(
-    chunk: LedgerChunk, spans: list[tuple[int, int]], offset_ns: int = 0, slack_ns: int = SPAN_SLACK_NS
+    chunk: LedgerChunk,
+    spans: list[tuple[int, int]],
+    anchor: Anchor = ANY_STREAM,
+    slack_ns: int = SPAN_SLACK_NS,
 ) -> tuple[LedgerChunk, LedgerChunk]:
     """Pure: ``chunk``'s records that ran inside one of ``spans`` (the judge's stamps around each gated batch, on the
-    GPU's clock; a record's time less ``offset_ns`` is on that clock), and those that did not (start and end both
-    within a span, give or take ``slack_ns``). What was dropped or malformed stays with the first."""
+    GPU's clock; a record's time less ``anchor.offset_ns`` is on that clock) on the runner's stream, and those that
+    did not (start and end both within a span, give or take ``slack_ns``; another stream's record is out even inside
+    one: it ran beside the calls, costing them nothing). What was dropped or malformed stays with the first."""
     ordered = sorted(spans)
     starts = [start for start, _ in ordered]
     inside, outside = [], []
     for kernel in chunk.kernels:
-        start, end = kernel.start_ns - offset_ns, kernel.end_ns - offset_ns
+        start, end = kernel.start_ns - anchor.offset_ns, kernel.end_ns - anchor.offset_ns
         at = bisect.bisect_right(starts, start + slack_ns) - 1
         held = at >= 0 and end <= ordered[at][1] + slack_ns
+        held = held and anchor.stream in (None, kernel.stream)
         (inside if held else outside).append(kernel)
     return dataclasses.replace(chunk, kernels=inside), LedgerChunk(chunk.marker, outside)
 

@@ -404,26 +404,28 @@ def test_the_offset_comes_from_the_runners_own_reading_and_places_each_record():
     offset = 600_000
     opening = LedgerChunk(
         kernels=[
-            KernelRecord(
-                "globaltimer_stamp", 5_000 + offset, 6_000 + offset, 2, 7
-            ),  # the runner's, at start-up
+            # the runner's, at start-up, on the stream its calls run on
+            KernelRecord("globaltimer_stamp", 5_000 + offset, 6_000 + offset, 2, 7),
             KernelRecord("globaltimer_stamp", 90_000 + offset, 91_000 + offset, 3, 7),  # a candidate's, later
         ]
     )
-    assert ledger_clock.clock_offset(opening, 5_000) == offset
-    assert ledger_clock.clock_offset(opening, None) is None
-    assert ledger_clock.clock_offset(LedgerChunk(), 5_000) is None
+    anchor = ledger_clock.runner_anchor(opening, 5_000)
+    assert anchor == ledger_clock.Anchor(offset, 7)
+    assert ledger_clock.runner_anchor(opening, None) is None
+    assert ledger_clock.runner_anchor(LedgerChunk(), 5_000) is None
     batch = (1_000_000, 1_200_000)
     chunk = LedgerChunk(
         kernels=[
             KernelRecord("in_batch", 1_050_000 + offset, 1_150_000 + offset, 4, 7),
-            KernelRecord("between", 1_300_000 + offset, 1_302_000 + offset, 5, 13),
+            KernelRecord("between", 1_300_000 + offset, 1_302_000 + offset, 5, 7),
+            KernelRecord(
+                "beside", 1_060_000 + offset, 1_100_000 + offset, 6, 13
+            ),  # in the batch, another stream
         ]
     )
-    inside, outside = ledger_clock.split_by_spans(chunk, [batch], offset)
-    assert [k.name for k in inside.kernels] == ["in_batch"] and [k.name for k in outside.kernels] == [
-        "between"
-    ]
+    inside, outside = ledger_clock.split_by_spans(chunk, [batch], anchor)
+    assert [k.name for k in inside.kernels] == ["in_batch"]
+    assert [k.name for k in outside.kernels] == ["between", "beside"]
     # without the offset neither record lies in the batch
     assert ledger_clock.split_by_spans(chunk, [batch])[0].kernels == []
 
@@ -438,3 +440,21 @@ def test_a_runner_that_reported_no_reading_is_flagged_and_its_window_judged_with
         flag.startswith("launch_ledger_unanchored: no record of the runner's") for flag in result.flags
     )
     assert result.coverage == pytest.approx(0.9) and "coverage_from_launch_ledger" in result.flags
+
+
+def test_own_kernels_beside_the_calls_on_another_stream_add_nothing_to_coverage(monkeypatch):
+    # each timed call: a one-element own flag kernel and torch's GEMM on the runner's stream; a thread's own kernel
+    # spins on a stream of its own through each batch (concurrent: it costs the calls nothing), all of it within the
+    # judge's clock (a small task's work spans hold far more than its kernels: only where each record ran tells)
+    spans = [(1_000_000 * b, 1_000_000 * b + 900_000) for b in range(1, 5)]
+    records = []
+    for b in range(1, 5):
+        base = 1_000_000 * b + OFFSET
+        records += [
+            f"K\tadd_relu_kernel\t{base + 10_000}\t{base + 12_000}\t{10 * b}\t7",
+            f"K\tampere_sgemm\t{base + 20_000}\t{base + 820_000}\t{10 * b + 1}\t7",
+            f"K\tadd_relu_kernel\t{base + 15_000}\t{base + 880_000}\t{10 * b + 2}\t13",
+        ]
+    result, _, _ = stamped_window(monkeypatch, spans, [[START, STAMP], records], calls=4, judge_ms=7.0)
+    assert result.coverage == pytest.approx(2 / 802)
+    assert any(flag.startswith("launch_ledger_off_span: 4 kernels (4 own") for flag in result.flags)
