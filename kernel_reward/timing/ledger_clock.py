@@ -21,7 +21,7 @@ import torch
 from kernel_reward.common.gpu_clock import STAMP_KERNEL, stamp_kernel
 from kernel_reward.ipc.ledger import LedgerChunk
 
-CAPACITY = 1024  # batches per buffer before it grows (an evaluation times a few hundred at most)
+CAPACITY = 4096  # batches per buffer before it grows behind a closed gate (an evaluation times a few hundred)
 
 
 class SpanStamps:
