@@ -169,25 +169,11 @@ class CoverageMeasure:
             self.runner_pass()
             return
         calls = self.candidate.client.counted_calls - self._window_calls
-        chunk = self._take()
-        if chunk is None:
+        window = self._window(calls)
+        if window is None:
             self.runner_pass()
             return
-        spans = self._batch_spans()
-        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans, self._anchor)[0].kernels:
-            # each gated batch runs the runner's own copies at least: none inside means the two clocks disagree
-            self.result.flags.append(
-                "launch_ledger_unanchored: no record ran inside the judge's batch spans; records not tied to them"
-            )
-            spans = None
-        if self.candidate.own_kernels_required and self._timed_own(chunk, spans) < calls:
-            late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
-            if late is not None:
-                chunk = chunk.then(late)
-        timed, off_span = (
-            split_by_spans(chunk, spans, self._anchor) if spans is not None else (chunk, LedgerChunk())
-        )
-        ledger, off = account(timed, self.own_names), account(off_span, self.own_names)
+        (ledger, off), spans = window
         now = read_clock(self._clock, self.candidate.client)
         clock = (
             now.since(self._clock_at_open) if now is not None and self._clock_at_open is not None else None
@@ -208,6 +194,41 @@ class CoverageMeasure:
         if ledger.dropped:
             self.runner_pass()  # records lost: too few own kernels proves nothing, nor is the share the calls'
             return
+        self._check(ledger, off, clock, calls)
+        self.result.coverage = ledger.coverage
+        self.result.kernel_table = ledger.table[:MAX_TABLE_ROWS]
+        self.result.flags.append("coverage_from_launch_ledger")
+
+    def _window(
+        self, calls: int
+    ) -> tuple[tuple[LedgerAccount, LedgerAccount], list[tuple[int, int]] | None] | None:
+        """The timed window's records, closed now: the account of those that ran inside the judge's batch spans on
+        the runner's stream and the account of the rest (empty without spans), and the spans; None (flagged) when
+        its marker never came."""
+        chunk = self._take()
+        if chunk is None:
+            return None
+        spans = self._batch_spans()
+        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans, self._anchor)[0].kernels:
+            # each gated batch runs the runner's own copies at least: none inside means the two clocks disagree
+            self.result.flags.append(
+                "launch_ledger_unanchored: no record ran inside the judge's batch spans; records not tied to them"
+            )
+            spans = None
+        if self.candidate.own_kernels_required and self._timed_own(chunk, spans) < calls:
+            late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
+            if late is not None:
+                chunk = chunk.then(late)
+        timed, off_span = (
+            split_by_spans(chunk, spans, self._anchor) if spans is not None else (chunk, LedgerChunk())
+        )
+        return (account(timed, self.own_names), account(off_span, self.own_names)), spans
+
+    def _check(
+        self, ledger: LedgerAccount, off: LedgerAccount, clock: ClockReading | None, calls: int
+    ) -> None:
+        """The window's checks: an own kernel for every timed call among the batches' records, and all the window's
+        kernel time within the judge's clock; records left out, or a window the clock cannot check, are flagged."""
         if self.candidate.own_kernels_required and ledger.own_launches < calls:
             raise JudgeStop(
                 Status.HACKED,
@@ -219,21 +240,17 @@ class CoverageMeasure:
         if off.table:
             self.result.flags.append(
                 f"launch_ledger_off_span: {sum(row.calls for row in off.table)} kernels ({off.own_launches} own, "
-                f"{off.own_ms + off.other_ms:.3f} ms) ran outside the gated batches or beside them on another stream; not counted"
+                f"{off.own_ms + off.other_ms:.3f} ms) ran outside the gated batches or beside them on another "
+                "stream; not counted"
             )
         if clock is None or clock.unclocked_messages:
             self.result.flags.append(
                 "launch_ledger_unclocked: its window was not cross-checked with the judge's clock"
             )
-        elif (
-            beyond := beyond_the_judges_clock(
-                ledger.own_ms + ledger.other_ms + off.own_ms + off.other_ms, clock
-            )
-        ) is not None:
+            return
+        beyond = beyond_the_judges_clock(ledger.own_ms + ledger.other_ms + off.own_ms + off.other_ms, clock)
+        if beyond is not None:
             raise JudgeStop(Status.HACKED, beyond, [HackReason.KERNELS_OUTSIDE_TIMED_CALLS.value])
-        self.result.coverage = ledger.coverage
-        self.result.kernel_table = ledger.table[:MAX_TABLE_ROWS]
-        self.result.flags.append("coverage_from_launch_ledger")
 
     def _batch_spans(self) -> list[tuple[int, int]] | None:
         """The judge's stamps around each gated batch of the window (None when they were not taken); stops them."""
