@@ -62,6 +62,14 @@ class LedgerAccount:
         return sum(row.device_time_ms for row in self.table if not row.from_candidate)
 
     @property
+    def launches(self) -> int:
+        return sum(row.calls for row in self.table)
+
+    @property
+    def kernel_ms(self) -> float:
+        return self.own_ms + self.other_ms
+
+    @property
     def coverage(self) -> float | None:
         return coverage_from_table(self.table)
 
@@ -182,9 +190,9 @@ class CoverageMeasure:
         if spans is not None:
             diagnostics.update(
                 batch_spans=len(spans),
-                off_span_records=sum(row.calls for row in off.table),
+                off_span_records=off.launches,
                 off_span_own_launches=off.own_launches,
-                off_span_ms=off.own_ms + off.other_ms,
+                off_span_ms=off.kernel_ms,
             )
         self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = diagnostics
         if ledger.dropped or ledger.malformed:
@@ -209,20 +217,29 @@ class CoverageMeasure:
         if chunk is None:
             return None
         spans = self._batch_spans()
-        if spans is not None and chunk.kernels and not split_by_spans(chunk, spans, self._anchor)[0].kernels:
+        timed, off_span = self._split(chunk, spans)
+        if spans is not None and chunk.kernels and not timed.kernels:
             # each gated batch runs the runner's own copies at least: none inside means the two clocks disagree
             self.result.flags.append(
                 "launch_ledger_unanchored: no record ran inside the judge's batch spans; records not tied to them"
             )
             spans = None
-        if self.candidate.own_kernels_required and self._timed_own(chunk, spans) < calls:
+            timed, off_span = self._split(chunk, spans)
+        ledger = account(timed, self.own_names)
+        if self.candidate.own_kernels_required and ledger.own_launches < calls:
             late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
             if late is not None:
-                chunk = chunk.then(late)
-        timed, off_span = (
-            split_by_spans(chunk, spans, self._anchor) if spans is not None else (chunk, LedgerChunk())
-        )
-        return (account(timed, self.own_names), account(off_span, self.own_names)), spans
+                timed, off_span = self._split(chunk.then(late), spans)
+                ledger = account(timed, self.own_names)
+        return (ledger, account(off_span, self.own_names)), spans
+
+    def _split(
+        self, chunk: LedgerChunk, spans: list[tuple[int, int]] | None
+    ) -> tuple[LedgerChunk, LedgerChunk]:
+        """``chunk``'s records inside the batch spans on the runner's stream, and the rest (all inside: no spans)."""
+        if spans is None:
+            return chunk, LedgerChunk()
+        return split_by_spans(chunk, spans, self._anchor)
 
     def _check(
         self, ledger: LedgerAccount, off: LedgerAccount, clock: ClockReading | None, calls: int
@@ -239,8 +256,8 @@ class CoverageMeasure:
             )
         if off.table:
             self.result.flags.append(
-                f"launch_ledger_off_span: {sum(row.calls for row in off.table)} kernels ({off.own_launches} own, "
-                f"{off.own_ms + off.other_ms:.3f} ms) ran outside the gated batches or beside them on another "
+                f"launch_ledger_off_span: {off.launches} kernels ({off.own_launches} own, "
+                f"{off.kernel_ms:.3f} ms) ran outside the gated batches or beside them on another "
                 "stream; not counted"
             )
         if clock is None or clock.unclocked_messages:
@@ -248,7 +265,7 @@ class CoverageMeasure:
                 "launch_ledger_unclocked: its window was not cross-checked with the judge's clock"
             )
             return
-        beyond = beyond_the_judges_clock(ledger.own_ms + ledger.other_ms + off.own_ms + off.other_ms, clock)
+        beyond = beyond_the_judges_clock(ledger.kernel_ms + off.kernel_ms, clock)
         if beyond is not None:
             raise JudgeStop(Status.HACKED, beyond, [HackReason.KERNELS_OUTSIDE_TIMED_CALLS.value])
 
@@ -259,10 +276,6 @@ class CoverageMeasure:
             return None
         self._clock.stamps = None
         return stamps.spans()
-
-    def _timed_own(self, chunk: LedgerChunk, spans: list[tuple[int, int]] | None) -> int:
-        timed = split_by_spans(chunk, spans, self._anchor)[0] if spans is not None else chunk
-        return account(timed, self.own_names).own_launches
 
     def runner_pass(self) -> None:
         """PR from the runner's per-kernel times (the judge cannot see inside its process), owned by the judge's

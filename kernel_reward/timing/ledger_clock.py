@@ -79,9 +79,8 @@ def runner_anchor(opening: LedgerChunk, reading: int | None) -> Anchor | None:
     return Anchor(first.start_ns - reading, first.stream)
 
 
-SPAN_SLACK_NS = (
-    5_000  # a record's edges against a span's stamps: the offset's spread (0.4 us) and the stamps' launch
-)
+# A record's edges against a span's stamps: the offset's spread (0.4 us) and the stamps' own launch.
+SPAN_SLACK_NS = 5_000
 ANY_STREAM = Anchor(0, None)
 
 
