@@ -163,7 +163,7 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
-    from trl_ext.callbacks import LogHistoryWriter
+    from trl_ext.callbacks import LogHistoryWriter, NonFiniteGradientGuard
     from trl_ext.script_input import pretrained_or_exit
 
     raw_dataset = load_sft_dataset(script_args)  # the cheap check first
@@ -187,9 +187,10 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
         train_dataset=train_dataset,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        callbacks=[
-            LogHistoryWriter(Path(args.output_dir) / "log_history.json")
-        ],  # the loss curve, kept current
+        callbacks=[  # a NaN step skipped, not written into the weights; the loss curve, kept current
+            NonFiniteGradientGuard(),
+            LogHistoryWriter(Path(args.output_dir) / "log_history.json"),
+        ],
     )
     resume = args.resume_from_checkpoint
     if isinstance(resume, str) and resume.lower() in ("true", "false"):

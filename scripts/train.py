@@ -157,7 +157,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
-    from trl_ext.callbacks import LogHistoryWriter, TimeBudget
+    from trl_ext.callbacks import LogHistoryWriter, NonFiniteGradientGuard, TimeBudget
     from trl_ext.script_input import pretrained_or_exit
     from trl_ext.trainer import TRLOOTrainer
 
@@ -194,8 +194,9 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
     )
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     environment = make_environment(script_args, args)
-    # log_history.json: every logged step's metrics (reward, correct, hacked per turn, time split), kept current.
-    callbacks = [LogHistoryWriter(Path(args.output_dir) / "log_history.json")]
+    # A NaN step is skipped, not written into the weights; log_history.json: every logged step's metrics (reward,
+    # correct, hacked per turn, time split), kept current.
+    callbacks = [NonFiniteGradientGuard(), LogHistoryWriter(Path(args.output_dir) / "log_history.json")]
     if script_args.max_train_seconds is not None:
         callbacks.append(TimeBudget(script_args.max_train_seconds))
     try:

@@ -1,4 +1,5 @@
-"""Trainer callbacks the training scripts share: a wall-clock budget and a log written as training goes."""
+"""Trainer callbacks the training scripts share: a wall-clock budget, a log written as training goes, and a guard
+that keeps a non-finite gradient out of the weights."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 import time
 from pathlib import Path
 
+import torch
 from transformers import TrainerCallback
 
 logger = logging.getLogger(__name__)
@@ -50,3 +52,48 @@ class LogHistoryWriter(TrainerCallback):
         tmp = self.path.with_name(self.path.name + ".partial")
         tmp.write_text(json.dumps(state.log_history, indent=1) + "\n", encoding="utf-8")
         tmp.replace(self.path)
+
+
+class NonFiniteGradientGuard(TrainerCallback):
+    """Skip an optimizer step whose gradient holds a NaN or an infinity, and stop after ``max_in_a_row`` of them.
+
+    Clipping spreads one non-finite element to every gradient (the clip coefficient is NaN) and the optimizer then
+    writes NaN into every weight: all later steps log a NaN gradient norm, the trainer's NaN filter shows their
+    loss as 0, and the saved model samples nothing. Here such a step's gradients are dropped before the optimizer
+    runs (torch's optimizers leave a parameter without a gradient untouched), so the weights and the optimizer's
+    state stay as they were. Each log entry carries ``nonfinite_grad_steps`` (skipped so far); a run in which
+    ``max_in_a_row`` consecutive steps are non-finite stops with an error naming them instead of training on.
+    """
+
+    def __init__(self, max_in_a_row: int = 3) -> None:
+        if max_in_a_row < 1:
+            raise ValueError(f"max_in_a_row must be >= 1, got {max_in_a_row}")
+        self.max_in_a_row = max_in_a_row
+        self.skipped_steps: list[int] = []  # the optimizer steps (1-based, as the trainer logs them) dropped
+        self._in_a_row = 0
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        if not grads or bool(torch.stack([torch.isfinite(g).all().to(grads[0].device) for g in grads]).all()):
+            self._in_a_row = 0
+            return
+        step = state.global_step + 1
+        self.skipped_steps.append(step)
+        self._in_a_row += 1
+        for param in model.parameters():
+            param.grad = None
+        logger.warning(
+            "optimizer step %d: non-finite gradient, step skipped (%d so far)", step, len(self.skipped_steps)
+        )
+        if self._in_a_row >= self.max_in_a_row:
+            raise RuntimeError(
+                f"{self._in_a_row} optimizer steps in a row had a non-finite gradient (steps "
+                f"{self.skipped_steps[-self._in_a_row :]}): the model or the data is broken, training stopped"
+            )
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is None:
+            return
+        logs["nonfinite_grad_steps"] = len(self.skipped_steps)
+        if state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1]["nonfinite_grad_steps"] = len(self.skipped_steps)
