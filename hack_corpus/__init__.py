@@ -6,7 +6,7 @@ Each entry in ``entries/`` is a candidate program whose first line records its t
 
 ``task`` names a reference in ``tasks/``; ``expect`` is a status (``a|b`` accepts either, where which check fires
 first depends on the GPU's scheduling); ``expect_cpu`` overrides it under the CPU interpreter; ``reason`` is a hack
-reason the result must carry; ``gpu`` marks an entry that only a GPU can run; ``shape_check`` / ``shape_passed``
+reason the result must carry (``a|b``: either, likewise); ``gpu`` marks an entry that only a GPU can run; ``shape_check`` / ``shape_passed``
 set and check the resized-input check; ``min_coverage`` runs it in strict mode (``EvalOptions.min_coverage``); ``host_clock`` times it on the CPU too, on the judge's host clock
 (``EvalOptions.host_clock_timing``: the timed phase's checks run without a GPU); ``targets`` lists the harness attributes (``module.attr`` or
 ``module.Class.attr``) the entry patches by name, so a test can prove the attack still finds them after code moves;
@@ -56,6 +56,11 @@ class CorpusEntry:
     def expected_status(self, device: str) -> str:
         """The verdict it must get on ``device``."""
         return self.expect_cpu if device == "cpu" and self.expect_cpu else self.expect
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """The hack reasons of which the result must carry one (none: any or none)."""
+        return tuple(self.reason.split("|")) if self.reason else ()
 
     @property
     def is_attack(self) -> bool:

@@ -1,4 +1,4 @@
-# corpus: task=matmul_large expect=hacked reason=kernels_outside_timed_calls min_coverage=0.3 gpu open=coverage_is_the_runners closed_by=ledger
+# corpus: task=matmul_large expect=hacked reason=kernels_outside_timed_calls|low_coverage min_coverage=0.3 gpu open=coverage_is_the_runners closed_by=ledger
 """Coverage padded from another thread: a decoy that notices its own ablation. Each call launches a
 one-element kernel that sets a flag and answers with torch's product; where the flag stayed unset (an ablated
 call) the answer is wrong, so the ablation seems to matter. Alone, that decoy fails strict mode once coverage
@@ -6,7 +6,9 @@ comes from CUPTI's records (the flag kernel is a sliver of the GEMM's time). So 
 the first call, keeps one program of an own Triton kernel spinning on a stream of its own for the rest of the
 process: its records fall inside the ledger's window on the timed phase, which is one window for all the timed
 batches, so its device time counts as the candidate's and coverage reads near 1. The judge's clock tells the
-padding from the work: the window's kernels ran far longer than the gated batches the judge timed."""
+padding from the work: the window's kernels ran far longer than the gated batches the judge timed; where other
+evaluations load the GPU the batches stretch until the padding fits the clock, and the batch spans leave it out
+of coverage instead (``low_coverage``)."""
 
 import torch
 import torch.nn as nn

@@ -7,6 +7,10 @@ source) over all kernel time, and a timing window with fewer own kernels than ti
 the runner measures the per-kernel device times (``coverage_self_reported``) and the judge still decides which
 rows are own (the runner's word AND a name from the source) and computes the share itself. Neither number ever
 makes a wrong answer right.
+
+Why one module (about 400 lines): one candidate's coverage has two sources, and the ledger's window falls back to
+the runner's table whenever its records cannot decide; the window's checks and the table's parsing share the
+table's bounds and the floor.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from kernel_reward.timing.ledger_clock import (
 )
 
 LEDGER_TIMEOUT_S = 30.0  # a flush waits for the device to finish what the runner queued
+# The judge's stamps of a window's gated batches: every batch's (start, end) on the GPU's clock, and the counted ones'
+Spans = tuple[list[tuple[int, int]], list[tuple[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -181,18 +187,22 @@ class CoverageMeasure:
         if window is None:
             self.runner_pass()
             return
-        (ledger, off), spans = window
+        (ledger, off, aside), spans = window
         now = read_clock(self._clock, self.candidate.client)
         clock = (
             now.since(self._clock_at_open) if now is not None and self._clock_at_open is not None else None
         )
         diagnostics = ledger.diagnostics(calls, clock)
         if spans is not None:
+            every, counted = spans
             diagnostics.update(
-                batch_spans=len(spans),
+                batch_spans=len(every),
                 off_span_records=off.launches,
                 off_span_own_launches=off.own_launches,
                 off_span_ms=off.kernel_ms,
+                uncounted_batch_spans=len(every) - len(counted),
+                uncounted_batch_records=aside.launches,
+                uncounted_batch_ms=aside.kernel_ms,
             )
         self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = diagnostics
         if ledger.dropped or ledger.malformed:
@@ -202,47 +212,55 @@ class CoverageMeasure:
         if ledger.dropped:
             self.runner_pass()  # records lost: too few own kernels proves nothing, nor is the share the calls'
             return
-        self._check(ledger, off, clock, calls)
+        self._check(ledger, off, aside, clock, calls)
         self.result.coverage = ledger.coverage
         self.result.kernel_table = ledger.table[:MAX_TABLE_ROWS]
         self.result.flags.append("coverage_from_launch_ledger")
 
     def _window(
         self, calls: int
-    ) -> tuple[tuple[LedgerAccount, LedgerAccount], list[tuple[int, int]] | None] | None:
-        """The timed window's records, closed now: the account of those that ran inside the judge's batch spans on
-        the runner's stream and the account of the rest (empty without spans), and the spans; None (flagged) when
-        its marker never came."""
+    ) -> tuple[tuple[LedgerAccount, LedgerAccount, LedgerAccount], Spans | None] | None:
+        """The timed window's records, closed now: the accounts of those that ran inside the counted batches' spans
+        on the runner's stream, of those outside every span, and of those inside an ablated or dry batch's (the
+        last two empty without spans); and the spans. None (flagged) when its marker never came."""
         chunk = self._take()
         if chunk is None:
             return None
         spans = self._batch_spans()
-        timed, off_span = self._split(chunk, spans)
-        if spans is not None and chunk.kernels and not timed.kernels:
+        timed, off_span, aside = self._split(chunk, spans)
+        if spans is not None and chunk.kernels and not (timed.kernels or aside.kernels):
             # each gated batch runs the runner's own copies at least: none inside means the two clocks disagree
             self.result.flags.append(
                 "launch_ledger_unanchored: no record ran inside the judge's batch spans; records not tied to them"
             )
             spans = None
-            timed, off_span = self._split(chunk, spans)
+            timed, off_span, aside = self._split(chunk, spans)
         ledger = account(timed, self.own_names)
         if self.candidate.own_kernels_required and ledger.own_launches < calls:
             late = self._take()  # a record CUPTI delivered after the marker comes with the next flush
             if late is not None:
-                timed, off_span = self._split(chunk.then(late), spans)
+                timed, off_span, aside = self._split(chunk.then(late), spans)
                 ledger = account(timed, self.own_names)
-        return (ledger, account(off_span, self.own_names)), spans
+        return (ledger, account(off_span, self.own_names), account(aside, self.own_names)), spans
 
-    def _split(
-        self, chunk: LedgerChunk, spans: list[tuple[int, int]] | None
-    ) -> tuple[LedgerChunk, LedgerChunk]:
-        """``chunk``'s records inside the batch spans on the runner's stream, and the rest (all inside: no spans)."""
+    def _split(self, chunk: LedgerChunk, spans: Spans | None) -> tuple[LedgerChunk, LedgerChunk, LedgerChunk]:
+        """``chunk``'s records inside the counted batches' spans on the runner's stream, those outside every span,
+        and those inside an ablated or dry batch's span (the harness's stand-ins for skipped launches: neither the
+        candidate's calls nor work off the clock). Without spans, all are the first."""
         if spans is None:
-            return chunk, LedgerChunk()
-        return split_by_spans(chunk, spans, self._anchor)
+            return chunk, LedgerChunk(), LedgerChunk()
+        every, counted = spans
+        inside, off_span = split_by_spans(chunk, every, self._anchor)
+        timed, aside = split_by_spans(inside, counted, self._anchor)
+        return timed, off_span, aside
 
     def _check(
-        self, ledger: LedgerAccount, off: LedgerAccount, clock: ClockReading | None, calls: int
+        self,
+        ledger: LedgerAccount,
+        off: LedgerAccount,
+        aside: LedgerAccount,
+        clock: ClockReading | None,
+        calls: int,
     ) -> None:
         """The window's checks: an own kernel for every timed call among the batches' records, and all the window's
         kernel time within the judge's clock; records left out, or a window the clock cannot check, are flagged."""
@@ -265,17 +283,19 @@ class CoverageMeasure:
                 "launch_ledger_unclocked: its window was not cross-checked with the judge's clock"
             )
             return
-        beyond = beyond_the_judges_clock(ledger.kernel_ms + off.kernel_ms, clock)
+        beyond = beyond_the_judges_clock(ledger.kernel_ms + off.kernel_ms + aside.kernel_ms, clock)
         if beyond is not None:
             raise JudgeStop(Status.HACKED, beyond, [HackReason.KERNELS_OUTSIDE_TIMED_CALLS.value])
 
-    def _batch_spans(self) -> list[tuple[int, int]] | None:
-        """The judge's stamps around each gated batch of the window (None when they were not taken); stops them."""
+    def _batch_spans(self) -> Spans | None:
+        """The judge's stamps around each gated batch of the window, and those of the counted batches alone (None
+        when they were not taken); stops them."""
         stamps = getattr(self._clock, "stamps", None)
         if stamps is None:
             return None
         self._clock.stamps = None
-        return stamps.spans()
+        every = stamps.spans()
+        return every, [span for span, counted in zip(every, stamps.counted, strict=True) if counted]
 
     def runner_pass(self) -> None:
         """PR from the runner's per-kernel times (the judge cannot see inside its process), owned by the judge's

@@ -465,7 +465,7 @@ class BatchClock:
                 if not candidate_first:
                     spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
                 if self.stamps is not None:  # outside E0..E1: the stamps cost the batch nothing
-                    self.stamps.open()
+                    self.stamps.open(counted=not (empty or ablate))
                 spans["candidate"] = self._queue_batch("candidate", self._hand_over(number))
                 if self.stamps is not None:
                     self.stamps.close()

@@ -34,6 +34,7 @@ class SpanStamps:
         self.device = device
         self.buffers = [self._buffer()]
         self.count = 0  # batches closed
+        self.counted: list[bool] = []  # per batch: its records count for coverage and the own-kernel count
         stamp_kernel()[(1,)](self.buffers[0][0, 0, 0])  # compiled here, not behind a closed gate
         torch.cuda.synchronize(device)
 
@@ -46,7 +47,10 @@ class SpanStamps:
             self.buffers.append(self._buffer())
         return self.buffers[self.count // CAPACITY][row, end, 0]
 
-    def open(self) -> None:
+    def open(self, counted: bool = True) -> None:
+        """Stamp a batch's start; ``counted``: its candidate calls owe own kernels (not an ablated or a dry batch,
+        whose runner-side work is the harness's: the NaN writes that stand in for skipped launches)."""
+        self.counted.append(counted)
         stamp_kernel()[(1,)](self._slot(0))
 
     def close(self) -> None:

@@ -304,16 +304,18 @@ class FakeStamps:
     """The judge's stamps around the window's batches: ``spans`` as given."""
 
     spans_given: list[tuple[int, int]] = []
+    counted_given: list[bool] | None = None  # None: every batch counted
 
     def __init__(self, device) -> None:
-        pass
+        self.counted = list(self.counted_given or [True] * len(self.spans_given))
 
     def spans(self) -> list[tuple[int, int]]:
         return list(self.spans_given)
 
 
-def stamped_window(monkeypatch, spans, script, calls, judge_ms):
+def stamped_window(monkeypatch, spans, script, calls, judge_ms, counted=None):
     monkeypatch.setattr(FakeStamps, "spans_given", spans)
+    monkeypatch.setattr(FakeStamps, "counted_given", counted)
     monkeypatch.setattr(coverage, "SpanStamps", FakeStamps)
     clock = FakeClock()
     clock.stamps = None
@@ -336,6 +338,44 @@ def test_own_kernels_counted_only_inside_the_batches_the_judge_timed(monkeypatch
     assert diagnostics["batch_spans"] == 4 and diagnostics["off_span_records"] == 0
     assert clock.stamps is None  # stopped once the window closed
     assert not any(flag.startswith("launch_ledger_off_span") for flag in result.flags)
+
+
+def test_an_ablated_batchs_poison_fills_leave_coverage_and_the_count_alone(monkeypatch):
+    # 4 batches, the third ablated: its calls' own launches were replaced by the harness's NaN fills (torch kernels
+    # on the runner's stream, inside the batch). They are the harness's, not the candidate's other work: coverage
+    # stays 1.0 and the count asks an own kernel of the 3 counted calls only; the fills still count for the clock
+    spans = [(1_000_000 * b, 1_000_000 * b + 200_000) for b in range(1, 5)]
+    own = [
+        f"K\tadd_relu_kernel\t{1_000_000 * b + 50_000}\t{1_000_000 * b + 140_000}\t{b}\t7" for b in (1, 2, 4)
+    ]
+    fills = [
+        f"K\tvoid at::native::FillFunctor\t{3_050_000 + i * 20_000}\t{3_060_000 + i * 20_000}\t{9 + i}\t7"
+        for i in range(3)
+    ]
+    result, _, _ = stamped_window(
+        monkeypatch,
+        spans,
+        [[START, STAMP], own + fills],
+        calls=3,
+        judge_ms=0.8,
+        counted=[True, True, False, True],
+    )
+    assert result.coverage == 1.0
+    diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
+    assert diagnostics["uncounted_batch_spans"] == 1 and diagnostics["uncounted_batch_records"] == 3
+    assert diagnostics["uncounted_batch_ms"] == pytest.approx(0.03)
+    assert not any(flag.startswith("launch_ledger_off_span") for flag in result.flags)
+    # the fills are work the judge timed: with them the window (0.30 ms) no longer fits a 0.28 ms clock
+    with pytest.raises(JudgeStop) as stop:
+        stamped_window(
+            monkeypatch,
+            spans,
+            [[START, STAMP], own + fills],
+            calls=3,
+            judge_ms=0.28,
+            counted=[True, True, False, True],
+        )
+    assert stop.value.hack_reasons == ["kernels_outside_timed_calls"]
 
 
 def test_an_own_kernel_count_padded_between_batches_is_hacked(monkeypatch):
