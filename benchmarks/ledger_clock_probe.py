@@ -89,6 +89,25 @@ def run_child(launches: int, cache: Path, interval_ms: float) -> tuple[list[list
     return json.loads(done.stdout.strip().splitlines()[-1]), b"".join(received).decode(errors="replace")
 
 
+def drift_ppm(offsets_ns: list[int], readings_ns: list[int]) -> float | None:
+    """Pure: the offset's change per second of the GPU's clock, first launch to last, in parts per million."""
+    span = readings_ns[-1] - readings_ns[0]
+    return (offsets_ns[-1] - offsets_ns[0]) / span * 1e6 if span > 0 else None
+
+
+def off_the_line_ns(offsets_ns: list[int], readings_ns: list[int]) -> int | None:
+    """Pure: the largest distance of an offset from the line through the first and the last (0: a steady drift,
+    which two readings measure; more: steps or bends, which they do not)."""
+    span = readings_ns[-1] - readings_ns[0]
+    if span <= 0:
+        return None
+    slope = (offsets_ns[-1] - offsets_ns[0]) / span
+    return max(
+        round(abs(o - offsets_ns[0] - slope * (r - readings_ns[0])))
+        for o, r in zip(offsets_ns, readings_ns, strict=True)
+    )
+
+
 def offsets(stamps: list[list[int]], text: str) -> dict:
     """Pure: the records of the stamping kernel paired in order with its own readings, as offsets (ns)."""
     from kernel_reward.ipc.ledger import parse
@@ -105,6 +124,9 @@ def offsets(stamps: list[list[int]], text: str) -> dict:
         "end_offset_median_ns": statistics.median(ends),
         "end_offset_spread_ns": max(ends) - min(ends),
         "start_offset_drift_ns": starts[-1] - starts[0],  # last launch against the first
+        "start_offsets_ns": starts,  # per launch: how the drift goes over time
+        "drift_ppm": drift_ppm(starts, [s[0] for s in stamps]),
+        "off_the_line_ns": off_the_line_ns(starts, [s[0] for s in stamps]),
         "kernel_reading_ns": statistics.median(s[1] - s[0] for s in stamps),
         "record_duration_ns": statistics.median(r.duration_ns for r in records),
     }

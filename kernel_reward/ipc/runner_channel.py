@@ -44,6 +44,7 @@ class RunnerProcess:
     ledger_state: str | None = None  # the runner's word on its ledger: "started", or why not
     clock_stamp: int | None = None  # the GPU clock's reading right after its known-answer kernel (gpu_clock)
     clock_stamp_error: str | None = None  # why the runner could not read it
+    load_clock_stamp: int | None = None  # its reading just before the candidate was loaded (read_load_clock)
 
     def close(self) -> None:
         """End the runner: say bye, close the channel, kill what is left of its process group, reap it."""
@@ -146,11 +147,27 @@ def wait_ready(process: RunnerProcess) -> None:
     if message.get("ledger") is not None:  # else keep the judge's own reason (a ledger never built)
         process.ledger_state = str(message["ledger"])[:500]
     stamp = message.get("clock_stamp")
-    process.clock_stamp = (
-        stamp if isinstance(stamp, int) and not isinstance(stamp, bool) and stamp > 0 else None
-    )
+    process.clock_stamp = _reading(stamp)
     if isinstance(stamp, str):
         process.clock_stamp_error = stamp[:300]
+
+
+def _reading(value: Any) -> int | None:
+    """Pure: a reading of the GPU's clock as the runner reported it, kept only as a positive int."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def read_load_clock(client: RunnerClient) -> None:
+    """Ask a runner with a live ledger and a start-up reading for a second reading of the GPU's clock, before the
+    candidate is loaded: with the first, it measures how CUPTI's timestamps drift from that clock
+    (``timing.ledger_clock.runner_anchor``). A runner that cannot answer leaves the first alone, with why."""
+    process = client.process
+    if process.ledger_state != "started" or process.clock_stamp is None:
+        return
+    reply = client.ask({"type": "clock"}, ("clock", "error"))
+    process.load_clock_stamp = _reading(reply.get("reading"))
+    if process.load_clock_stamp is None:
+        process.clock_stamp_error = f"no reading before the load: {str(reply.get('error'))[:250]}"
 
 
 class RunnerClient:

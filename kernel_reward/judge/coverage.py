@@ -153,7 +153,10 @@ class CoverageMeasure:
             return
         self._window_calls = self.candidate.client.counted_calls
         self._clock, self._clock_at_open = clock, read_clock(clock, self.candidate.client)
-        self._anchor = runner_anchor(opening, getattr(self.candidate.client.process, "clock_stamp", None))
+        process = self.candidate.client.process
+        self._anchor = runner_anchor(
+            opening, getattr(process, "clock_stamp", None), getattr(process, "load_clock_stamp", None)
+        )
         if self._clock_at_open is not None and self._anchor is None:
             why = getattr(self.candidate.client.process, "clock_stamp_error", None)
             self.result.flags.append(
@@ -203,6 +206,8 @@ class CoverageMeasure:
                 uncounted_batch_spans=len(every) - len(counted),
                 uncounted_batch_records=aside.launches,
                 uncounted_batch_ms=aside.kernel_ms,
+                anchor_drift_ppm=round(self._anchor.drift * 1e6, 3) if self._anchor else None,
+                anchor_drift_unknown_ppm=round(self._anchor.drift_unknown * 1e6, 3) if self._anchor else None,
             )
         self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = diagnostics
         if ledger.dropped or ledger.malformed:

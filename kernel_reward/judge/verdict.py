@@ -27,7 +27,7 @@ import torch
 from kernel_reward.common import loading, tensors
 from kernel_reward.common.tensors import buffer_snapshot, make_inputs
 from kernel_reward.ipc import exchange, placement
-from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
+from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess, read_load_clock
 from kernel_reward.judge import compare, correctness, shapes
 from kernel_reward.judge.coverage import CoverageMeasure, below_coverage_floor
 from kernel_reward.judge.remote import (
@@ -259,6 +259,7 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
 
 
 def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
+    read_load_clock(client)  # the ledger's second anchor, while no candidate code exists
     reply = client.ask({"type": "load", "code": code, "allow_tf32": allow_tf32}, ("loaded", "load_failed"))
     if reply["type"] == "load_failed":
         if reply.get("kind") == "exit":

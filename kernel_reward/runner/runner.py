@@ -9,10 +9,11 @@ about the candidate's own behaviour, and decides correctness, timing and reward 
 Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, one reply each; fields in
 docs/security.md#the-runner-protocol): ping -> pong | arena -> arena_ok (descriptor by SCM_RIGHTS) | load ->
 loaded, load_failed | build -> built, build_failed | run -> ran | reset_buffers -> buffers_reset | coverage ->
-coverage | bye -> (exit).
+coverage | ledger -> ledger_flushed | clock -> clock (before load only) | memory_cap -> memory_cap_ok | bye -> (exit).
 
 ``execute_call`` is also what the judge runs for the reference inside its own clock, so both sides of a timed
-batch do exactly the same work per call.
+batch do exactly the same work per call. Why one module (about 410 lines): one handler per message of one
+protocol, over one state (the module, its models, the arena), which is what the candidate can reach.
 """
 
 from __future__ import annotations
@@ -136,6 +137,17 @@ class Runner:
         synchronize(self.device)
         self.ledger.flush(int(message["marker"]))
         return {"type": "ledger_flushed"}
+
+    def _on_clock(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The GPU's clock read now (``common.gpu_clock``): the judge's second anchor for the ledger's records, just
+        before the candidate is loaded. Refused once candidate code is loaded: a reading after it proves nothing."""
+        if self.module is not None:
+            return {"type": "error", "error": "clock after the candidate was loaded"}
+        if self.ledger is None or self.device.type != "cuda":
+            return {"type": "error", "error": "clock readings need a launch ledger on a GPU"}
+        from kernel_reward.common.gpu_clock import read_now
+
+        return {"type": "clock", "reading": read_now(self.device)}
 
     def _on_memory_cap(self, message: dict[str, Any]) -> dict[str, Any]:
         """Raise (or lower) this process's share of the GPU's memory: for an evaluation run alone. Refused once

@@ -4,9 +4,11 @@ Two checks of one window (``judge.coverage``). The sum: a runner's gated calls r
 work spans, so the window's kernel time fits in the spans' sum (``beyond_the_judges_clock``). The place:
 ``SpanStamps`` reads the GPU's clock (``common.gpu_clock``) just before each gated candidate batch and just after
 it, outside its events, so the stamps cost the batch nothing; CUPTI's timestamps sit at a fixed offset from that
-clock in the runner's process, learned with the runner's stream from the record of its own reading before any
-candidate code (``runner_anchor``), and a record outside every batch's span, or on another stream, ran off the
-timed calls (``split_by_spans``): between batches, or beside them from another thread.
+clock in the runner's process that drifts slowly (H100: 20 us a second), learned with the runner's stream from the
+records of its two readings before any candidate code, at start-up and just before the candidate is loaded
+(``runner_anchor``: the offset at the second, the drift between them), and a record outside every batch's span,
+widened by what the drift's estimate leaves unknown, or on another stream, ran off the timed calls
+(``split_by_spans``): between batches, or beside them from another thread.
 """
 
 from __future__ import annotations
@@ -65,22 +67,60 @@ class SpanStamps:
 
 @dataclass(frozen=True)
 class Anchor:
-    """The runner's calls on the records' own terms: CUPTI's clock less the GPU's in the runner's process, and the
-    stream its calls run on (None: any stream)."""
+    """The runner's calls on the records' own terms: CUPTI's clock less the GPU's in the runner's process
+    (``offset_ns`` when the GPU's clock read ``reading_ns``, changing by ``drift`` per ns of it, known to within
+    ``drift_unknown`` per ns), and the stream its calls run on (None: any stream)."""
 
     offset_ns: int
     stream: int | None
+    reading_ns: int = 0
+    drift: float = 0.0
+    drift_unknown: float = 0.0
+
+    def place(self, record_ns: int) -> int:
+        """Pure: a record's timestamp on the GPU's clock."""
+        rough = record_ns - self.offset_ns
+        return record_ns - self.offset_ns - round(self.drift * (rough - self.reading_ns))
+
+    def unknown_ns(self, gpu_ns: int) -> int:
+        """Pure: how far a placement at ``gpu_ns`` may be off, from the drift's uncertainty alone."""
+        return round(self.drift_unknown * abs(gpu_ns - self.reading_ns))
 
 
-def runner_anchor(opening: LedgerChunk, reading: int | None) -> Anchor | None:
-    """Pure: the runner's anchor from the record of its one reading of the GPU's clock (``reading``, reported
-    before any candidate code, on the stream its calls then run on) in the ledger's opening window; None without
-    both. The earliest record of that name is the runner's: a candidate's kernel of the same name runs later."""
-    stamps = [kernel for kernel in opening.kernels if kernel.name == STAMP_KERNEL]
+# CUPTI's drift from the GPU's clock: 20.4 us a second in two H100 processes (benchmarks/ledger_clock_probe.py);
+# a drift estimated beyond this bound is not believed, and with one reading the bound is the uncertainty.
+MAX_DRIFT = 50e-6
+MIN_DRIFT_UNKNOWN = 2e-6  # what a drift measured between two readings is never trusted better than
+READING_JITTER_NS = (
+    1_000  # a reading's record against its value: 0.4 us spread measured, twice for two readings
+)
+
+
+def runner_anchor(
+    opening: LedgerChunk, reading: int | None, later_reading: int | None = None
+) -> Anchor | None:
+    """Pure: the runner's anchor from the records of its readings of the GPU's clock, both taken before any
+    candidate code, on the stream its calls then run on: ``reading`` at start-up, ``later_reading`` just before the
+    candidate is loaded (None when it was not taken). None without the first reading or its record. The earliest
+    records of that name are the runner's: a candidate's kernel of the same name runs later. With both, the offset
+    is the later one's and the drift is measured between them; with one, the drift is unknown up to ``MAX_DRIFT``."""
+    stamps = sorted(
+        (kernel for kernel in opening.kernels if kernel.name == STAMP_KERNEL), key=lambda k: k.start_ns
+    )
     if reading is None or not stamps:
         return None
-    first = min(stamps, key=lambda kernel: kernel.start_ns)
-    return Anchor(first.start_ns - reading, first.stream)
+    first = stamps[0]
+    if later_reading is None or len(stamps) < 2 or later_reading <= reading:
+        return Anchor(first.start_ns - reading, first.stream, reading, 0.0, MAX_DRIFT)
+    second = stamps[1]
+    between = later_reading - reading
+    drift = ((second.start_ns - later_reading) - (first.start_ns - reading)) / between
+    if abs(drift) > MAX_DRIFT:
+        return Anchor(second.start_ns - later_reading, second.stream, later_reading, 0.0, MAX_DRIFT)
+    unknown = max(READING_JITTER_NS / between, MIN_DRIFT_UNKNOWN)
+    return Anchor(
+        second.start_ns - later_reading, second.stream, later_reading, drift, min(unknown, MAX_DRIFT)
+    )
 
 
 # A record's edges against a span's stamps: the offset's spread (0.4 us) and the stamps' own launch.
@@ -95,16 +135,18 @@ def split_by_spans(
     slack_ns: int = SPAN_SLACK_NS,
 ) -> tuple[LedgerChunk, LedgerChunk]:
     """Pure: ``chunk``'s records that ran inside one of ``spans`` (the judge's stamps around each gated batch, on the
-    GPU's clock; a record's time less ``anchor.offset_ns`` is on that clock) on the runner's stream, and those that
-    did not (start and end both within a span, give or take ``slack_ns``; another stream's record is out even inside
-    one: it ran beside the calls, costing them nothing). What was dropped or malformed stays with the first."""
+    GPU's clock; ``anchor.place`` puts a record on that clock) on the runner's stream, and those that did not (start
+    and end both within a span, give or take ``slack_ns`` and the anchor's unknown drift; another stream's record is
+    out even inside one: it ran beside the calls, costing them nothing). What was dropped or malformed stays with
+    the first."""
     ordered = sorted(spans)
     starts = [start for start, _ in ordered]
     inside, outside = [], []
     for kernel in chunk.kernels:
-        start, end = kernel.start_ns - anchor.offset_ns, kernel.end_ns - anchor.offset_ns
-        at = bisect.bisect_right(starts, start + slack_ns) - 1
-        held = at >= 0 and end <= ordered[at][1] + slack_ns
+        start, end = anchor.place(kernel.start_ns), anchor.place(kernel.end_ns)
+        slack = slack_ns + anchor.unknown_ns(start)
+        at = bisect.bisect_right(starts, start + slack) - 1
+        held = at >= 0 and end <= ordered[at][1] + slack
         held = held and anchor.stream in (None, kernel.stream)
         (inside if held else outside).append(kernel)
     return dataclasses.replace(chunk, kernels=inside), LedgerChunk(chunk.marker, outside)

@@ -146,3 +146,53 @@ def test_the_runners_clock_reading_is_kept_only_as_a_positive_integer(sent, stam
         process = RunnerProcess(0, ours)
         wait_ready(process)
     assert (process.clock_stamp, process.clock_stamp_error) == (stamp, error)
+
+
+def _load_clock_with_reply(reply: dict | None, **process_fields) -> tuple[RunnerProcess, list[dict]]:
+    """``read_load_clock`` against a runner that answers ``reply`` (None: is never asked); what it was sent."""
+    from kernel_reward.ipc.runner_channel import read_load_clock
+
+    ours, theirs = socket.socketpair()
+    sent: list[dict] = []
+
+    def runner() -> None:
+        theirs.settimeout(0.3)  # never asked: nothing comes
+        try:
+            sent.append(json.loads(theirs.recv(1 << 16)[4:]))
+        except TimeoutError:
+            return
+        theirs.sendall(_frame(json.dumps(reply).encode()))
+
+    thread = threading.Thread(target=runner, daemon=True)
+    thread.start()
+    process = RunnerProcess(0, ours, **process_fields)
+    try:
+        read_load_clock(RunnerClient(process))
+    finally:
+        thread.join(timeout=5)
+        ours.close()
+        theirs.close()
+    return process, sent
+
+
+def test_a_runner_with_a_live_ledger_is_read_again_before_the_load():
+    process, sent = _load_clock_with_reply(
+        {"type": "clock", "reading": 9_000_000}, ledger_state="started", clock_stamp=5_000
+    )
+    assert sent == [{"type": "clock"}] and process.load_clock_stamp == 9_000_000
+
+
+def test_a_refused_second_reading_leaves_the_first_and_says_why():
+    process, _ = _load_clock_with_reply(
+        {"type": "error", "error": "clock after the candidate was loaded"},
+        ledger_state="started",
+        clock_stamp=5_000,
+    )
+    assert process.load_clock_stamp is None and process.clock_stamp == 5_000
+    assert "clock after the candidate was loaded" in process.clock_stamp_error
+
+
+@pytest.mark.parametrize(("state", "stamp"), [(None, None), ("started", None), ("no CUPTI", 5_000)])
+def test_no_second_reading_is_asked_without_a_live_ledger_and_a_first(state, stamp):
+    process, sent = _load_clock_with_reply(None, ledger_state=state, clock_stamp=stamp)
+    assert sent == [] and process.load_clock_stamp is None

@@ -5,6 +5,7 @@ writes what a ledger would; the real CUPTI side is the gpu test of ``benchmarks/
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -450,7 +451,8 @@ def test_the_offset_comes_from_the_runners_own_reading_and_places_each_record():
         ]
     )
     anchor = ledger_clock.runner_anchor(opening, 5_000)
-    assert anchor == ledger_clock.Anchor(offset, 7)
+    assert (anchor.offset_ns, anchor.stream, anchor.drift) == (offset, 7, 0.0)
+    assert anchor.drift_unknown == ledger_clock.MAX_DRIFT  # one reading: the drift is unknown up to its bound
     assert ledger_clock.runner_anchor(opening, None) is None
     assert ledger_clock.runner_anchor(LedgerChunk(), 5_000) is None
     batch = (1_000_000, 1_200_000)
@@ -463,7 +465,9 @@ def test_the_offset_comes_from_the_runners_own_reading_and_places_each_record():
             ),  # in the batch, another stream
         ]
     )
-    inside, outside = ledger_clock.split_by_spans(chunk, [batch], anchor)
+    inside, outside = ledger_clock.split_by_spans(
+        chunk, [batch], dataclasses.replace(anchor, drift_unknown=0.0)
+    )
     assert [k.name for k in inside.kernels] == ["in_batch"]
     assert [k.name for k in outside.kernels] == ["between", "beside"]
     # without the offset neither record lies in the batch
@@ -498,3 +502,71 @@ def test_own_kernels_beside_the_calls_on_another_stream_add_nothing_to_coverage(
     result, _, _ = stamped_window(monkeypatch, spans, [[START, STAMP], records], calls=4, judge_ms=7.0)
     assert result.coverage == pytest.approx(2 / 802)
     assert any(flag.startswith("launch_ledger_off_span: 4 kernels (4 own") for flag in result.flags)
+
+
+DRIFT = 20.4e-6  # CUPTI's clock against the GPU's in two H100 processes: 307 us over 15 s
+
+
+def _drifting(gpu_ns: int, offset0: int, reading0: int) -> int:
+    """A record's CUPTI timestamp for GPU time ``gpu_ns``, the offset ``offset0`` at ``reading0`` drifting."""
+    return gpu_ns + offset0 + round(DRIFT * (gpu_ns - reading0))
+
+
+def test_two_readings_measure_the_drift_and_place_records_a_warm_wait_later():
+    # a warm runner read the clock at start-up, waited 30 s for a candidate, was read again before the load, and
+    # its batches came 2 s later: by then the offset has moved 653 us from the start-up one
+    offset0, start, load = 600_000, 1_000_000, 31_000_000_000
+    opening = LedgerChunk(
+        kernels=[
+            KernelRecord("globaltimer_stamp", _drifting(start, offset0, start), 0, 2, 7),
+            KernelRecord("globaltimer_stamp", _drifting(load, offset0, start), 0, 3, 7),
+        ]
+    )
+    batches = [(33_000_000_000 + i * 2_000_000, 33_000_000_000 + i * 2_000_000 + 300_000) for i in range(4)]
+    in_batch = [
+        KernelRecord(
+            "add_relu_kernel",
+            _drifting(b + 100_000, offset0, start),
+            _drifting(b + 200_000, offset0, start),
+            4,
+            7,
+        )
+        for b, _ in batches
+    ]
+    between = [
+        KernelRecord(
+            "add_relu_kernel",
+            _drifting(b + 1_000_000, offset0, start),
+            _drifting(b + 1_010_000, offset0, start),
+            5,
+            7,
+        )
+        for b, _ in batches
+    ]
+    chunk = LedgerChunk(kernels=in_batch + between)
+    # a fixed offset from the start-up reading (as before): every in-batch record misplaced, an honest candidate's
+    # calls "ran no own kernel"; that reading alone now carries the drift's bound, which widens each span past the
+    # gaps: no honest record is lost, and nothing is told apart either
+    fixed = ledger_clock.Anchor(offset0, 7)
+    assert ledger_clock.split_by_spans(LedgerChunk(kernels=in_batch), batches, fixed)[0].kernels == []
+    single = ledger_clock.runner_anchor(opening, start)
+    assert ledger_clock.split_by_spans(chunk, batches, single)[0].kernels == in_batch + between
+    # both readings: the drift measured, records placed within microseconds, the spans stay tight
+    anchor = ledger_clock.runner_anchor(opening, start, load)
+    assert (
+        anchor.drift == pytest.approx(DRIFT, rel=1e-3)
+        and anchor.drift_unknown == ledger_clock.MIN_DRIFT_UNKNOWN
+    )
+    inside, outside = ledger_clock.split_by_spans(chunk, batches, anchor)
+    assert inside.kernels == in_batch and outside.kernels == between
+
+
+def test_a_drift_beyond_its_bound_is_not_believed():
+    opening = LedgerChunk(
+        kernels=[
+            KernelRecord("globaltimer_stamp", 1_000 + 600_000, 0, 2, 7),
+            KernelRecord("globaltimer_stamp", 1_000_000 + 900_000, 0, 3, 7),  # 300 us in 1 ms: 30 % drift
+        ]
+    )
+    anchor = ledger_clock.runner_anchor(opening, 1_000, 1_000_000)
+    assert (anchor.offset_ns, anchor.drift, anchor.drift_unknown) == (900_000, 0.0, ledger_clock.MAX_DRIFT)
