@@ -11,9 +11,8 @@ docs/security.md#the-runner-protocol): ping -> pong | arena -> arena_ok (descrip
 loaded, load_failed | build -> built, build_failed | run -> ran | reset_buffers -> buffers_reset | coverage ->
 coverage | ledger -> ledger_flushed | clock -> clock (before load only) | memory_cap -> memory_cap_ok | bye -> (exit).
 
-``execute_call`` is also what the judge runs for the reference inside its own clock, so both sides of a timed
-batch do exactly the same work per call. Why one module (about 410 lines): one handler per message of one
-protocol, over one state (the module, its models, the arena), which is what the candidate can reach.
+``execute_call`` is also what the judge runs for the reference inside its own clock (both sides of a timed batch do
+the same work per call). Why one module (about 410 lines): one handler per message over one state.
 """
 
 from __future__ import annotations
