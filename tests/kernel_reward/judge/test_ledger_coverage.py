@@ -353,14 +353,12 @@ def test_an_ablated_batchs_poison_fills_leave_coverage_and_the_count_alone(monke
         f"K\tvoid at::native::FillFunctor\t{3_050_000 + i * 20_000}\t{3_060_000 + i * 20_000}\t{9 + i}\t7"
         for i in range(3)
     ]
-    result, _, _ = stamped_window(
-        monkeypatch,
-        spans,
-        [[START, STAMP], own + fills],
-        calls=3,
-        judge_ms=0.8,
-        counted=[True, True, False, True],
-    )
+
+    def window(judge_ms):  # the third batch ablated
+        script = [[START, STAMP], own + fills]
+        return stamped_window(monkeypatch, spans, script, 3, judge_ms, counted=[True, True, False, True])
+
+    result, _, _ = window(0.8)
     assert result.coverage == 1.0
     diagnostics = result.timing_method["diagnostics"]["launch_ledger"]
     assert diagnostics["uncounted_batch_spans"] == 1 and diagnostics["uncounted_batch_records"] == 3
@@ -368,14 +366,7 @@ def test_an_ablated_batchs_poison_fills_leave_coverage_and_the_count_alone(monke
     assert not any(flag.startswith("launch_ledger_off_span") for flag in result.flags)
     # the fills are work the judge timed: with them the window (0.30 ms) no longer fits a 0.28 ms clock
     with pytest.raises(JudgeStop) as stop:
-        stamped_window(
-            monkeypatch,
-            spans,
-            [[START, STAMP], own + fills],
-            calls=3,
-            judge_ms=0.28,
-            counted=[True, True, False, True],
-        )
+        window(0.28)
     assert stop.value.hack_reasons == ["kernels_outside_timed_calls"]
 
 
@@ -523,26 +514,20 @@ def test_two_readings_measure_the_drift_and_place_records_a_warm_wait_later():
         ]
     )
     batches = [(33_000_000_000 + i * 2_000_000, 33_000_000_000 + i * 2_000_000 + 300_000) for i in range(4)]
-    in_batch = [
-        KernelRecord(
-            "add_relu_kernel",
-            _drifting(b + 100_000, offset0, start),
-            _drifting(b + 200_000, offset0, start),
-            4,
-            7,
-        )
-        for b, _ in batches
-    ]
-    between = [
-        KernelRecord(
-            "add_relu_kernel",
-            _drifting(b + 1_000_000, offset0, start),
-            _drifting(b + 1_010_000, offset0, start),
-            5,
-            7,
-        )
-        for b, _ in batches
-    ]
+
+    def records(begin_ns, end_ns, seq):  # one own kernel per batch, from begin to end after the batch's start
+        return [
+            KernelRecord(
+                "add_relu_kernel",
+                _drifting(b + begin_ns, offset0, start),
+                _drifting(b + end_ns, offset0, start),
+                seq,
+                7,
+            )
+            for b, _ in batches
+        ]
+
+    in_batch, between = records(100_000, 200_000, 4), records(1_000_000, 1_010_000, 5)
     chunk = LedgerChunk(kernels=in_batch + between)
     # a fixed offset from the start-up reading (as before): every in-batch record misplaced, an honest candidate's
     # calls "ran no own kernel"; that reading alone now carries the drift's bound, which widens each span past the
