@@ -103,7 +103,8 @@ def runner_anchor(
     candidate code, on the stream its calls then run on: ``reading`` at start-up, ``later_reading`` just before the
     candidate is loaded (None when it was not taken). None without the first reading or its record. The earliest
     records of that name are the runner's: a candidate's kernel of the same name runs later. With both, the offset
-    is the later one's and the drift is measured between them; with one, the drift is unknown up to ``MAX_DRIFT``."""
+    is the later one's and the drift is measured between them, unless they are too close for the measurement to
+    beat the bound; with one, or then, the drift is unknown up to ``MAX_DRIFT``."""
     stamps = sorted(
         (kernel for kernel in opening.kernels if kernel.name == STAMP_KERNEL), key=lambda k: k.start_ns
     )
@@ -115,12 +116,10 @@ def runner_anchor(
     second = stamps[1]
     between = later_reading - reading
     drift = ((second.start_ns - later_reading) - (first.start_ns - reading)) / between
-    if abs(drift) > MAX_DRIFT:
-        return Anchor(second.start_ns - later_reading, second.stream, later_reading, 0.0, MAX_DRIFT)
     unknown = max(READING_JITTER_NS / between, MIN_DRIFT_UNKNOWN)
-    return Anchor(
-        second.start_ns - later_reading, second.stream, later_reading, drift, min(unknown, MAX_DRIFT)
-    )
+    if abs(drift) > MAX_DRIFT or unknown >= MAX_DRIFT:  # not believed, or readings too close to tell
+        return Anchor(second.start_ns - later_reading, second.stream, later_reading, 0.0, MAX_DRIFT)
+    return Anchor(second.start_ns - later_reading, second.stream, later_reading, drift, unknown)
 
 
 # A record's edges against a span's stamps: the offset's spread (0.4 us) and the stamps' own launch.

@@ -546,6 +546,18 @@ def test_two_readings_measure_the_drift_and_place_records_a_warm_wait_later():
     assert inside.kernels == in_batch and outside.kernels == between
 
 
+def test_readings_too_close_to_measure_the_drift_leave_it_to_the_bound():
+    # a one-shot runner: loaded 5 ms after its start-up reading; the readings' 0.4 us jitter alone could be 80 ppm
+    opening = LedgerChunk(
+        kernels=[
+            KernelRecord("globaltimer_stamp", 1_000 + 600_000, 0, 2, 7),
+            KernelRecord("globaltimer_stamp", 5_001_000 + 600_150, 0, 3, 7),  # 150 ns in 5 ms: "30 ppm"
+        ]
+    )
+    anchor = ledger_clock.runner_anchor(opening, 1_000, 5_001_000)
+    assert (anchor.offset_ns, anchor.drift, anchor.drift_unknown) == (600_150, 0.0, ledger_clock.MAX_DRIFT)
+
+
 def test_a_drift_beyond_its_bound_is_not_believed():
     opening = LedgerChunk(
         kernels=[
