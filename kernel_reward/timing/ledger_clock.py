@@ -36,7 +36,10 @@ class SpanStamps:
         self.device = device
         self.buffers = [self._buffer()]
         self.count = 0  # batches closed
-        self.counted: list[bool] = []  # per batch: its records count for coverage and the own-kernel count
+        self.counted: list[
+            bool
+        ] = []  # per closed batch: its records count for coverage and the own-kernel count
+        self._opened_counted = True
         stamp_kernel()[(1,)](self.buffers[0][0, 0, 0])  # compiled here, not behind a closed gate
         torch.cuda.synchronize(device)
 
@@ -52,11 +55,13 @@ class SpanStamps:
     def open(self, counted: bool = True) -> None:
         """Stamp a batch's start; ``counted``: its candidate calls owe own kernels (not an ablated or a dry batch,
         whose runner-side work is the harness's: the NaN writes that stand in for skipped launches)."""
-        self.counted.append(counted)
+        self._opened_counted = counted
         stamp_kernel()[(1,)](self._slot(0))
 
     def close(self) -> None:
+        """Stamp the opened batch's end (a batch that raised before this has no span; the next open reuses its row)."""
         stamp_kernel()[(1,)](self._slot(1))
+        self.counted.append(self._opened_counted)
         self.count += 1
 
     def spans(self) -> list[tuple[int, int]]:

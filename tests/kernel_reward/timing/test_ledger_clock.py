@@ -36,3 +36,15 @@ def test_each_reading_has_an_aligned_cell_and_pairs_come_back_in_order(monkeypat
         stamps.close()
     assert stamps.spans() == [(101, 102), (103, 104), (105, 106)]  # 100: the warm-up launch
     assert len(stamps.buffers) == 2 and all(pointer % 16 == 0 for pointer in stamp.pointers)
+
+
+def test_each_closed_batch_keeps_whether_it_counts_and_an_unclosed_one_leaves_no_trace(monkeypatch):
+    monkeypatch.setattr(ledger_clock, "stamp_kernel", lambda: CountingStamp())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    stamps = ledger_clock.SpanStamps(torch.device("cpu"))
+    stamps.open(counted=True)  # a batch that raised before its close
+    stamps.open(counted=False)  # an ablated batch
+    stamps.close()
+    stamps.open()
+    stamps.close()
+    assert len(stamps.spans()) == 2 and stamps.counted == [False, True]
