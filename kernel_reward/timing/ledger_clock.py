@@ -4,7 +4,7 @@ Two checks of one window (``judge.coverage``). The sum: a runner's gated calls r
 work spans, so the window's kernel time fits in the spans' sum (``beyond_the_judges_clock``). The place:
 ``SpanStamps`` reads the GPU's clock (``common.gpu_clock``) just before each gated candidate batch and just after
 it, outside its events, so the stamps cost the batch nothing; CUPTI's timestamps sit at a fixed offset from that
-clock in the runner's process that drifts slowly (H100: 20 us a second), learned with the runner's stream from the
+clock in the runner's process that drifts slowly (H100s: -2 to +20 us a second), learned with the runner's stream from the
 records of its two readings before any candidate code, at start-up and just before the candidate is loaded
 (``runner_anchor``: the offset at the second, the drift between them), and a record outside every batch's span,
 widened by what the drift's estimate leaves unknown, or on another stream, ran off the timed calls
@@ -36,9 +36,8 @@ class SpanStamps:
         self.device = device
         self.buffers = [self._buffer()]
         self.count = 0  # batches closed
-        self.counted: list[
-            bool
-        ] = []  # per closed batch: its records count for coverage and the own-kernel count
+        # per closed batch: whether its records count for coverage and the own-kernel count
+        self.counted: list[bool] = []
         self._opened_counted = True
         stamp_kernel()[(1,)](self.buffers[0][0, 0, 0])  # compiled here, not behind a closed gate
         torch.cuda.synchronize(device)
@@ -92,13 +91,13 @@ class Anchor:
         return round(self.drift_unknown * abs(gpu_ns - self.reading_ns))
 
 
-# CUPTI's drift from the GPU's clock: 20.4 us a second in two H100 processes (benchmarks/ledger_clock_probe.py);
-# a drift estimated beyond this bound is not believed, and with one reading the bound is the uncertainty.
+# CUPTI's drift from the GPU's clock: -2.3 and +20.5 us a second on two H100s, the same in two processes of each
+# (benchmarks/ledger_clock_probe.py); a drift estimated beyond this bound is not believed, and where none is
+# measured the bound is the uncertainty.
 MAX_DRIFT = 50e-6
 MIN_DRIFT_UNKNOWN = 2e-6  # what a drift measured between two readings is never trusted better than
-READING_JITTER_NS = (
-    1_000  # a reading's record against its value: 0.4 us spread measured, twice for two readings
-)
+# a reading's record against its value: 0.4 us spread measured, twice for two readings
+READING_JITTER_NS = 1_000
 
 
 def runner_anchor(
@@ -108,22 +107,25 @@ def runner_anchor(
     candidate code, on the stream its calls then run on: ``reading`` at start-up, ``later_reading`` just before the
     candidate is loaded (None when it was not taken). None without the first reading or its record. The earliest
     records of that name are the runner's: a candidate's kernel of the same name runs later. With both, the offset
-    is the later one's and the drift is measured between them, unless they are too close for the measurement to
-    beat the bound; with one, or then, the drift is unknown up to ``MAX_DRIFT``."""
+    is the later one's and the drift is measured between them; with one, with a drift beyond the bound, or with two
+    too close for the measurement to beat the bound, the offset is the start-up one's and the drift is unknown up to
+    ``MAX_DRIFT``."""
     stamps = sorted(
         (kernel for kernel in opening.kernels if kernel.name == STAMP_KERNEL), key=lambda k: k.start_ns
     )
     if reading is None or not stamps:
         return None
     first = stamps[0]
+    start_up = Anchor(first.start_ns - reading, first.stream, reading, 0.0, MAX_DRIFT)
     if later_reading is None or len(stamps) < 2 or later_reading <= reading:
-        return Anchor(first.start_ns - reading, first.stream, reading, 0.0, MAX_DRIFT)
+        return start_up
     second = stamps[1]
     between = later_reading - reading
     drift = ((second.start_ns - later_reading) - (first.start_ns - reading)) / between
     unknown = max(READING_JITTER_NS / between, MIN_DRIFT_UNKNOWN)
-    if abs(drift) > MAX_DRIFT or unknown >= MAX_DRIFT:  # not believed, or readings too close to tell
-        return Anchor(second.start_ns - later_reading, second.stream, later_reading, 0.0, MAX_DRIFT)
+    if abs(drift) > MAX_DRIFT or unknown >= MAX_DRIFT:
+        # not believed (the second record may not be the reading's), or the readings too close to tell
+        return start_up
     return Anchor(second.start_ns - later_reading, second.stream, later_reading, drift, unknown)
 
 
