@@ -323,6 +323,8 @@ def run_pool(
         "launch_ledger": launch_ledger,
         # correct results whose coverage came from the ledger's records (the rest: the runner's pass, flagged)
         "coverage_from_launch_ledger": sum("coverage_from_launch_ledger" in r.flags for r in results),
+        # windows whose records the judge's batch spans could not all place (records off the spans, or none inside)
+        **ledger_span_counts(results),
         "correct": sum(r.status.value == "correct" for r in results),
         "rows": rows,
     }
@@ -533,7 +535,9 @@ def _pool_lines(report: dict[str, Any]) -> list[str]:
         f"{'exclusive' if pool.get('exclusive_gpu_timing') else 'shared'}",
         f"options: {report['summary'].get('options') or 'defaults'}; launch ledger: "
         + (
-            f"on, coverage from it in {pool['coverage_from_launch_ledger']} of {pool['correct']} correct"
+            f"on, coverage from it in {pool['coverage_from_launch_ledger']} of {pool['correct']} correct; "
+            f"windows with records off the batch spans {pool.get('ledger_off_span')}, unanchored "
+            f"{pool.get('ledger_unanchored')}"
             if pool.get("launch_ledger")
             else "off"
         ),
@@ -568,3 +572,14 @@ def run_cli(args: Any) -> int:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps(report, indent=2, default=str))
     return 0
+
+
+def ledger_span_counts(results: list) -> dict[str, int]:
+    """Pure: how many results' ledger windows had records outside the judge's batch spans, and how many could not
+    be tied to the spans at all (flags ``launch_ledger_off_span`` / ``launch_ledger_unanchored``)."""
+    return {
+        f"ledger_{kind}": sum(
+            any(flag.startswith(f"launch_ledger_{kind}") for flag in r.flags) for r in results
+        )
+        for kind in ("off_span", "unanchored")
+    }

@@ -52,3 +52,19 @@ def test_host_cpu_busy_share_from_two_proc_stat_readings(tmp_path):
     assert throughput.read_cpu_times(stat) is None and throughput.read_cpu_times(tmp_path / "missing") is None
     live = throughput.read_cpu_times()
     assert live is None or len(live) == 8
+
+
+def test_ledger_windows_the_spans_could_not_place_are_counted():
+    import types
+
+    def result(*flags):
+        return types.SimpleNamespace(flags=list(flags))
+
+    results = [
+        result(
+            "launch_ledger_off_span: 3 kernels (0 own, 0.1 ms) ran outside", "coverage_from_launch_ledger"
+        ),
+        result("launch_ledger_unanchored: no record ran inside", "launch_ledger_off_span: 1 kernels"),
+        result("coverage_from_launch_ledger"),
+    ]
+    assert throughput.ledger_span_counts(results) == {"ledger_off_span": 2, "ledger_unanchored": 1}
