@@ -158,7 +158,7 @@ class CoverageMeasure:
             opening, getattr(process, "clock_stamp", None), getattr(process, "load_clock_stamp", None)
         )
         if self._clock_at_open is not None and self._anchor is None:
-            why = getattr(self.candidate.client.process, "clock_stamp_error", None)
+            why = getattr(process, "clock_stamp_error", None)
             self.result.flags.append(
                 "launch_ledger_unanchored: no record of the runner's reading of the GPU's clock"
                 + (f" ({why})" if why else "")
@@ -206,8 +206,8 @@ class CoverageMeasure:
                 uncounted_batch_spans=len(every) - len(counted),
                 uncounted_batch_records=aside.launches,
                 uncounted_batch_ms=aside.kernel_ms,
-                anchor_drift_ppm=round(self._anchor.drift * 1e6, 3) if self._anchor else None,
-                anchor_drift_unknown_ppm=round(self._anchor.drift_unknown * 1e6, 3) if self._anchor else None,
+                anchor_drift_ppm=round(self._anchor.drift * 1e6, 3),  # spans are stamped only with an anchor
+                anchor_drift_unknown_ppm=round(self._anchor.drift_unknown * 1e6, 3),
             )
         self.result.timing_method.setdefault("diagnostics", {})["launch_ledger"] = diagnostics
         if ledger.dropped or ledger.malformed:

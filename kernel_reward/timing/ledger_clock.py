@@ -84,7 +84,7 @@ class Anchor:
     def place(self, record_ns: int) -> int:
         """Pure: a record's timestamp on the GPU's clock."""
         rough = record_ns - self.offset_ns
-        return record_ns - self.offset_ns - round(self.drift * (rough - self.reading_ns))
+        return rough - round(self.drift * (rough - self.reading_ns))
 
     def unknown_ns(self, gpu_ns: int) -> int:
         """Pure: how far a placement at ``gpu_ns`` may be off, from the drift's uncertainty alone."""
