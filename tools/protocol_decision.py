@@ -1,6 +1,7 @@
 """The decision rule of the pre-registered learning experiment (docs/training/protocol/PROTOCOL.md), applied to
 its evaluations: each run's gain on the test set over the SFT model of its own session (each session trains SFT
-again), paired by task with a bootstrap interval, and the four criteria, each printed as met or not.
+again), paired by task with a bootstrap interval, and the four criteria, each printed as met or not. Before both arms
+have a run it reports the runs so far and decides nothing.
 
     python tools/protocol_decision.py --tasks TEST_SET --out docs/training/protocol/result \\
         --run trloo 0 RUN/summary.json SESSION_SFT/summary.json --run control 0 RUN/summary.json SFT/summary.json
@@ -96,6 +97,37 @@ def computation_of(tasks: Path) -> dict[str, str]:
     return {row["uuid"]: row["computation"] for row in novelty}
 
 
+def print_tables(
+    gains: dict[tuple[str, int], PairedDifference],
+    by_computation: dict[str, dict[str, float]],
+    computations: list[str],
+) -> None:
+    print("arm | seed | SFT correct | RL correct | gain | 95 % interval")
+    for (arm, seed), d in sorted(gains.items()):
+        print(
+            f"{arm} | {seed} | {d.mean_a:.3f} | {d.mean_b:.3f} | {d.difference:+.3f} | [{d.low:+.3f}, {d.high:+.3f}]"
+        )
+    print("\ncomputation | " + " | ".join(f"{arm} mean gain" for arm in ARMS))
+    for name in computations:
+        cells = [f"{by_computation.get(arm, {}).get(name, float('nan')):+.3f}" for arm in ARMS]
+        print(f"{name} | " + " | ".join(cells))
+
+
+def print_criteria(decision: Decision) -> None:
+    print("\ncriterion | met")
+    print(f"every TRLOO seed's interval excludes 0 | {decision.every_trloo_interval_above_zero}")
+    print(f"every TRLOO gain exceeds every control gain | {decision.every_trloo_above_every_control}")
+    print(
+        f"mean TRLOO gain {decision.mean_trloo_gain:+.3f} >= {MIN_MEAN_GAIN}, mean control gain "
+        f"{decision.mean_control_gain:+.3f} within +-{CONTROL_BAND} | {decision.mean_gains_in_band}"
+    )
+    print(
+        f"TRLOO beats the control on >= {MIN_COMPUTATIONS} computations ({', '.join(decision.computations_won) or 'none'}) "
+        f"| {decision.spread_over_computations}"
+    )
+    print(f"\nlearning claimed: {decision.learning_claimed}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -126,33 +158,20 @@ def main(argv: list[str] | None = None) -> int:
         arm: {name: statistics.fmean(values) for name, values in table.items()}
         for arm, table in per_task_gain.items()
     }
-    decision = decide(gains, by_computation)
-
-    print("arm | seed | SFT correct | RL correct | gain | 95 % interval")
-    for (arm, seed), d in sorted(gains.items()):
-        print(
-            f"{arm} | {seed} | {d.mean_a:.3f} | {d.mean_b:.3f} | {d.difference:+.3f} | [{d.low:+.3f}, {d.high:+.3f}]"
-        )
-    print("\ncomputation | " + " | ".join(f"{arm} mean gain" for arm in ARMS))
-    for name in sorted(set(computation.values())):
-        cells = [f"{by_computation.get(arm, {}).get(name, float('nan')):+.3f}" for arm in ARMS]
-        print(f"{name} | " + " | ".join(cells))
-    print("\ncriterion | met")
-    print(f"every TRLOO seed's interval excludes 0 | {decision.every_trloo_interval_above_zero}")
-    print(f"every TRLOO gain exceeds every control gain | {decision.every_trloo_above_every_control}")
-    print(
-        f"mean TRLOO gain {decision.mean_trloo_gain:+.3f} >= {MIN_MEAN_GAIN}, mean control gain "
-        f"{decision.mean_control_gain:+.3f} within +-{CONTROL_BAND} | {decision.mean_gains_in_band}"
-    )
-    print(
-        f"TRLOO beats the control on >= {MIN_COMPUTATIONS} computations ({', '.join(decision.computations_won) or 'none'}) "
-        f"| {decision.spread_over_computations}"
-    )
-    print(f"\nlearning claimed: {decision.learning_claimed}")
+    missing = [arm for arm in ARMS if all(run_arm != arm for run_arm, _ in gains)]
+    decision = None if missing else decide(gains, by_computation)
+    print_tables(gains, by_computation, sorted(set(computation.values())))
+    if decision is None:
+        print(f"\nno decision: the {' and '.join(missing)} arm has no run yet")
+    else:
+        print_criteria(decision)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         record = {
-            "decision": {**asdict(decision), "learning_claimed": decision.learning_claimed},
+            "decision": None
+            if decision is None
+            else {**asdict(decision), "learning_claimed": decision.learning_claimed},
+            "missing_arms": missing,
             "gains": {f"{arm}/{seed}": d.to_dict() for (arm, seed), d in sorted(gains.items())},
             "by_computation": by_computation,
         }

@@ -106,3 +106,24 @@ def test_each_run_is_paired_with_its_own_sessions_sft_evaluation(tmp_path, capsy
     assert "trloo | 0 | 0.500 | 0.500 | +0.000" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([*argv, "--run", "trloo", "1", rl, summary("other", [0.0])])
+
+
+def test_runs_before_both_arms_have_one_are_reported_without_a_decision(tmp_path, capsys):
+    tasks = ["t0", "t1", "t2", "t3"]
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "novelty.json").write_text(
+        json.dumps([{"uuid": t, "computation": "ab"[i % 2]} for i, t in enumerate(tasks)])
+    )
+    for name, rates in (("sft", [0.0, 0.25, 0.5, 0.0]), ("rl", [0.25, 0.25, 0.75, 0.0])):
+        (tmp_path / f"{name}.json").write_text(
+            json.dumps({"per_task": {t: {"correct_rate": r} for t, r in zip(tasks, rates, strict=True)}})
+        )
+    argv = ["--tasks", str(tmp_path / "test"), "--out", str(tmp_path / "result")]
+    run = ["--run", "trloo", "0", str(tmp_path / "rl.json"), str(tmp_path / "sft.json")]
+    assert main([*argv, *run]) == 0
+    printed = capsys.readouterr().out
+    assert "trloo | 0 | 0.188 | 0.312 | +0.125" in printed
+    assert "no decision: the control arm has no run yet" in printed and "learning claimed" not in printed
+    record = json.loads((tmp_path / "result" / "decision.json").read_text())
+    assert record["decision"] is None and record["missing_arms"] == ["control"]
+    assert record["by_computation"]["trloo"] == {"a": 0.25, "b": 0.0}
