@@ -68,7 +68,7 @@ def run_pool(entries: list, device: str, timeout_s: float, launch_ledger: bool =
     from kernel_reward import Evaluator
 
     extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
-    pool_options = {"launch_ledger": True} if launch_ledger else None
+    pool_options = {"launch_ledger": launch_ledger}  # off means off: the pool's default is on for a GPU
     with Evaluator(
         device=device, timeout=timeout_s, seed_base=1234, pool_options=pool_options, **extra
     ) as evaluator:

@@ -438,8 +438,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--launch-ledger",
-        action="store_true",
-        help="--throughput: PoolConfig.launch_ledger (CUPTI's kernel records decide coverage; the pool only)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--throughput: PoolConfig.launch_ledger (CUPTI's kernel records decide coverage; the pool only); "
+        "neither flag: the pool's default, on for a GPU",
     )
     parser.add_argument(
         "--baseline-count", type=int, default=5, help="--throughput: fresh-process evaluations"

@@ -234,19 +234,22 @@ def run_pool(
     warm_spares: int | None = None,
     step_size: int | None = None,
     gpu_timing: str | None = None,
-    launch_ledger: bool = False,
+    launch_ledger: bool | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Every pair through one warm pool. ``step_size``: hand them over that many at a time, each batch only once the
-    previous one has returned (RL steps); None: all at once. ``launch_ledger``: PoolConfig.launch_ledger."""
+    previous one has returned (RL steps); None: all at once. ``launch_ledger``: PoolConfig.launch_ledger (None: the
+    pool's default, on for a GPU)."""
     from kernel_reward.evaluator import Evaluator
+    from kernel_reward.service.config import PoolConfig
 
     start = time.monotonic()
     pool_options: dict[str, Any] = {"warm_spares": warm_spares} if warm_spares else {}
     if gpu_timing is not None:  # PoolConfig.exclusive_gpu_timing: "exclusive" or "shared"
         pool_options["exclusive_gpu_timing"] = gpu_timing == "exclusive"
-    if launch_ledger:
-        pool_options["launch_ledger"] = True
+    if launch_ledger is not None:
+        pool_options["launch_ledger"] = launch_ledger
+    ledger_ran = PoolConfig(device=device, launch_ledger=launch_ledger).runs_launch_ledger
     with Evaluator(
         device=device,
         workers=workers,
@@ -320,7 +323,7 @@ def run_pool(
         "host_cpus": os.cpu_count(),
         "isolation_levels": sorted({row["isolation"] for row in rows if row["isolation"]}),
         "matches_expected": sum(row["status"] == row["expected"] for row in rows),
-        "launch_ledger": launch_ledger,
+        "launch_ledger": ledger_ran,
         # correct results whose coverage came from the ledger's records (the rest: the runner's pass, flagged)
         "coverage_from_launch_ledger": sum("coverage_from_launch_ledger" in r.flags for r in results),
         # windows whose records the judge's batch spans could not all place (records off the spans, or none inside)
@@ -414,7 +417,7 @@ def throughput(
     warm_spares: int | None = None,
     rounds: int = 1,
     gpu_timing: str | None = None,
-    launch_ledger: bool = False,
+    launch_ledger: bool | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """``options``: EvalOptions fields for every evaluation, pool and baseline alike (e.g. coverage_method).
@@ -472,7 +475,7 @@ def rl_throughput(
     preset: str = "full",
     warm_spares: int | None = None,
     gpu_timing: str | None = None,
-    launch_ledger: bool = False,
+    launch_ledger: bool | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """The RL-shaped run (see the module docstring): ``steps`` steps of ``prompts_per_step`` x ``group_size``."""
@@ -558,7 +561,7 @@ def run_cli(args: Any) -> int:
         "preset": preset,
         "warm_spares": args.warm_spares,
         "gpu_timing": getattr(args, "gpu_timing", None),
-        "launch_ledger": bool(getattr(args, "launch_ledger", False)),
+        "launch_ledger": getattr(args, "launch_ledger", None),
         **options,
     }
     if getattr(args, "rl_group", None):

@@ -57,6 +57,13 @@ class EvalConfig:
         default="eager",
         metadata={"help": "speedup baseline: eager PyTorch reference or its torch.compile'd form"},
     )
+    launch_ledger: Literal["auto", "on", "off"] = field(
+        default="auto",
+        metadata={
+            "help": "the launch ledger in every reward runner (CUPTI's kernel records decide coverage and own "
+            "launches; docs/security.md): auto is on for a GPU, off on a CPU"
+        },
+    )
     num_samples: int = field(default=1, metadata={"help": "samples per task (model runs)"})
     num_turns: int = field(
         default=3, metadata={"help": "turns per sample, with feedback in between (model runs)"}

@@ -32,9 +32,17 @@ def evaluator_options(config: EvalConfig) -> dict[str, Any]:
     return with_timeout({"baseline": config.baseline}, config.timeout)
 
 
+def pool_options(config: EvalConfig) -> dict[str, Any]:
+    """The kernel_reward pool settings (PoolConfig fields) this run sets: the launch ledger, unless auto."""
+    return {} if config.launch_ledger == "auto" else {"launch_ledger": config.launch_ledger == "on"}
+
+
 def evaluator_settings(config: EvalConfig) -> dict[str, Any]:
-    """What changes verdicts, for the resume cache key: device and evaluator options."""
-    return {"device": config.device or "auto", "options": evaluator_options(config)}
+    """What changes verdicts, for the resume cache key: device, evaluator options and pool settings."""
+    settings = {"device": config.device or "auto", "options": evaluator_options(config)}
+    if pool_options(config):  # unset, the key stays as before, so earlier runs still resume
+        settings["pool_options"] = pool_options(config)
+    return settings
 
 
 def default_evaluator(config: EvalConfig) -> contextlib.AbstractContextManager[PairEvaluator]:
@@ -43,7 +51,11 @@ def default_evaluator(config: EvalConfig) -> contextlib.AbstractContextManager[P
 
     # progress=False: the harness shows its own bar over all turns.
     return Evaluator(
-        device=config.device, workers=config.workers, progress=False, **evaluator_options(config)
+        device=config.device,
+        workers=config.workers,
+        progress=False,
+        pool_options=pool_options(config) or None,
+        **evaluator_options(config),
     )
 
 

@@ -124,8 +124,8 @@ def reward_pool_options(args: MultiTurnKernelConfig) -> dict[str, Any]:
     pool_options: dict[str, Any] = {}
     if args.reward_memory_fraction is not None:
         pool_options["usable_memory_fraction"] = args.reward_memory_fraction
-    if args.reward_launch_ledger:
-        pool_options["launch_ledger"] = True
+    if args.reward_launch_ledger is not None:
+        pool_options["launch_ledger"] = args.reward_launch_ledger
     if pool_options:
         options["pool_options"] = pool_options
     return options

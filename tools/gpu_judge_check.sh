@@ -7,8 +7,9 @@
 #   production,production_ledger,kernelbench; default all but the *_ledger steps, ledger_clock, mps and kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
 # 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the seal.
-# "production": liger-kernel's ten kernels inlined, judged beside do_bench (installs .whl/liger_kernel-*.whl
-# without dependencies when liger is missing: the device has torch and triton already). "sync":
+# "production": liger-kernel's ten kernels inlined, judged beside do_bench with the pool's defaults (the launch
+# ledger on; installs .whl/liger_kernel-*.whl without dependencies when liger is missing: the device has torch and
+# triton already). "sync":
 # the reward beside do_bench for one kernel behind 0 / 1 / 3 host syncs per call (benchmarks/sync_penalty_probe.py).
 # "ledger": CUPTI's kernel records through the launch ledger against the launches made, and its cost; then the
 # ledger in a real sandboxed runner (LEDGER_S).
@@ -36,7 +37,7 @@ step corpus_ledger "${CORPUS_S:-320}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pyt
 # "throughput_ledger": the pool's throughput with the launch ledger off, then on, in one step (the issue's "no
 # slower", measured in the same call); the phase tables show what the ledger adds and the coverage pass it saves.
 throughput_ledger() {
-  python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 0 --json-out "$OUT/throughput_ledger_off.json" || return 1
+  python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 0 --no-launch-ledger --json-out "$OUT/throughput_ledger_off.json" || return 1
   python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 0 --launch-ledger --json-out "$OUT/throughput_ledger_on.json"; }
 export -f throughput_ledger
 step throughput_ledger "${THROUGHPUT_S:-240}" bash -c throughput_ledger
@@ -59,7 +60,8 @@ step mps "${MPS_S:-180}" bash -c mps_sync_probe
 case ",$STEPS," in *,production,*|*,production_ledger,*)
   python3 -c "import liger_kernel" 2>/dev/null || python3 -m pip install -q --no-deps .whl/liger_kernel-*.whl >"$OUT/liger_install.log" 2>&1;; esac
 step production "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --out "$OUT/production_kernels.json"
-# "production_ledger": the same ten kernels with the launch ledger (no false positive from its accounting).
+# "production_ledger": the same ten kernels with the launch ledger asked for explicitly and no do_bench (no false
+# positive from its accounting).
 step production_ledger "${PRODUCTION_S:-240}" python3 -m benchmarks.production_kernels --device cuda --launch-ledger --do-bench-repeats 0 --out "$OUT/production_kernels_ledger.json"
 # "kernelbench": memory_footprint over the problem files in .kernelbench/ (a KernelBench checkout's level1 / level2,
 # MIT, not in git: carry it). KB_SHARD: one shard of KB_SHARDS (default 4), or a comma list of them run at once (the

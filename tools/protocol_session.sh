@@ -28,6 +28,10 @@ TEST=docs/training/protocol/test_set
 POOL_FILE=${POOL_FILE:-docs/training/protocol/rl_pool.json}
 export KEEP DATA=${DATA:-runs/protocol_data/sft_data} EVAL_TASKS=${EVAL_TASKS:-48} EVAL_SAMPLES=${EVAL_SAMPLES:-8}
 export EVAL_DATASET=$TEST/test PARTS=${PARTS:-7}  # pieces of 47 MiB beside an 11 MB working tree
+# The judge of the experiment's first run: the launch ledger off in every evaluation and reward pool (PROTOCOL.md
+# Deviations), though a GPU pool's default is now on.
+export EVAL_ARGS="--launch-ledger off ${EVAL_ARGS:-}"
+JUDGE_ARGS="--reward_launch_ledger false"
 mode=${1:?usage: protocol_session.sh stage N PIECE | start PLAN | go | wait OUT SECONDS | plan PLAN}
 
 probe_args="--probe_dataset $TEST/probe --probe_tasks 16 --eval_strategy steps --eval_steps 2 \
@@ -57,7 +61,7 @@ step_pilot() {
   local t0=$SECONDS
   for arm in trloo control; do
     extra=""; [[ $arm == control ]] && extra="--reward_control permute_within_group"
-    RL_NAME=pilot_$arm RL_ARGS="--max_steps 2 --seed 99 $extra ${RL_EXTRA:-}" \
+    RL_NAME=pilot_$arm RL_ARGS="--max_steps 2 --seed 99 $extra $JUDGE_ARGS ${RL_EXTRA:-}" \
       bash tools/gpu_learning_run.sh rl "$out" 100000 >"$out/pilot_$arm.out" 2>&1 &
     pids+=($!)
   done
@@ -73,7 +77,7 @@ step_run() {  # OUT ARM SEED
   [[ $arm == trloo || $arm == control ]] || { echo "unknown arm $arm"; return 2; }
   [[ $arm == control ]] && extra="--reward_control permute_within_group"
   committed_pool || return 1
-  RL_NAME=rl_${arm}_$seed RL_POOL=$KEEP/rl_pool RL_ARGS="--max_steps 8 --seed $seed $extra $probe_args ${RL_EXTRA:-}" \
+  RL_NAME=rl_${arm}_$seed RL_POOL=$KEEP/rl_pool RL_ARGS="--max_steps 8 --seed $seed $extra $probe_args $JUDGE_ARGS ${RL_EXTRA:-}" \
     bash tools/gpu_learning_run.sh rl "$out" 100000 || return 1
   bash tools/gpu_learning_run.sh eval "$out" "rl_${arm}_$seed"
 }

@@ -236,12 +236,13 @@ class MultiTurnKernelConfig(GRPOConfig):
             "starts: two trainers side by side on one card, each with its own pool, read the same free memory."
         },
     )
-    reward_launch_ledger: bool = field(
-        default=False,
+    reward_launch_ledger: bool | None = field(
+        default=None,
         metadata={
-            "help": "Start the launch ledger in every reward runner (GPU: CUPTI's kernel records decide coverage and "
+            "help": "The launch ledger in every reward runner (GPU: CUPTI's kernel records decide coverage and "
             "which timed calls ran the candidate's own kernels, instead of the runner's report; "
-            "kernel_reward's PoolConfig.launch_ledger, docs/security.md)."
+            "kernel_reward's PoolConfig.launch_ledger, docs/security.md). Unset: on for a GPU reward pool, off "
+            "on a CPU; false turns it off."
         },
     )
     reward_speedup_estimate: Literal["median", "lower"] = field(

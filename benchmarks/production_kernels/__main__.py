@@ -91,9 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--launch-ledger",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="PoolConfig.launch_ledger: CUPTI's kernel records (not the runner's report) decide coverage and "
-        "whether a timed call ran the candidate's own kernels",
+        "whether a timed call ran the candidate's own kernels; neither flag: the pool's default, on for a GPU",
     )
     parser.add_argument("--list", action="store_true", help="print the kernel names and exit")
     return parser
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(elapsed, 1),
         "false_positives": wrong,
         "interpreter_unsupported": gaps,
-        "launch_ledger": args.launch_ledger,
+        "launch_ledger": args.launch_ledger,  # None: the pool's default (on for a GPU)
         "coverage_from_launch_ledger": sum("coverage_from_launch_ledger" in row.flags for row in rows),
         "command": " ".join(
             ["python -m benchmarks.production_kernels", *(argv if argv is not None else sys.argv[1:])]
@@ -195,7 +196,7 @@ def run(
     workers: int,
     do_bench_repeats: int,
     shape_check: str = "report",
-    launch_ledger: bool = False,
+    launch_ledger: bool | None = None,
 ) -> list[Row]:
     """Build, screen and evaluate the named kernels (then do_bench them on CUDA); one row each, in order."""
     from kernel_reward import Evaluator
@@ -223,7 +224,7 @@ def run(
         timeout=timeout,
         progress=False,
         shape_check=shape_check,
-        pool_options={"launch_ledger": True} if launch_ledger else None,
+        pool_options=None if launch_ledger is None else {"launch_ledger": launch_ledger},
     ) as evaluator:
         results = evaluator.evaluate_many(list(built.values()))
     for name, result in zip(built, results, strict=True):

@@ -42,9 +42,10 @@ class PoolConfig:
     # then measured afresh; 0 uses: never.
     timing_prior_max_age_s: float = 30.0
     timing_prior_max_uses: int = 16
-    # Start the launch ledger (CUPTI's kernel records, read by the judge: docs/security.md) in every runner of a
-    # GPU pool; coverage and the own-kernel count of timed calls then come from its records, not the runner's word.
-    launch_ledger: bool = False
+    # Start the launch ledger (CUPTI's kernel records, read by the judge: docs/security.md) in every runner;
+    # coverage and the own-kernel count of timed calls then come from its records, not the runner's word. None:
+    # on for a GPU pool, off for a CPU one (the interpreter launches no CUDA kernel to record).
+    launch_ledger: bool | None = None
     env: dict[str, str] = field(
         default_factory=dict
     )  # environment of the zygote beyond sandbox.ENV_ALLOW_LIST
@@ -53,6 +54,11 @@ class PoolConfig:
     def mode(self) -> Mode:
         """Where this pool runs candidates (decided by its device, once)."""
         return mode_of(self.device)
+
+    @property
+    def runs_launch_ledger(self) -> bool:
+        """Whether this pool's runners start the launch ledger (``launch_ledger``, its default resolved)."""
+        return self.mode is Mode.GPU if self.launch_ledger is None else self.launch_ledger
 
     def __post_init__(self) -> None:
         if self.device != "cpu" and not (self.device.startswith("cuda:") and self.device[5:].isdigit()):

@@ -112,7 +112,7 @@ class ZygoteClient:
             "usable_memory_fraction": usable if cuda else None,
             "seed_triton_cache": cuda,
             "exclusive_gpu_timing": config.exclusive_gpu_timing,
-            "launch_ledger": config.launch_ledger,  # on a CPU its runners say why it cannot start
+            "launch_ledger": config.runs_launch_ledger,  # asked for on a CPU, its runners say why it cannot
         }
         self.process = subprocess.Popen(
             [

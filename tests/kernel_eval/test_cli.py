@@ -103,3 +103,22 @@ def test_model_only_options_are_rejected_with_saved_completions():
 
     with pytest.raises(ValueError, match="--num-samples, --tts-rounds: only for model runs"):
         EvalConfig(dataset="d", out="o", completions="c.jsonl", num_samples=8, tts_rounds=2)
+
+
+def test_the_launch_ledger_switch_reaches_the_pool_and_the_resume_cache_key():
+    """``--launch-ledger auto`` (default) leaves the pool's default (on for a GPU); ``on`` / ``off`` set it, and
+    the setting is part of what a resumed run must match (it can change verdicts)."""
+    from kernel_eval.cli import build_parser
+    from kernel_eval.config import EvalConfig
+    from kernel_eval.run import evaluator_settings, pool_options
+
+    argv = ["--dataset", "d", "--out", "o", "--completions", "c.jsonl"]
+    assert build_parser().parse_args(argv).launch_ledger == "auto"
+    assert pool_options(EvalConfig(dataset="d", out="o", completions="c.jsonl")) == {}
+    for word, value in (("on", True), ("off", False)):
+        config = EvalConfig(dataset="d", out="o", completions="c.jsonl", launch_ledger=word)
+        assert build_parser().parse_args([*argv, "--launch-ledger", word]).launch_ledger == word
+        assert pool_options(config) == {"launch_ledger": value}
+        assert evaluator_settings(config)["pool_options"] == {"launch_ledger": value}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*argv, "--launch-ledger", "maybe"])

@@ -1,6 +1,8 @@
 """The shipped GPU recipes (recipes/*.yaml) checked on CPU with tiny models: each is a valid config, takes one
 optimizer step per rollout batch, and its dtype / learning rate / optimizer settings actually move the weights."""
 
+import importlib.util
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -150,16 +152,19 @@ def test_the_runners_coverage_number_earns_no_reward_in_the_gpu_recipes(name, tm
     assert paid[0.3] == paid[1.0], (name, paid)
 
 
-def test_reward_pool_size_and_memory_share_reach_the_evaluator(tmp_path, monkeypatch):
-    """Two trainers side by side on one GPU each start a reward pool that reads the same free memory: the config
-    caps each pool's workers and memory share, and the training script hands both to the evaluator."""
-    import importlib.util
-    import sys
-
+def load_train_script(monkeypatch):
+    """scripts/train.py as a module (it is a script, not a package module)."""
     spec = importlib.util.spec_from_file_location("train_script", RECIPES.parent / "scripts" / "train.py")
     train = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "train_script", train)  # dataclasses look their module up there
     spec.loader.exec_module(train)
+    return train
+
+
+def test_reward_pool_size_and_memory_share_reach_the_evaluator(tmp_path, monkeypatch):
+    """Two trainers side by side on one GPU each start a reward pool that reads the same free memory: the config
+    caps each pool's workers and memory share, and the training script hands both to the evaluator."""
+    train = load_train_script(monkeypatch)
     args, _ = recipe_configs("qwen05b_trloo.yaml", tmp_path)
     assert train.reward_pool_options(args) == {}  # unset: the pool sizes itself from the GPU it finds
     args, _ = recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_workers=3, reward_memory_fraction=0.2)
@@ -174,11 +179,31 @@ def test_reward_pool_size_and_memory_share_reach_the_evaluator(tmp_path, monkeyp
     env = train.make_environment(train.TrainScriptArguments(dataset_name="x"), args)
     assert env.evaluator == "evaluator" and seen["workers"] == 3
     pool = ServiceConfig(workers=seen["workers"], pool_options=seen["pool_options"]).for_device("cpu")
-    assert pool.workers == 3 and pool.usable_memory_fraction == 0.2 and not pool.launch_ledger
-    args, _ = recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_launch_ledger=True)
-    assert train.reward_pool_options(args) == {"pool_options": {"launch_ledger": True}}
+    assert pool.workers == 3 and pool.usable_memory_fraction == 0.2 and pool.launch_ledger is None  # GPU: on
+    for asked in (True, False):  # set, the ledger is the config's; unset, the pool's default decides
+        args, _ = recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_launch_ledger=asked)
+        assert train.reward_pool_options(args) == {"pool_options": {"launch_ledger": asked}}
     assert ServiceConfig(pool_options={"launch_ledger": True}).for_device("cpu").launch_ledger
     with pytest.raises(ValueError, match="reward_memory_fraction must be in"):
         recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_memory_fraction=1.5)
     with pytest.raises(ValueError, match="reward_workers must be"):
         recipe_configs("qwen05b_trloo.yaml", tmp_path, reward_workers=0)
+
+
+def test_the_launch_ledger_switch_parses_from_the_command_line(tmp_path, monkeypatch):
+    """``reward_launch_ledger`` has three states on the command line: absent (the pool's default: on for a GPU),
+    ``--reward_launch_ledger false`` (off, as the pre-registered experiment pins it) and ``true``."""
+    from transformers import HfArgumentParser
+
+    train = load_train_script(monkeypatch)
+
+    parser = HfArgumentParser(MultiTurnKernelConfig)
+    base = ["--output_dir", str(tmp_path), "--use_cpu", "true", "--report_to", "none"]
+    for given, expected in (
+        ([], None),
+        (["--reward_launch_ledger", "false"], False),
+        (["--reward_launch_ledger", "true"], True),
+    ):
+        (args,) = parser.parse_args_into_dataclasses([*base, *given])
+        assert args.reward_launch_ledger is expected
+        assert train.reward_pool_options(args).get("pool_options", {}).get("launch_ledger") is expected

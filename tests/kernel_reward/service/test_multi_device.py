@@ -139,3 +139,14 @@ def test_free_memory_is_read_through_nvml_for_the_card_the_service_names(monkeyp
     assert devices.gpu_memory("cuda:0") == GpuMemory(70.0, 80.0)  # named by UUID
     assert devices.gpu_memory("cuda:1") is None  # not visible to the service
     assert nvml.open == 0  # every read shuts NVML down again
+
+
+def test_the_launch_ledger_runs_by_default_in_a_gpu_pool_and_not_in_a_cpu_one():
+    """Unset, ``launch_ledger`` means "where there are kernels to record": on for a GPU pool; a CPU pool (the
+    Triton interpreter, no CUDA) starts none. Set, it is obeyed, so a benchmark's "off" is off and a CPU pool
+    asked for one says in each result why it has none."""
+    assert PoolConfig(device="cuda:0").runs_launch_ledger
+    assert not PoolConfig(device="cpu").runs_launch_ledger
+    assert not PoolConfig(device="cuda:0", launch_ledger=False).runs_launch_ledger
+    assert PoolConfig(device="cpu", launch_ledger=True).runs_launch_ledger
+    assert ServiceConfig().for_device("cpu").launch_ledger is None
