@@ -4,7 +4,7 @@ share of tied groups (no learning signal) per step, and each run's step time spl
 (the plotted series) and prints the time split per run.
 
     python tools/protocol_curves.py --out docs/training/protocol/curves \\
-        --run trloo 0 docs/training/protocol/runs/2026-12-07-h100-trloo-0/run_trloo_0/rl_trloo_0_log_history.json
+        --run trloo 0 RUN/rl_trloo_0_log_history.json --run control 0 RUN2/rl_control_0_log_history.json
 
 Each LOG_HISTORY is a run's ``log_history.json`` (``tools/gpu_learning_run.sh rl``).
 """
