@@ -109,7 +109,10 @@ def print_tables(
         )
     print("\ncomputation | " + " | ".join(f"{arm} mean gain" for arm in ARMS))
     for name in computations:
-        cells = [f"{by_computation.get(arm, {}).get(name, float('nan')):+.3f}" for arm in ARMS]
+        cells = [
+            f"{by_computation[arm][name]:+.3f}" if name in by_computation.get(arm, {}) else "-"
+            for arm in ARMS
+        ]
         print(f"{name} | " + " | ".join(cells))
 
 

@@ -124,6 +124,7 @@ def test_runs_before_both_arms_have_one_are_reported_without_a_decision(tmp_path
     printed = capsys.readouterr().out
     assert "trloo | 0 | 0.188 | 0.312 | +0.125" in printed
     assert "no decision: the control arm has no run yet" in printed and "learning claimed" not in printed
+    assert "\na | +0.250 | -\n" in printed  # the arm without a run has no gain, not NaN
     record = json.loads((tmp_path / "result" / "decision.json").read_text())
     assert record["decision"] is None and record["missing_arms"] == ["control"]
     assert record["by_computation"]["trloo"] == {"a": 0.25, "b": 0.0}
