@@ -377,7 +377,7 @@ class ModelNew(nn.Module):
         if x.numel() != {n}:  # the shipped size only; torch elsewhere
             return torch.relu(x + y)
         out = torch.empty_like(x)
-        add_relu_kernel[(triton.cdiv({n}, 1024),)](x, y, out, {n}, BLOCK=1024)
+        add_relu_kernel[(triton.cdiv({n}, 65536),)](x, y, out, {n}, BLOCK=65536)  # few programs: the interpreter runs each one
         return out
 """
     result = evaluate_subprocess(reference, "```python\n" + candidate + "```", shape_check="fail")
