@@ -51,6 +51,11 @@ class Decision:
         )
 
 
+def missing_arms(gains: dict[tuple[str, int], PairedDifference]) -> list[str]:
+    """Pure: the protocol's arms without a run among ``gains`` (keys (arm, seed)), in the protocol's order."""
+    return [arm for arm in ARMS if all(run_arm != arm for run_arm, _ in gains)]
+
+
 def decide(
     gains: dict[tuple[str, int], PairedDifference], by_computation: dict[str, dict[str, float]]
 ) -> Decision:
@@ -63,10 +68,11 @@ def decide(
     unknown = {arm for arm, _ in gains} - set(ARMS)
     if unknown:
         raise ValueError(f"unknown arms {sorted(unknown)}; the protocol's arms are {ARMS}")
+    missing = missing_arms(gains)
+    if missing:
+        raise ValueError(f"the rule needs at least one run of each arm; {' and '.join(missing)} has none")
     trloo = [d for (arm, _), d in sorted(gains.items()) if arm == "trloo"]
     control = [d for (arm, _), d in sorted(gains.items()) if arm == "control"]
-    if not trloo or not control:
-        raise ValueError("the rule needs at least one run of each arm")
     mean_trloo = statistics.fmean(d.difference for d in trloo)
     mean_control = statistics.fmean(d.difference for d in control)
     won = sorted(
@@ -161,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         arm: {name: statistics.fmean(values) for name, values in table.items()}
         for arm, table in per_task_gain.items()
     }
-    missing = [arm for arm in ARMS if all(run_arm != arm for run_arm, _ in gains)]
+    missing = missing_arms(gains)
     decision = None if missing else decide(gains, by_computation)
     print_tables(gains, by_computation, sorted(set(computation.values())))
     if decision is None:
