@@ -40,8 +40,9 @@ def pool_options(config: EvalConfig) -> dict[str, Any]:
 def evaluator_settings(config: EvalConfig) -> dict[str, Any]:
     """What changes verdicts, for the resume cache key: device, evaluator options and pool settings."""
     settings = {"device": config.device or "auto", "options": evaluator_options(config)}
-    if pool_options(config):  # unset, the key stays as before, so earlier runs still resume
-        settings["pool_options"] = pool_options(config)
+    pool = pool_options(config)
+    if pool:  # unset, the key stays as before, so earlier runs still resume
+        settings["pool_options"] = pool
     return settings
 
 
