@@ -6,7 +6,8 @@
 #   (STEPS: any of bench,throughput,throughput_ledger,corpus,corpus_ledger,sync,ledger,ledger_clock,mps,memory,
 #   production,production_ledger,kernelbench; default all but the *_ledger steps, ledger_clock, mps and kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
-# 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the seal.
+# 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the checked calls
+# behind the gate, the seal.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench with the pool's defaults (the launch
 # ledger on; installs .whl/liger_kernel-*.whl without dependencies when liger is missing: the device has torch and
 # triton already). "sync":
@@ -30,7 +31,7 @@ step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
 # The gate tests compare two evaluations' speedups: alone, not beside six parallel workers (under that load an honest
 # tiny kernel read 0.34x on the H100 and the comparison meant nothing).
-step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
+step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py tests/kernel_reward/judge/test_gated_checked_calls_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 # "corpus_ledger": the same corpus with the launch ledger in every runner: each correct entry must show that its
 # coverage came from the ledger's records (tests/kernel_reward/test_corpus.py).
 step corpus_ledger "${CORPUS_S:-320}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE

@@ -237,6 +237,9 @@ class Arena:
         self.signals: stream_gate.SharedWords | None = (
             None  # CUDA: the words the two processes' streams meet at
         )
+        # CUDA with the driver's stream memory operations: the judge's one gate, which every run message waits
+        # behind (``handover``, ``timing.batch_clock``), so its numbers rise across checked and timed messages alike
+        self.gate: stream_gate.HostGate | None = None
         if device.type == "cpu":
             self.fd = os.memfd_create("kernel_reward_arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(self.fd, self.nbytes)
@@ -249,6 +252,8 @@ class Arena:
             self._cuda = cuda_vmm.driver().create(self.nbytes, cuda_vmm.device_index(device))
             self.tensor = cuda_vmm.wrap_device_pointer(self._cuda.pointer, self.nbytes, device)
             self.signals = stream_gate.SharedWords()
+            if stream_gate.available(device):
+                self.gate = stream_gate.HostGate(stream_gate.OPEN_AFTER_S)
         self.layout = Layout(self.nbytes)
 
     def signal_words(self) -> tuple[int, int]:

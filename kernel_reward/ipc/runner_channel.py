@@ -231,7 +231,7 @@ class RunnerClient:
         return reply
 
 
-KERNEL_FREE_MESSAGES = frozenset({"ping", "ledger", "memory_cap", "arena"})
+KERNEL_FREE_MESSAGES = frozenset({"ping", "ledger", "memory_cap", "arena", "sync"})
 
 
 def outside_the_clock(message: dict[str, Any]) -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import torch
 
+OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
 WAIT_GEQ = 0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0, a cyclic compare
 HOST_ALLOC_PORTABLE, HOST_ALLOC_DEVICEMAP = 0x01, 0x02  # CU_MEMHOSTALLOC_*: pinned, mapped into the device
 

@@ -1,8 +1,8 @@
 """The judge's proxy of the candidate: ``RemoteCandidate.call`` runs one forward in the runner process.
 
 For every call the judge writes the inputs into the arena, poisons the output slots (NaN, or a sentinel for
-integers: an unwritten slot is a wrong answer), asks the runner to run and checks that the inputs in the arena are
-still what it wrote. The outputs stay in their slots (``SlotOutputs``): each check reads them once, a chunk at a
+integers: an unwritten slot is a wrong answer), asks the runner to run (on a GPU behind the judge's gate, as a timed
+batch is: ``ipc.handover``) and checks that the inputs in the arena are still what it wrote. The outputs stay in their slots (``SlotOutputs``): each check reads them once, a chunk at a
 time into the judge's own memory, and compares and fingerprints what it read, so what is compared is what is
 fingerprinted (the constant-output check) and what every reference of that check is compared with. The runner's
 reply only adds what the judge cannot see from outside (which Triton kernels launched, an exception's text); it
@@ -19,6 +19,7 @@ import torch
 
 from kernel_reward.common.tensors import only_tensors, synchronize
 from kernel_reward.ipc import exchange, placement
+from kernel_reward.ipc.handover import Handover, ask_run
 from kernel_reward.ipc.runner_channel import RunnerClient, RunnerFault
 from kernel_reward.judge.compare import (
     Comparison,
@@ -205,6 +206,9 @@ class RemoteCandidate:
         # The previous call's places: (its grid, base, encoded arguments, output places)
         self._last_inputs: tuple[placement.Grid, int, list[Any], list[exchange.TensorRef]] | None = None
         self.calls = 0  # messages so far: a call's SlotOutputs are readable until the next one
+        self.handover = Handover.of(
+            arena
+        )  # on a GPU every message waits behind the judge's gate, as timed ones do
         self.key = output_seal.SealKey.draw()  # the outputs' fingerprints (never sent to the runner)
 
     def grid_for(self, inputs: list[Any]) -> placement.Grid:
@@ -305,7 +309,7 @@ class RemoteCandidate:
         output places and the judge's copy of its inputs)."""
         self.calls += 1
         synchronize(self.arena.device)
-        reply = self.client.ask(placement.run_message(self.model_id, entries), ("ran",))
+        reply = ask_run(self.client, placement.run_message(self.model_id, entries), self.handover)
         reports = _reports(reply, len(entries))
         synchronize(self.arena.device)
         outcomes = []

@@ -129,6 +129,12 @@ class Runner:
     def _on_ping(self, message: dict[str, Any]) -> dict[str, Any]:
         return {"type": "pong"}
 
+    def _on_sync(self, message: dict[str, Any]) -> dict[str, Any]:
+        """After a gated run (``ipc.handover``), once the judge has opened its gate: this process's stream has run
+        the calls; an asynchronous CUDA error of theirs is raised here and becomes the error reply."""
+        synchronize(self.device)
+        return {"type": "synced"}
+
     def _on_ledger(self, message: dict[str, Any]) -> dict[str, Any]:
         """Every kernel finished so far onto the ledger's descriptor, then the judge's marker."""
         if self.ledger is None:

@@ -2,7 +2,7 @@
 
 ``BatchClock`` lays out one measurement (the arena's slots, private staging, the snapshot the outputs are compared
 from) and times batches of K calls of either side: on a GPU between the judge's own CUDA events, the runner's
-stream gated by two shared words (``stream_gate``); elsewhere on the judge's host clock. The inputs are copied in
+stream gated by two shared words (``handover``); elsewhere on the judge's host clock. The inputs are copied in
 after the start event and the candidate's outputs sealed before the end event (``output_seal``), so whatever the
 runner computes on them falls inside the window. A reference batch and a candidate batch on the same inputs form a
 pair queued behind one host gate (which side goes first alternates); each side's fixed cost is calibrated with
@@ -11,12 +11,13 @@ and the comparisons are read once when the measurement ends. A few pairs of a me
 every candidate call ablated (``time_interleaved``): left out of the times. Step by step:
 docs/timing.md#the-batch-clock.
 
-Why one module (801 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (791 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 import time
@@ -29,6 +30,7 @@ import torch
 
 from kernel_reward.common.tensors import only_tensors, seed_forward, structured_outputs, synchronize
 from kernel_reward.ipc import exchange, placement, stream_gate
+from kernel_reward.ipc.handover import BATCH_DEADLINE_S, SYNC, Handover
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.compare import (
     Comparison,
@@ -44,10 +46,6 @@ from kernel_reward.timing.ledger_clock import SpanStamps
 from kernel_reward.timing.spans import Spans, unrecorded
 from kernel_reward.timing.statistics import TimingValidationError
 
-GATE_OPEN_AFTER_S = 0.02  # the watchdog opens a gate the host could not open (code that syncs while queued)
-BATCH_DEADLINE_S = (
-    120.0  # a batch the GPU has not finished by then is the runner's timeout (see wait_for_event)
-)
 SNAPSHOT_BYTES = (
     64 << 20
 )  # the candidate's outputs are re-read for comparison this much at a time (output_seal)
@@ -98,7 +96,9 @@ class BatchClock:
             list[torch.Tensor]
         ] = []  # the last reference batch's, per call, as returned
         self.reference_inputs: torch.Tensor | None = None  # the staging itself, or a private copy of it
-        self.gate = stream_gate.HostGate(GATE_OPEN_AFTER_S) if stream_gate.available(device) else None
+        # The arena's gate, which the checked calls' messages wait behind too (``handover``): one rising count
+        self.handover = Handover.of(arena)
+        self.gate = self.handover.gate if self.handover is not None else None
         self.method = "judge_gpu_events" if self.gate is not None else "judge_host_clock"
         # The runner's dry batches run one tiny kernel on gated clocks (stream_gate.handover_kernel); the
         # calibration times the same kernel here to take its own cost out of the hand-over.
@@ -147,7 +147,6 @@ class BatchClock:
             for index, r in enumerate(outs)
         ]
         self._rebase()
-        self.flag_word, self.done_word = self.arena.signal_words()
         self._allocate()
 
     def _allocate(self) -> None:
@@ -459,14 +458,16 @@ class BatchClock:
             if self.gate is None:
                 return self._host_pair(client, message, sides, empty)
             number = self.gate.close_next()
-            message["gate"] = {"n": number, "flag": self.flag_word, "done": self.done_word}
+            message = self.handover.gated(message, number)
             spans: dict[str, _Spans] = {}
             try:
                 if not candidate_first:
                     spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
                 if self.stamps is not None:  # outside E0..E1: the stamps cost the batch nothing
                     self.stamps.open(counted=not (empty or ablate))
-                spans["candidate"] = self._queue_batch("candidate", self._hand_over(number))
+                spans["candidate"] = self._queue_batch(
+                    "candidate", functools.partial(self.handover.queue, number)
+                )
                 if self.stamps is not None:
                     self.stamps.close()
                 reply = client.ask(message, ("ran",))
@@ -478,9 +479,10 @@ class BatchClock:
                     spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
                 reports = _reports(reply)
                 self.gate.open(number)
-                self._finish(spans[sides[-1]].end, client)
+                client.ask(SYNC, ("synced",))  # as after every gated run message (handover)
+                self.handover.finish(spans[sides[-1]].end, client)
             except BaseException:
-                self._release(number)  # the latest gate: its number is at least the hand-over's
+                self.handover.release(number)  # the latest gate: its number is at least the hand-over's
                 raise
         for side, span in spans.items():
             self.last_work_ms[side] = span.work_ms()
@@ -520,13 +522,6 @@ class BatchClock:
 
         return calls
 
-    def _hand_over(self, number: int) -> Callable[[], None]:
-        def hand_over() -> None:
-            stream_gate.write_value(self.arena.signal_address(self.flag_word), number)
-            stream_gate.wait_value(self.arena.signal_address(self.done_word), number)
-
-        return hand_over
-
     def _host_pair(self, client: Any, message: dict[str, Any], sides: tuple[str, str], empty: bool) -> Pair:
         """A pair on the host clock (no gates): each batch synchronised on its own."""
         replies: list[dict[str, Any]] = []
@@ -542,24 +537,6 @@ class BatchClock:
             else:
                 ms[side] = self._host_batch(side, ask)
         return Pair(ms["reference"], ms["candidate"], _reports(replies[0]))
-
-    def _finish(self, end: torch.cuda.Event, client: Any) -> None:
-        """Wait for the batch's E1; a runner that never writes ``done`` is a timeout."""
-        deadline = time.monotonic() + BATCH_DEADLINE_S
-        if getattr(client, "deadline", None) is not None:
-            deadline = min(deadline, client.deadline)
-        try:
-            stream_gate.wait_for_event(end, deadline, "timed batch")
-        except TimeoutError as exc:
-            raise RunnerFault(
-                "timeout", "the candidate's timed batch did not finish on the GPU within the wall-clock limit"
-            ) from exc
-
-    def _release(self, number: int) -> None:
-        """After a failed batch: open the gate and write ``done`` ourselves, from the host (``SharedWords``), so the
-        judge's own stream (waiting for a runner that is dead or lying) can go on to whatever the judge does next."""
-        self.gate.open(number)
-        self.arena.signals.write_from_host(self.done_word, number)
 
 
 @dataclass(frozen=True)

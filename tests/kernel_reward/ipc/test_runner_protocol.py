@@ -111,7 +111,7 @@ def test_messages_that_may_run_kernels_off_the_judges_clock_are_counted():
     assert outside_the_clock(run) and not outside_the_clock(gated)
     for kind in ("load", "build", "reset_buffers", "coverage"):
         assert outside_the_clock({"type": kind}), kind
-    for kind in ("ping", "ledger", "memory_cap", "arena"):
+    for kind in ("ping", "ledger", "memory_cap", "arena", "sync"):
         assert not outside_the_clock({"type": kind}), kind
     ours, theirs = socket.socketpair()
     with ours, theirs:

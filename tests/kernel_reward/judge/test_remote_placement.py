@@ -36,3 +36,38 @@ def test_a_calls_outputs_never_overlap_its_inputs_wherever_its_grid_is_drawn():
         assert candidate.grid.calls == 1 and len(bases) > 1
     finally:
         arena.close()
+
+
+def test_every_checked_message_goes_through_the_handover_where_the_arena_has_a_gate():
+    """On a GPU a checked call's message waits behind the judge's gate as a timed batch's does (``ipc.handover``):
+    one-call and K-call messages alike go to ``Handover.run``; without a gate (here, the CPU) the runner is asked
+    directly."""
+    inputs = [torch.randn(64)]
+    spec = output_spec(torch.randn(64))
+    arena = exchange.Arena(4 * slot_bytes(inputs, spec), torch.device("cpu"))
+    sent: list[tuple[str, int]] = []
+
+    def answer(message: dict) -> dict:
+        return {"type": "ran", "calls": [{"ok": True, "own": ["k"]}] * len(message["calls"])}
+
+    class Client:
+        def ask(self, message: dict, expect: tuple) -> dict:
+            sent.append(("direct", len(message["calls"])))
+            return answer(message)
+
+    class Handover:
+        def run(self, client, message: dict) -> dict:
+            sent.append(("handover", len(message["calls"])))
+            return answer(message)
+
+    try:
+        candidate = RemoteCandidate(Client(), arena, spec, calls_per_batch=2)
+        assert candidate.handover is None  # a CPU arena has no gate
+        candidate.call(inputs)
+        candidate.handover = Handover()
+        candidate.call(inputs)
+        candidate.call(inputs, reuse_buffers=True)
+        candidate.call_batch([inputs, inputs])
+    finally:
+        arena.close()
+    assert sent == [("direct", 1), ("handover", 1), ("handover", 1), ("handover", 2)]

@@ -506,8 +506,26 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
         def work_ms(self) -> float:
             return 1.0
 
+    class Handover:
+        gate = Gate()
+
+        def gated(self, message: dict, number: int) -> dict:
+            return {**message, "gate": {"n": number}}
+
+        def queue(self, number: int) -> None:  # the stubbed _queue_batch never calls its work
+            raise AssertionError("not queued here")
+
+        def release(self, number: int) -> None:
+            events.append(f"released {number}")
+
+        def finish(self, end, client) -> None:
+            events.append("finished")
+
     class Client:
         def ask(self, message: dict, expect: tuple) -> dict:
+            if message["type"] == "sync":  # after every gated run message, once its gate is open
+                events.append("synced")
+                return {"type": "synced"}
             gates_asked.append(message["gate"]["n"])
             events.append("runner asked")
             return {"type": "ran", "calls": []}
@@ -519,8 +537,9 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
     try:
         clock = BatchClock(reference, arena, spec, torch.device("cpu"), 0, draw, reference_keeps_inputs=True)
         clock.prepare(1)
-        clock.gate, clock.flag_word, clock.done_word = Gate(), 0, 1
-        clock._queue_batch, clock._finish = queue, lambda end, client: events.append("finished")
+        clock.handover = Handover()
+        clock.gate = clock.handover.gate
+        clock._queue_batch = queue
         clock.time_pair(Client(), 0, candidate_first)
         clock.time_pair(Client(), 0, candidate_first, ablate=True)
     finally:
@@ -538,6 +557,7 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
             "close 8",
             "queued reference",
             "open 8",
+            "synced",
             "finished",
         ]
     else:
@@ -547,6 +567,7 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
             "queued candidate",
             "runner asked",
             "open 7",
+            "synced",
             "finished",
         ]
     # Whatever the order: the reference is queued behind a gate closed after the last time the runner was asked
