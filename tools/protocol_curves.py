@@ -1,6 +1,6 @@
 """The training curves of the pre-registered experiment's runs (docs/training/protocol/PROTOCOL.md), all runs in
-one figure, each arm in its own colour: the probe's correct rate (every 2 steps), the batch's reward and the
-share of tied groups (no learning signal) per step, and each run's step time split. Writes OUT.png and OUT.json
+one figure, each arm in its own colour: the probe's correct rate (every 2 steps), the batch's reward, compile rate
+and share of tied groups (no learning signal) per step, and each run's step time split. Writes OUT.png and OUT.json
 (the plotted series) and prints the time split per run.
 
     python tools/protocol_curves.py --out docs/training/protocol/curves \\
@@ -25,6 +25,7 @@ from learning_run_report import steps_of  # noqa: E402
 ARM_COLOURS = {"trloo": "tab:blue", "control": "tab:orange"}
 PROBE = "eval_turn_1/correct"
 REWARD = "turn_1/reward"
+COMPILED = "turn_1/compiled"
 TIED = "filters/tied_group_frac"
 TIME_SPLIT = ("time/generation_s", "time/environment_s", "time/optimization_s")
 PARTS = tuple(key.split("/")[1] for key in TIME_SPLIT)
@@ -39,6 +40,7 @@ class RunCurves:
     seed: int
     probe: list[tuple[int, float]]
     reward: list[tuple[int, float]]
+    compiled: list[tuple[int, float]]
     tied_groups: list[tuple[int, float]]
     mean_step_seconds: dict[str, float]
 
@@ -63,7 +65,7 @@ def run_curves(arm: str, seed: int, history: list[dict]) -> RunCurves:
         values = [value for _, value in series(key)]
         if values:
             split[part] = statistics.fmean(values)
-    return RunCurves(arm, seed, series(PROBE), reward, series(TIED), split)
+    return RunCurves(arm, seed, series(PROBE), reward, series(COMPILED), series(TIED), split)
 
 
 def plot(runs: list[RunCurves], out: Path) -> None:
@@ -72,10 +74,11 @@ def plot(runs: list[RunCurves], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(19, 4))
+    fig, axes = plt.subplots(1, 5, figsize=(23, 4))
     panels = (
         ("probe: correct rate (16 test tasks x 4)", "probe"),
         ("batch: mean reward (8 prompts x 8)", "reward"),
+        ("batch: compile rate", "compiled"),
         ("batch: share of tied groups", "tied_groups"),
     )
     for axis, (title, field) in zip(axes, panels, strict=False):
@@ -92,10 +95,10 @@ def plot(runs: list[RunCurves], out: Path) -> None:
     bottom = [0.0] * len(runs)
     for part, colour in zip(PARTS, PART_COLOURS, strict=True):
         heights = [run.mean_step_seconds.get(part, 0.0) for run in runs]
-        axes[3].bar(names, heights, bottom=bottom, color=colour, label=part.removesuffix("_s"))
+        axes[4].bar(names, heights, bottom=bottom, color=colour, label=part.removesuffix("_s"))
         bottom = [a + b for a, b in zip(bottom, heights, strict=True)]
-    axes[3].set(title="mean step time split", ylabel="seconds")
-    axes[3].legend(fontsize=8)
+    axes[4].set(title="mean step time split", ylabel="seconds")
+    axes[4].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=110)
     plt.close(fig)

@@ -18,6 +18,7 @@ HISTORY = [
     {
         "step": 1,
         "turn_1/reward": 0.5,
+        "turn_1/compiled": 0.9,
         "filters/tied_group_frac": 0.25,
         "time/generation_s": 30.0,
         "time/environment_s": 20.0,
@@ -26,6 +27,7 @@ HISTORY = [
     {
         "step": 2,
         "turn_1/reward": 1.0,
+        "turn_1/compiled": 0.6,
         "filters/tied_group_frac": 0.0,
         "time/generation_s": 10.0,
         "time/environment_s": 40.0,
@@ -40,6 +42,7 @@ def test_a_runs_series_and_its_mean_step_split():
     run = protocol_curves.run_curves("trloo", 0, HISTORY)
     assert run.probe == [(2, 0.2)] and run.reward == [(1, 0.5), (2, 1.0)]
     assert run.tied_groups == [(1, 0.25), (2, 0.0)]
+    assert run.compiled == [(1, 0.9), (2, 0.6)]  # the control arm's collapse shows here first
     assert run.mean_step_seconds == {"generation_s": 20.0, "environment_s": 30.0, "optimization_s": 1.0}
     with pytest.raises(ValueError, match="unknown arm 'grpo'"):
         protocol_curves.run_curves("grpo", 0, HISTORY)
