@@ -5,6 +5,7 @@ and share of tied groups (no learning signal) per step, and each run's step time
 
     python tools/protocol_curves.py --out docs/training/protocol/curves \\
         --run trloo 0 RUN/rl_trloo_0_log_history.json --run control 0 RUN2/rl_control_0_log_history.json
+    python tools/protocol_curves.py --out docs/training/protocol/curves --runs docs/training/protocol/runs
 
 Each LOG_HISTORY is a run's ``log_history.json`` (``tools/gpu_learning_run.sh rl``).
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the learning run report's helpers
 
 from learning_run_report import steps_of  # noqa: E402
+from protocol_runs import find_runs  # noqa: E402
 
 ARM_COLOURS = {"trloo": "tab:blue", "control": "tab:orange"}
 PROBE = "eval_turn_1/correct"
@@ -108,18 +110,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--run",
         nargs=3,
         action="append",
         metavar=("ARM", "SEED", "LOG_HISTORY"),
-        required=True,
         help="one run's arm (trloo or control), seed and log_history.json",
+    )
+    source.add_argument(
+        "--runs", type=Path, help="every finished run recorded under this folder (tools/protocol_runs.py)"
     )
     parser.add_argument("--out", type=Path, required=True, help="writes OUT.png and OUT.json")
     args = parser.parse_args(argv)
+    listed = args.run
+    if args.runs is not None:
+        try:
+            found, skipped = find_runs(args.runs)
+        except ValueError as exc:
+            parser.error(str(exc))
+        for folder, why in skipped:
+            print(f"left out: {folder} ({why})")
+        listed = [(r.arm, r.seed, r.log_history) for r in found]
     runs = []
-    for arm, seed, path in args.run:
+    for arm, seed, path in listed:
         try:
             runs.append(run_curves(arm, int(seed), json.loads(Path(path).read_text())))
         except (OSError, ValueError) as exc:

@@ -5,6 +5,7 @@ have a run it reports the runs so far and decides nothing.
 
     python tools/protocol_decision.py --tasks TEST_SET --out docs/training/protocol/result \\
         --run trloo 0 RUN/summary.json SESSION_SFT/summary.json --run control 0 RUN/summary.json SFT/summary.json
+    python tools/protocol_decision.py --tasks TEST_SET --runs docs/training/protocol/runs   # every finished run
 
 Every summary is a ``scripts/evaluate.py`` summary of the same test tasks (``per_task`` correct rates).
 """
@@ -20,10 +21,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without an install
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the run records' listing
+
+from protocol_runs import ARMS, find_runs  # noqa: E402
 
 from kernel_eval.paired import PairedDifference, paired_difference  # noqa: E402
 
-ARMS = ("trloo", "control")
 MIN_MEAN_GAIN = 0.05  # the mean TRLOO gain must reach this
 CONTROL_BAND = 0.02  # the mean control gain must stay within +- this
 MIN_COMPUTATIONS = 3  # computations on which TRLOO's mean gain beats the control's
@@ -142,21 +145,33 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--tasks", type=Path, required=True, help="the test set folder (with novelty.json)")
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--run",
         nargs=4,
         action="append",
         metavar=("ARM", "SEED", "SUMMARY", "SFT_SUMMARY"),
-        required=True,
         help="one RL run's test-set summary.json and its session's SFT one (ARM: trloo or control)",
+    )
+    source.add_argument(
+        "--runs", type=Path, help="every finished run recorded under this folder (tools/protocol_runs.py)"
     )
     parser.add_argument("--out", type=Path, default=None, help="write decision.json here")
     args = parser.parse_args(argv)
 
+    runs = args.run
+    if args.runs is not None:
+        try:
+            found, skipped = find_runs(args.runs)
+        except ValueError as exc:
+            parser.error(str(exc))
+        for folder, why in skipped:
+            print(f"left out: {folder} ({why})")
+        runs = [(r.arm, r.seed, r.summary, r.sft_summary) for r in found]
     computation = computation_of(args.tasks)
     gains: dict[tuple[str, int], PairedDifference] = {}
     per_task_gain: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for arm, seed, path, sft_path in args.run:
+    for arm, seed, path, sft_path in runs:
         before, after = correct_rates(Path(sft_path)), correct_rates(Path(path))
         if set(before) != set(after):
             parser.error(f"{path} and {sft_path} evaluate different tasks")

@@ -69,3 +69,20 @@ def test_the_command_writes_the_figure_and_the_series(tmp_path, capsys):
     with pytest.raises(SystemExit):
         protocol_curves.main(["--run", "trloo", "1", str(broken), "--out", str(out)])
     assert "broken.json" in capsys.readouterr().err
+
+
+def test_the_runs_folder_gives_every_finished_runs_curves(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    for session, arm in [("s1", "trloo"), ("s2", "control")]:
+        run = runs / session / f"run_{arm}_0"
+        (run / f"eval_rl_{arm}_0").mkdir(parents=True)
+        (run / f"eval_rl_{arm}_0" / "summary.json").write_text("{}")
+        (run / f"rl_{arm}_0_log_history.json").write_text(json.dumps(HISTORY))
+        (runs / session / "sft" / "eval_sft").mkdir(parents=True)
+        (runs / session / "sft" / "eval_sft" / "summary.json").write_text("{}")
+    out = tmp_path / "curves"
+    assert protocol_curves.main(["--runs", str(runs), "--out", str(out)]) == 0
+    series = json.loads(out.with_suffix(".json").read_text())
+    assert [(run["arm"], run["seed"]) for run in series] == [("trloo", 0), ("control", 0)]
+    with pytest.raises(SystemExit):  # one of the two ways, not both
+        protocol_curves.main(["--runs", str(runs), "--run", "trloo", "0", "x.json", "--out", str(out)])

@@ -128,3 +128,40 @@ def test_runs_before_both_arms_have_one_are_reported_without_a_decision(tmp_path
     record = json.loads((tmp_path / "result" / "decision.json").read_text())
     assert record["decision"] is None and record["missing_arms"] == ["control"]
     assert record["by_computation"]["trloo"] == {"a": 0.25, "b": 0.0}
+
+
+def test_runs_found_in_their_folder_decide_as_listed_ones(tmp_path, capsys):
+    """``--runs DIR`` (tools/protocol_runs.py) pairs every finished run with its own session's SFT evaluation,
+    as the same runs given one by one with ``--run``; an incomplete run is named and left out."""
+    tasks = ["t0", "t1"]
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "novelty.json").write_text(
+        json.dumps([{"uuid": t, "computation": "a"} for t in tasks])
+    )
+
+    def summary(path, rates):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            json.dumps({"per_task": {t: {"correct_rate": r} for t, r in zip(tasks, rates, strict=True)}})
+        )
+        return str(path)
+
+    runs = tmp_path / "runs"
+    listed = []
+    for session, arm, sft_rates, rl_rates in [
+        ("s1", "trloo", [0.0, 0.25], [0.5, 0.5]),
+        ("s2", "control", [0.5, 0.5], [0.25, 0.5]),
+    ]:
+        sft = summary(runs / session / "sft" / "eval_sft" / "summary.json", sft_rates)
+        rl = summary(runs / session / f"run_{arm}_0" / f"eval_rl_{arm}_0" / "summary.json", rl_rates)
+        listed += ["--run", arm, "0", rl, sft]
+    (runs / "s3" / "run_trloo_1").mkdir(parents=True)  # cut before its test-set evaluation
+    argv = ["--tasks", str(tmp_path / "test")]
+    assert main([*argv, *listed]) == 0
+    by_hand = capsys.readouterr().out
+    assert main([*argv, "--runs", str(runs)]) == 0
+    found = capsys.readouterr().out
+    assert found.endswith(by_hand) and "trloo | 0 | 0.125 | 0.500 | +0.375" in found
+    assert "left out: " in found and "run_trloo_1 (no test-set summary)" in found
+    with pytest.raises(SystemExit):
+        main([*argv, "--runs", str(tmp_path / "nowhere")])
