@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the learning run report's helpers
 
 from learning_run_report import steps_of  # noqa: E402
-from protocol_runs import find_runs  # noqa: E402
+from protocol_runs import add_runs_option, runs_from_option  # noqa: E402
 
 ARM_COLOURS = {"trloo": "tab:blue", "control": "tab:orange"}
 PROBE = "eval_turn_1/correct"
@@ -118,20 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar=("ARM", "SEED", "LOG_HISTORY"),
         help="one run's arm (trloo or control), seed and log_history.json",
     )
-    source.add_argument(
-        "--runs", type=Path, help="every finished run recorded under this folder (tools/protocol_runs.py)"
-    )
+    add_runs_option(source)
     parser.add_argument("--out", type=Path, required=True, help="writes OUT.png and OUT.json")
     args = parser.parse_args(argv)
     listed = args.run
     if args.runs is not None:
-        try:
-            found, skipped = find_runs(args.runs)
-        except ValueError as exc:
-            parser.error(str(exc))
-        for folder, why in skipped:
-            print(f"left out: {folder} ({why})")
-        listed = [(r.arm, r.seed, r.log_history) for r in found]
+        listed = [(r.arm, r.seed, r.log_history) for r in runs_from_option(parser, args.runs)]
     runs = []
     for arm, seed, path in listed:
         try:

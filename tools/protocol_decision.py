@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without an install
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the run records' listing
 
-from protocol_runs import ARMS, find_runs  # noqa: E402
+from protocol_runs import ARMS, add_runs_option, runs_from_option  # noqa: E402
 
 from kernel_eval.paired import PairedDifference, paired_difference  # noqa: E402
 
@@ -153,21 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar=("ARM", "SEED", "SUMMARY", "SFT_SUMMARY"),
         help="one RL run's test-set summary.json and its session's SFT one (ARM: trloo or control)",
     )
-    source.add_argument(
-        "--runs", type=Path, help="every finished run recorded under this folder (tools/protocol_runs.py)"
-    )
+    add_runs_option(source)
     parser.add_argument("--out", type=Path, default=None, help="write decision.json here")
     args = parser.parse_args(argv)
 
     runs = args.run
     if args.runs is not None:
-        try:
-            found, skipped = find_runs(args.runs)
-        except ValueError as exc:
-            parser.error(str(exc))
-        for folder, why in skipped:
-            print(f"left out: {folder} ({why})")
-        runs = [(r.arm, r.seed, r.summary, r.sft_summary) for r in found]
+        runs = [(r.arm, r.seed, r.summary, r.sft_summary) for r in runs_from_option(parser, args.runs)]
     computation = computation_of(args.tasks)
     gains: dict[tuple[str, int], PairedDifference] = {}
     per_task_gain: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

@@ -7,6 +7,7 @@ SEED, ``run_ARM_SEED/`` with ``rl_ARM_SEED_log_history.json`` and ``eval_rl_ARM_
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,3 +64,21 @@ def find_runs(runs_dir: Path) -> tuple[list[RunRecord], list[tuple[Path, str]]]:
             raise ValueError(f"{arm} seed {seed} is recorded twice: {found[arm, seed].folder} and {folder}")
         found[arm, seed] = record
     return [found[key] for key in sorted(found, key=lambda key: (ARMS.index(key[0]), key[1]))], skipped
+
+
+def add_runs_option(source: argparse._MutuallyExclusiveGroup) -> None:
+    """``--runs DIR`` beside a command's own ``--run`` (one of the two)."""
+    source.add_argument(
+        "--runs", type=Path, help="every finished run recorded under this folder (tools/protocol_runs.py)"
+    )
+
+
+def runs_from_option(parser: argparse.ArgumentParser, runs_dir: Path) -> list[RunRecord]:
+    """``find_runs`` for a command: the runs left out printed with why, a refused folder the parser's error."""
+    try:
+        found, skipped = find_runs(runs_dir)
+    except ValueError as exc:
+        parser.error(str(exc))
+    for folder, why in skipped:
+        print(f"left out: {folder} ({why})")
+    return found
