@@ -185,7 +185,9 @@ def run_evaluation(
         with evaluator_factory(config) as evaluator:
             from kernel_reward.env import KernelEnvironment
 
-            environment = KernelEnvironment(evaluator)  # the trainer's environment over our evaluator
+            # the trainer's environment over our evaluator; every sample judged on its own, identical or not:
+            # the metrics are over samples
+            environment = KernelEnvironment(evaluator, share_identical=False)
             rollout, single_turn, render = build_model_rollouts(config, environment)
             records = evaluate_model(
                 tasks,

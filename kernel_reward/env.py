@@ -87,6 +87,8 @@ class KernelEnvironment:
             the evaluator's own setting.
         stop_on_correct: end an episode once a turn is correct (default False: every episode runs all turns,
             as in the paper).
+        share_identical: a step evaluates identical completions of one task once and gives each the same
+            result (``Evaluator.evaluate_many``); False evaluates every copy on its own.
     """
 
     def __init__(
@@ -98,6 +100,7 @@ class KernelEnvironment:
         reward_scheme: str | None = None,
         reward_params: Mapping[str, float] | None = None,
         stop_on_correct: bool = False,
+        share_identical: bool = True,
         **evaluator_options: Any,
     ):
         self.request_options: dict[str, Any] = {}
@@ -114,6 +117,7 @@ class KernelEnvironment:
             evaluator = Evaluator(device=device, timeout=timeout, **evaluator_options)
         self.evaluator = evaluator
         self.stop_on_correct = stop_on_correct
+        self.share_identical = share_identical
 
     def reset(self, tasks: Sequence[Mapping[str, Any]]) -> list[KernelEpisode]:
         episodes = []
@@ -145,7 +149,9 @@ class KernelEnvironment:
             self.evaluator.make_request(s.reference, text, entry_point=s.entry_point, **self.request_options)
             for s, text in zip(states, completions, strict=True)
         ]
-        results = self.evaluator.evaluate_many(requests)
+        # asked only when sharing: an evaluator without the option (a caller's own) still serves unshared steps
+        sharing = {"share_identical": True} if self.share_identical else {}
+        results = self.evaluator.evaluate_many(requests, **sharing)
         steps = [step_from_result(result) for result in results]
         for step in steps:
             step.done = self.stop_on_correct and step.correct

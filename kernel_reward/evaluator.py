@@ -25,10 +25,11 @@ import queue
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
+from copy import deepcopy
 from typing import Any, Literal, Protocol
 
 from kernel_reward.options import EvalOptions, with_timeout
-from kernel_reward.request import EvalRequest
+from kernel_reward.request import EvalRequest, identical_groups
 from kernel_reward.result import EvalResult, Status
 from kernel_reward.runtime import mode_of
 from kernel_reward.sandbox import SandboxPolicy
@@ -228,9 +229,27 @@ class Evaluator:
     def evaluate(self, reference: str, candidate: str, **kwargs: Any) -> EvalResult:
         return _outcome(self.submit(reference, candidate, **kwargs))
 
-    def evaluate_many(self, pairs: Iterable[Pair], *, progress: bool | None = None) -> list[EvalResult]:
-        """Evaluate every pair; results come back in input order, one per pair, whatever happened."""
+    def evaluate_many(
+        self, pairs: Iterable[Pair], *, progress: bool | None = None, share_identical: bool = False
+    ) -> list[EvalResult]:
+        """Evaluate every pair; results come back in input order, one per pair, whatever happened.
+
+        ``share_identical``: requests identical in every field (``EvalRequest.identity``) are evaluated once, and
+        each later one gets a copy of that result, flagged ``shared_result`` (an RL group often holds one
+        completion several times; each copy would otherwise cost an evaluation and draw timing noise of its own).
+        Off by default: a caller may want independent evaluations of one program (repeatability)."""
         requests = [self._as_request(item) for item in pairs]
+        first = identical_groups(requests) if share_identical else list(range(len(requests)))
+        unique = [index for index, origin in enumerate(first) if origin == index]
+        evaluated = dict(
+            zip(unique, self._evaluate_requests([requests[i] for i in unique], progress), strict=True)
+        )
+        return [
+            evaluated[index] if origin == index else shared_copy(evaluated[origin], origin)
+            for index, origin in enumerate(first)
+        ]
+
+    def _evaluate_requests(self, requests: list[EvalRequest], progress: bool | None) -> list[EvalResult]:
         show = self.progress if progress is None else progress
         bar = None
         if show or (show is None and len(requests) >= 32):
@@ -302,3 +321,10 @@ def _close_all() -> None:
             evaluator.close()
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
             log.exception("closing an Evaluator at exit failed")
+
+
+def shared_copy(result: EvalResult, origin: int) -> EvalResult:
+    """A copy of ``result`` for a request identical to the batch's request ``origin`` (``evaluate_many``)."""
+    copy = deepcopy(result)
+    copy.flags.append(f"shared_result: the evaluation of identical request {origin} of this batch")
+    return copy

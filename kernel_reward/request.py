@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,10 @@ class EvalRequest:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
 
+    def identity(self) -> str:
+        """Every field, in one string: two requests with the same identity ask for the same evaluation."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalRequest:
         known = {f.name for f in dataclasses.fields(cls)}
@@ -79,3 +84,10 @@ class EvalRequest:
     @classmethod
     def from_json_file(cls, path: str | Path) -> EvalRequest:
         return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def identical_groups(requests: Sequence[EvalRequest]) -> list[int]:
+    """Pure: for each request, the index of the first request of ``requests`` identical to it (its own index when
+    none before it is)."""
+    first: dict[str, int] = {}
+    return [first.setdefault(request.identity(), index) for index, request in enumerate(requests)]

@@ -148,6 +148,7 @@ def make_environment(script_args: TrainScriptArguments, args: MultiTurnKernelCon
         shape_check=args.reward_shape_check,
         speedup_estimate=args.reward_speedup_estimate,
         stop_on_correct=args.stop_on_correct,
+        share_identical=args.reward_share_identical,
         **strict,
     )
 

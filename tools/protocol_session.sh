@@ -31,7 +31,8 @@ export EVAL_DATASET=$TEST/test PARTS=${PARTS:-7}  # pieces of 47 MiB beside an 1
 # The judge of the experiment's first run: the launch ledger off in every evaluation and reward pool (PROTOCOL.md
 # Deviations), though a GPU pool's default is now on.
 export EVAL_ARGS="--launch-ledger off ${EVAL_ARGS:-}"
-JUDGE_ARGS="--reward_launch_ledger false"
+# Likewise every copy of a completion judged on its own, as in the first two runs (reward_share_identical).
+JUDGE_ARGS="--reward_launch_ledger false --reward_share_identical false"
 mode=${1:?usage: protocol_session.sh stage N PIECE | start PLAN | go | wait OUT SECONDS | plan PLAN}
 
 probe_args="--probe_dataset $TEST/probe --probe_tasks 16 --eval_strategy steps --eval_steps 2 \

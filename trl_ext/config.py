@@ -245,6 +245,14 @@ class MultiTurnKernelConfig(GRPOConfig):
             "on a CPU; false turns it off."
         },
     )
+    reward_share_identical: bool = field(
+        default=True,
+        metadata={
+            "help": "A step's identical completions of one task are judged once and all get that result "
+            "(flagged shared_result): fewer evaluations, and no timing noise between copies of one program. "
+            "False judges every copy on its own."
+        },
+    )
     reward_speedup_estimate: Literal["median", "lower"] = field(
         default="lower",
         metadata={

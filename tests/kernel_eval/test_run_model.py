@@ -48,6 +48,7 @@ def test_tiny_model_multi_turn_with_tts_and_resume(tmp_path, tiny_model, dataset
     # 2 tasks x 2 samples x 2 turns, then one TTS round per sample.
     assert (summary["num_tasks"], summary["num_samples"], summary["num_turns"]) == (2, 4, 2)
     assert len(evaluator.calls) == 4 * 2 + 4
+    assert evaluator.shared_batches == 0  # an evaluation judges every sample on its own, identical or not
     assert {ref for ref, _ in evaluator.calls} == {"# reference 0", "# reference 1"}
     lines = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 8 and {x["turn"] for x in lines} == {1, 2}

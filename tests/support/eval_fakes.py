@@ -25,6 +25,7 @@ class CountingEvaluator:
 
     def __init__(self):
         self.calls: list[tuple[str, str]] = []
+        self.shared_batches = 0  # batches asked with share_identical=True
 
     def __enter__(self):
         return self
@@ -35,8 +36,9 @@ class CountingEvaluator:
     def make_request(self, reference, candidate, entry_point="Model", **options):
         return (reference, candidate)  # what kernel_reward.env.KernelEnvironment hands back to evaluate_many
 
-    def evaluate_many(self, pairs):
+    def evaluate_many(self, pairs, share_identical=False):
         self.calls.extend(pairs)
+        self.shared_batches += share_identical
         out = []
         for _, completion in pairs:
             marker = next((m for m in VERDICTS if m in completion), None)

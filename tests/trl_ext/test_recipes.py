@@ -114,6 +114,8 @@ def test_gpu_recipes_train_against_the_strict_reward(name, tmp_path, monkeypatch
     assert args.reward_shape_check == "fail" and seen["shape_check"] == "fail"
     assert seen["stop_on_correct"] is args.stop_on_correct
     assert seen["speedup_estimate"] == args.reward_speedup_estimate == "lower"
+    # identical completions of a step are judged once (the pre-registered experiment pins this off)
+    assert args.reward_share_identical is True and seen["share_identical"] is True
     # each rank of a multi-process launch judges on its own GPU, not on every GPU of the host
     assert train.rank_reward_device("cuda", {"WORLD_SIZE": "4", "LOCAL_RANK": "2"}) == "cuda:2"
     assert train.rank_reward_device(None, {"WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == "cuda:1"
