@@ -209,3 +209,20 @@ def test_the_launch_ledger_switch_parses_from_the_command_line(tmp_path, monkeyp
         (args,) = parser.parse_args_into_dataclasses([*base, *given])
         assert args.reward_launch_ledger is expected
         assert train.reward_pool_options(args).get("pool_options", {}).get("launch_ledger") is expected
+
+
+def test_the_shared_results_switch_parses_from_the_command_line(tmp_path, monkeypatch):
+    """``--reward_share_identical false`` (as the pre-registered experiment pins it) reaches the environment."""
+    from transformers import HfArgumentParser
+
+    import kernel_reward.env
+
+    train = load_train_script(monkeypatch)
+    parser = HfArgumentParser(MultiTurnKernelConfig)
+    base = ["--output_dir", str(tmp_path), "--use_cpu", "true", "--report_to", "none"]
+    seen = {}
+    monkeypatch.setattr(kernel_reward.env, "KernelEnvironment", lambda **kwargs: seen.update(kwargs) or "env")
+    for given, expected in (([], True), (["--reward_share_identical", "false"], False)):
+        (args,) = parser.parse_args_into_dataclasses([*base, *given])
+        train.make_environment(train.TrainScriptArguments(dataset_name="x"), args)
+        assert args.reward_share_identical is expected and seen["share_identical"] is expected
