@@ -8,6 +8,8 @@ stays small and picklable). ``None`` means "could not score" (the execution serv
 TRL turns it into NaN. Batch statistics go to TRL's ``log_metric`` hook (``kernel/compile_rate``,
 ``kernel/correct_rate``, ``kernel/hacked_rate``, ``kernel/mean_speedup``, ``kernel/mean_coverage``,
 ``kernel/unscored_rate``) and the verdict of each row to the completions table through ``log_extra``.
+Identical completions of one row's reference are judged once and paid alike (``share_identical``, default True;
+``Evaluator.evaluate_many``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class KernelReward:
         timeout: float | None = None,
         backend: str = "local",
         evaluator_kwargs: dict[str, Any] | None = None,
+        share_identical: bool = True,
         **options: Any,
     ) -> None:
         self.device = device
@@ -75,6 +78,7 @@ class KernelReward:
         self.backend = backend
         self.evaluator_kwargs = dict(evaluator_kwargs or {})
         self.options = options
+        self.share_identical = share_identical
         self.last_results: list[EvalResult] = []
         self._evaluator = None
         self._lock = threading.Lock()
@@ -145,7 +149,7 @@ class KernelReward:
                 "entry_point"
             ) or "Model"
             pairs.append((reference, completion_text(completion), entry_point))
-        results = self.evaluator.evaluate_many(pairs)
+        results = self.evaluator.evaluate_many(pairs, share_identical=self.share_identical)
         self.last_results = results
         if log_metric is not None:
             for name, value in batch_metrics(results).items():

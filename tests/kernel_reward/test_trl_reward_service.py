@@ -107,3 +107,24 @@ def test_batch_metrics_means_over_correct_results_only():
         and m["kernel/hacked_rate"] == 0.25
         and m["kernel/compile_rate"] == 1.0
     )
+
+
+def test_identical_completions_of_a_call_are_judged_once_unless_asked_otherwise():
+    """A GRPO group often repeats a completion: the reward asks the evaluator to judge identical requests once
+    (``Evaluator.evaluate_many(share_identical=True)``); ``share_identical=False`` judges every copy."""
+    from kernel_reward.result import EvalResult, Status
+
+    class Recording:
+        def __init__(self):
+            self.asked = []
+
+        def evaluate_many(self, pairs, share_identical=False):
+            self.asked.append(share_identical)
+            return [EvalResult(status=Status.INCORRECT, compiled=True) for _ in pairs]
+
+    for share in (True, False):
+        fn = KernelReward() if share else KernelReward(share_identical=False)  # the default shares
+        fn._evaluator = Recording()
+        fn(completions=["a", "a"], reward_model=[{"ground_truth": "ref"}] * 2)
+        assert fn._evaluator.asked == [share]
+        assert pickle.loads(pickle.dumps(fn)).share_identical is share
