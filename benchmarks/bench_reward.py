@@ -467,6 +467,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rl-prompts", type=int, default=4, help="--rl-group: tasks (groups) per step")
     parser.add_argument("--rl-steps", type=int, default=4, help="--rl-group: steps")
+    parser.add_argument(
+        "--rl-share-identical",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="--rl-group: judge a step's identical requests once, as the trainer's reward does (a group larger "
+        "than its task's variants repeats some)",
+    )
     args = parser.parse_args(argv)
     if args.budget_ms is None:
         from kernel_reward.options import EvalOptions

@@ -1,18 +1,17 @@
 """Throughput benchmark of the execution service (``benchmarks/bench_reward.py --throughput``).
 
 Builds candidate/task pairs on the shipped task set: for each elementwise task an honest Triton kernel at three
-block sizes, a wrong-result kernel, a syntax error, a raising forward, a torch passthrough and a decoy. Then:
-
-* ``pool``: every pair through ``Evaluator`` (warm zygote pool, full isolation), evaluations per minute;
-* ``baseline``: a sample of the same pairs, serially, one fresh ``python -m kernel_reward.judge.pipeline`` process per
-  evaluation (the published environment's default);
-
-and reports the speed-up of the pool over the baseline, mean seconds per pipeline phase, the share of wall time
-the GPU's timing slot was held, and the GPU idle fraction sampled with NVML (when available).
+block sizes, a wrong-result kernel, a syntax error, a raising forward, a torch passthrough and a decoy. ``pool``:
+every pair through ``Evaluator`` (warm zygote pool, full isolation); ``baseline``: a sample of them, serially, one
+fresh ``python -m kernel_reward.judge.pipeline`` process each (the published environment's default). Reports the
+pool's speed-up over the baseline, seconds per pipeline phase, the timing slot's busy share and the GPU idle
+fraction sampled with NVML (when available).
 
 RL-shaped (``--rl-group G``): the pool gets what a GRPO step sends, one step at a time: P tasks, each with a group
 of G candidates of that task (honest kernels and the failure modes in a fixed mix), and the next step only after
-every evaluation of this one returned. No fresh-process baseline is run for it.
+every evaluation of this one returned. No fresh-process baseline is run for it. As the trainer's reward does, it
+judges a step's identical requests once (``--no-rl-share-identical``: each on its own): a group larger than its
+task's variants repeats some, and the report gives requests and evaluations a minute apart.
 """
 
 from __future__ import annotations
@@ -235,11 +234,13 @@ def run_pool(
     step_size: int | None = None,
     gpu_timing: str | None = None,
     launch_ledger: bool | None = None,
+    share_identical: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
     """Every pair through one warm pool. ``step_size``: hand them over that many at a time, each batch only once the
     previous one has returned (RL steps); None: all at once. ``launch_ledger``: PoolConfig.launch_ledger (None: the
-    pool's default, on for a GPU)."""
+    pool's default, on for a GPU). ``share_identical``: a batch's identical pairs judged once
+    (``Evaluator.evaluate_many``); "evaluations" then counts the judged ones, "requests" every pair."""
     from kernel_reward.evaluator import Evaluator
     from kernel_reward.service.config import PoolConfig
 
@@ -272,7 +273,8 @@ def run_pool(
             for first in range(0, len(pairs), size):
                 started = time.monotonic()
                 results += ev.evaluate_many(
-                    [(p["reference"], p["candidate"]) for p in pairs[first : first + size]]
+                    [(p["reference"], p["candidate"]) for p in pairs[first : first + size]],
+                    share_identical=share_identical,
                 )
                 step_s.append(time.monotonic() - started)
             wall_s = time.monotonic() - t0
@@ -305,14 +307,18 @@ def run_pool(
         }
         for p, r in zip(pairs, results, strict=True)
     ]
+    judged = [r for r in results if not any(flag.startswith("shared_result") for flag in r.flags)]
     return {
-        "evaluations": len(results),
+        "requests": len(results),
+        "evaluations": len(judged),
+        "share_identical": share_identical,
         "wall_s": wall_s,
         "startup_s": startup_s,
         "workers": workers_used,
         "warm_spares": spares,
         "exclusive_gpu_timing": pools[0].config.exclusive_gpu_timing,
-        "evals_per_min": 60 * len(results) / wall_s,
+        "evals_per_min": 60 * len(judged) / wall_s,
+        "requests_per_min": 60 * len(results) / wall_s,
         "step_s": step_s,
         "phase_mean_s": {k: statistics.fmean(v) for k, v in sorted(phases.items())},
         "timing_slot_busy_fraction": slot_s / wall_s,
@@ -476,6 +482,7 @@ def rl_throughput(
     warm_spares: int | None = None,
     gpu_timing: str | None = None,
     launch_ledger: bool | None = None,
+    share_identical: bool = True,
     **options: Any,
 ) -> dict[str, Any]:
     """The RL-shaped run (see the module docstring): ``steps`` steps of ``prompts_per_step`` x ``group_size``."""
@@ -490,6 +497,7 @@ def rl_throughput(
         step_size=group_size * prompts_per_step,
         gpu_timing=gpu_timing,
         launch_ledger=launch_ledger,
+        share_identical=share_identical,
         **options,
     )
     summary = {
@@ -497,6 +505,7 @@ def rl_throughput(
         "rl_shape": {"group_size": group_size, "prompts_per_step": prompts_per_step, "steps": steps},
         "device": device,
         "pool_evals_per_min": pool["evals_per_min"],
+        "pool_requests_per_min": pool["requests_per_min"],
         "options": options,
     }
     return {"summary": summary, "pool": pool, "baseline": None}
@@ -510,7 +519,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines = [
             f"RL-shaped on {s['device']}: {shape['steps']} steps of {shape['prompts_per_step']} tasks x "
             f"{shape['group_size']} candidates: pool {s['pool_evals_per_min']:.1f} eval/min ({pool['workers']} "
-            f"workers, start-up {pool['startup_s']:.1f} s, wall {pool['wall_s']:.1f} s; step walls {steps} s)"
+            f"workers, start-up {pool['startup_s']:.1f} s, wall {pool['wall_s']:.1f} s; step walls {steps} s)",
+            f"requests {pool['requests']} ({s['pool_requests_per_min']:.1f} a minute), judged {pool['evaluations']}; "
+            f"identical requests of a step {'judged once' if pool['share_identical'] else 'each judged'}",
         ]
         return "\n".join(lines + _pool_lines(report))
     lines = [
@@ -531,7 +542,7 @@ def _pool_lines(report: dict[str, Any]) -> list[str]:
     """Statuses, isolation, the slot's busy share, the options and the phase table (both kinds of run)."""
     pool = report["pool"]
     lines = [
-        f"statuses as expected: {pool['matches_expected']}/{pool['evaluations']}; isolation "
+        f"statuses as expected: {pool['matches_expected']}/{pool['requests']}; isolation "
         f"{pool['isolation_levels']}; timing slot busy {pool['timing_slot_busy_fraction']:.2f} of wall; "
         f"GPU idle fraction {pool['gpu_idle_fraction']}; host CPU busy {pool.get('host_cpu_busy_fraction')} "
         f"of {pool.get('host_cpus')} cores; GPU while timing: "
@@ -566,7 +577,11 @@ def run_cli(args: Any) -> int:
     }
     if getattr(args, "rl_group", None):
         report = rl_throughput(
-            group_size=args.rl_group, prompts_per_step=args.rl_prompts, steps=args.rl_steps, **common
+            group_size=args.rl_group,
+            prompts_per_step=args.rl_prompts,
+            steps=args.rl_steps,
+            share_identical=getattr(args, "rl_share_identical", True),
+            **common,
         )
     else:
         report = throughput(baseline_count=args.baseline_count, rounds=args.rounds, **common)

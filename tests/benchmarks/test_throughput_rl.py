@@ -68,3 +68,14 @@ def test_ledger_windows_the_spans_could_not_place_are_counted():
         result("coverage_from_launch_ledger"),
     ]
     assert throughput.ledger_span_counts(results) == {"ledger_off_span": 2, "ledger_unanchored": 1}
+
+
+def test_identical_requests_of_a_step_are_judged_once_and_counted_apart():
+    """The RL-shaped run shares as the trainer's reward does: two identical pairs in one step are one evaluation,
+    and the report counts requests and evaluations apart (a run without sharing counts both alike)."""
+    (pair,) = throughput.build_rl_steps(1, 1, 1, preset="small")[0]
+    shared = throughput.run_pool([pair, pair], "cpu", 1, 120, step_size=2, share_identical=True)
+    assert (shared["requests"], shared["evaluations"], shared["share_identical"]) == (2, 1, True)
+    assert shared["requests_per_min"] == 2 * shared["evals_per_min"]
+    assert shared["rows"][0]["status"] == shared["rows"][1]["status"] == pair["expected"]
+    assert "shared_result: the evaluation of identical request 0 of this batch" in shared["rows"][1]["flags"]
