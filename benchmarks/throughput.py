@@ -241,7 +241,7 @@ def run_pool(
     previous one has returned (RL steps); None: all at once. ``launch_ledger``: PoolConfig.launch_ledger (None: the
     pool's default, on for a GPU). ``share_identical``: a batch's identical pairs judged once
     (``Evaluator.evaluate_many``); "evaluations" then counts the judged ones, "requests" every pair."""
-    from kernel_reward.evaluator import Evaluator
+    from kernel_reward.evaluator import Evaluator, is_shared
     from kernel_reward.service.config import PoolConfig
 
     start = time.monotonic()
@@ -307,7 +307,7 @@ def run_pool(
         }
         for p, r in zip(pairs, results, strict=True)
     ]
-    judged = [r for r in results if not any(flag.startswith("shared_result") for flag in r.flags)]
+    judged = [r for r in results if not is_shared(r)]
     return {
         "requests": len(results),
         "evaluations": len(judged),

@@ -323,8 +323,16 @@ def _close_all() -> None:
             log.exception("closing an Evaluator at exit failed")
 
 
+SHARED_RESULT = "shared_result"  # the flag of a result copied from an identical request's (``evaluate_many``)
+
+
 def shared_copy(result: EvalResult, origin: int) -> EvalResult:
     """A copy of ``result`` for a request identical to the batch's request ``origin`` (``evaluate_many``)."""
     copy = deepcopy(result)
-    copy.flags.append(f"shared_result: the evaluation of identical request {origin} of this batch")
+    copy.flags.append(f"{SHARED_RESULT}: the evaluation of identical request {origin} of this batch")
     return copy
+
+
+def is_shared(result: EvalResult) -> bool:
+    """Whether ``result`` is a copy of another request's evaluation rather than an evaluation of its own."""
+    return any(flag.startswith(SHARED_RESULT) for flag in result.flags)

@@ -6,7 +6,8 @@
 #   (STEPS: any of bench,throughput,throughput_ledger,corpus,corpus_ledger,sync,ledger,ledger_clock,mps,memory,
 #   production,production_ledger,kernelbench; default all but the *_ledger steps, ledger_clock, mps and kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
-# 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache). "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the checked calls
+# 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache).
+# "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the checked calls
 # behind the gate, the seal.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench with the pool's defaults (the launch
 # ledger on; installs .whl/liger_kernel-*.whl without dependencies when liger is missing: the device has torch and

@@ -28,10 +28,9 @@ TEST=docs/training/protocol/test_set
 POOL_FILE=${POOL_FILE:-docs/training/protocol/rl_pool.json}
 export KEEP DATA=${DATA:-runs/protocol_data/sft_data} EVAL_TASKS=${EVAL_TASKS:-48} EVAL_SAMPLES=${EVAL_SAMPLES:-8}
 export EVAL_DATASET=$TEST/test PARTS=${PARTS:-7}  # pieces of 47 MiB beside an 11 MB working tree
-# The judge of the experiment's first run: the launch ledger off in every evaluation and reward pool (PROTOCOL.md
-# Deviations), though a GPU pool's default is now on.
+# One judge for all six runs whatever the current defaults (PROTOCOL.md Deviations): the launch ledger off in every
+# evaluation and reward pool, and every copy of a completion judged on its own (reward_share_identical).
 export EVAL_ARGS="--launch-ledger off ${EVAL_ARGS:-}"
-# Likewise every copy of a completion judged on its own, as in the first two runs (reward_share_identical).
 JUDGE_ARGS="--reward_launch_ledger false --reward_share_identical false"
 mode=${1:?usage: protocol_session.sh stage N PIECE | start PLAN | go | wait OUT SECONDS | plan PLAN}
 

@@ -46,6 +46,12 @@ class Handover:
         stream_gate.write_value(self.arena.signal_address(self.flag_word), number)
         stream_gate.wait_value(self.arena.signal_address(self.done_word), number)
 
+    def settle(self, end: torch.cuda.Event, client: Any) -> None:
+        """Once the gate is open: ``sync`` (the runner's calls finished, or their error raised as a fault), then
+        wait for ``end``, queued after the hand-over on the judge's stream."""
+        client.ask(SYNC, ("synced",))
+        self.finish(end, client)
+
     def finish(self, end: torch.cuda.Event, client: Any) -> None:
         """Wait for ``end`` (queued after the hand-over); a runner that never writes ``done`` is a timeout."""
         deadline = time.monotonic() + BATCH_DEADLINE_S
@@ -73,8 +79,7 @@ class Handover:
             end.record()
             reply = client.ask(self.gated(message, number), ("ran",))
             self.gate.open(number)
-            client.ask(SYNC, ("synced",))
-            self.finish(end, client)
+            self.settle(end, client)
         except BaseException:
             self.release(number)
             raise

@@ -11,7 +11,7 @@ and the comparisons are read once when the measurement ends. A few pairs of a me
 every candidate call ablated (``time_interleaved``): left out of the times. Step by step:
 docs/timing.md#the-batch-clock.
 
-Why one module (791 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
+Why one module (790 lines): ``BatchClock`` owns the gates, events, staging and snapshot buffers of one
 measurement, and the helpers below it read only its state; the timing protocol is the contract they share.
 """
 
@@ -30,7 +30,7 @@ import torch
 
 from kernel_reward.common.tensors import only_tensors, seed_forward, structured_outputs, synchronize
 from kernel_reward.ipc import exchange, placement, stream_gate
-from kernel_reward.ipc.handover import BATCH_DEADLINE_S, SYNC, Handover
+from kernel_reward.ipc.handover import BATCH_DEADLINE_S, Handover
 from kernel_reward.ipc.runner_channel import RunnerFault
 from kernel_reward.judge.compare import (
     Comparison,
@@ -479,8 +479,7 @@ class BatchClock:
                     spans["reference"] = self._queue_batch("reference", self._reference_calls(empty))
                 reports = _reports(reply)
                 self.gate.open(number)
-                client.ask(SYNC, ("synced",))  # as after every gated run message (handover)
-                self.handover.finish(spans[sides[-1]].end, client)
+                self.handover.settle(spans[sides[-1]].end, client)  # as after every gated run message
             except BaseException:
                 self.handover.release(number)  # the latest gate: its number is at least the hand-over's
                 raise

@@ -518,7 +518,8 @@ def test_the_runner_queues_its_calls_before_the_reference_is_queued_behind_the_h
         def release(self, number: int) -> None:
             events.append(f"released {number}")
 
-        def finish(self, end, client) -> None:
+        def settle(self, end, client) -> None:  # as handover.Handover.settle: sync, then the judge's stream
+            client.ask({"type": "sync"}, ("synced",))
             events.append("finished")
 
     class Client:
