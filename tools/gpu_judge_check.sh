@@ -3,12 +3,15 @@
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
-#   (STEPS: any of bench,throughput,throughput_ledger,corpus,corpus_ledger,sync,ledger,ledger_clock,mps,memory,
-#   production,production_ledger,kernelbench; default all but the *_ledger steps, ledger_clock, mps and kernelbench)
+#   (STEPS: any of bench,throughput,throughput_ledger,corpus,gated_before,corpus_ledger,sync,ledger,ledger_clock,
+#   mps,memory,production,production_ledger,kernelbench; default all but gated_before, the *_ledger steps,
+#   ledger_clock, mps and kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 320, 180,
 # 300, 240; the corpus took 190-218 s on the H100, the longer on a fresh machine's cold Triton cache).
 # "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the checked calls
-# behind the gate, the seal.
+# behind the gate, the seal. "gated_before": the checked calls' gate test through an older checkout's judge
+# (BEFORE_TAR, `git archive -o .device_carry/before.tar REV`, carry .device_carry; its limit GATED_BEFORE_S, default
+# 120): the probe it holds should win there.
 # "production": liger-kernel's ten kernels inlined, judged beside do_bench with the pool's defaults (the launch
 # ledger on; installs .whl/liger_kernel-*.whl without dependencies when liger is missing: the device has torch and
 # triton already). "sync":
@@ -33,6 +36,13 @@ step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --thro
 # The gate tests compare two evaluations' speedups: alone, not beside six parallel workers (under that load an honest
 # tiny kernel read 0.34x on the H100 and the comparison meant nothing).
 step corpus "${CORPUS_S:-320}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -q -n 6 -p no:cacheprovider --timeout 200; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py tests/kernel_reward/judge/test_gated_checked_calls_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
+gated_before() {
+  rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf "${BEFORE_TAR:?gated_before needs BEFORE_TAR}" -C /tmp/before \
+    && cp tests/kernel_reward/judge/test_gated_checked_calls_gpu.py /tmp/before/tests/kernel_reward/judge/ \
+    && cd /tmp/before && python3 -m pytest -m gpu tests/kernel_reward/judge/test_gated_checked_calls_gpu.py -v \
+      -p no:cacheprovider --timeout 100 -rfE; }
+export -f gated_before
+step gated_before "${GATED_BEFORE_S:-120}" bash -c gated_before
 # "corpus_ledger": the same corpus with the launch ledger in every runner: each correct entry must show that its
 # coverage came from the ledger's records (tests/kernel_reward/test_corpus.py).
 step corpus_ledger "${CORPUS_S:-320}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE
@@ -92,13 +102,6 @@ step memory "${MEMORY_S:-300}" bash -c "python3 -m pytest -m gpu tests/kernel_re
 for name in bench throughput throughput_ledger sync mps memory production kernelbench; do [ -f "$OUT/$name.log" ] || continue; echo "--- $name"; grep -vE "^\s*$" "$OUT/$name.log" | grep -vE "^(INFO|fidelity|  [0-9]+%)" | tail -n 60; done
 ls "$OUT"/kernelbench_memory_*.json >/dev/null 2>&1 && echo "--- kernelbench (merged)" && python3 benchmarks/memory_footprint.py \
   --merge "$OUT"/kernelbench_memory_*.json | grep -vE "^\S+ +correct "
-for name in corpus corpus_ledger; do [ -f "$OUT/$name.log" ] && echo "--- $name" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/$name.log" | tail -20; done
+for name in corpus gated_before corpus_ledger; do [ -f "$OUT/$name.log" ] && echo "--- $name" && grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/$name.log" | tail -20; done
 cat "$summary"
-# The device tool returns at most 8 files from $OUT, and a call that runs several steps writes more (files past
-# the eighth are lost): past 7, every file but the summary goes into one archive.
-files=$(find "$OUT" -maxdepth 1 -type f ! -name summary.txt ! -name gpu_judge_check.tar.gz | wc -l)
-if [ "$files" -gt 7 ]; then
-  (cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt -printf '%P\n' | tar czf gpu_judge_check.tar.gz -T - \
-    && find . -maxdepth 1 -type f ! -name summary.txt ! -name gpu_judge_check.tar.gz -delete) \
-    && echo "($files files packed into gpu_judge_check.tar.gz)"
-fi
+bash tools/pack_device_out.sh "$OUT" summary.txt gpu_judge_check.tar.gz

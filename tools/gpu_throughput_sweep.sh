@@ -32,6 +32,4 @@ case ",$EXTRA," in *,repeat,*)
   echo "== repeatability: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary";; esac
 python3 tools/throughput_table.py "$OUT"/throughput_*.json "$OUT"/rl_*.json | tee -a "$summary"
 grep -h "CV\|cv" "$OUT/repeatability.log" 2>/dev/null | tail -n 3 | tee -a "$summary"
-files=$(find "$OUT" -maxdepth 1 -type f ! -name summary.txt | wc -l)
-[ "$files" -gt 7 ] && (cd "$OUT" && find . -maxdepth 1 -type f ! -name summary.txt -printf '%P\n' | tar czf sweep.tar.gz -T - \
-  && find . -maxdepth 1 -type f ! -name summary.txt ! -name sweep.tar.gz -delete) && echo "($files files packed into sweep.tar.gz)"
+bash tools/pack_device_out.sh "$OUT" summary.txt sweep.tar.gz
