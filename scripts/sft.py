@@ -25,14 +25,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from trl import ModelConfig, ScriptArguments, SFTConfig, TrlParser  # noqa: E402
 
+from trl_ext.attention_backend import AttentionBackendArguments  # noqa: E402
+
 logger = logging.getLogger("sft")
 
 IGNORE_INDEX = -100
 
 
 @dataclass
-class SFTScriptArguments(ScriptArguments):
-    """Dataset and loss-mask options (``dataset_name``: a .jsonl file, a local dataset folder or a Hub id)."""
+class SFTScriptArguments(ScriptArguments, AttentionBackendArguments):
+    """Dataset, loss-mask and attention-backend options (``dataset_name``: a .jsonl file, a local dataset folder or a Hub id)."""
 
     loss_mask: Literal["auto", "trl", "offsets"] = field(
         default="auto",
@@ -163,10 +165,12 @@ def main(script_args: SFTScriptArguments, args: SFTConfig, model_args: ModelConf
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTTrainer, get_peft_config
 
+    from trl_ext.attention_backend import apply_cudnn_attention_choice
     from trl_ext.callbacks import LogHistoryWriter, NonFiniteGradientGuard
     from trl_ext.script_input import pretrained_or_exit
 
     raw_dataset = load_sft_dataset(script_args)  # the cheap check first
+    apply_cudnn_attention_choice(script_args.cudnn_attention)
     tokenizer = pretrained_or_exit(
         AutoTokenizer.from_pretrained, model_args.model_name_or_path, revision=model_args.model_revision
     )

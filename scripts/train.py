@@ -24,14 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from trl import ModelConfig, ScriptArguments, TrlParser  # noqa: E402
 
+from trl_ext.attention_backend import AttentionBackendArguments  # noqa: E402
 from trl_ext.config import MultiTurnKernelConfig  # noqa: E402
 
 logger = logging.getLogger("train")
 
 
 @dataclass
-class TrainScriptArguments(ScriptArguments):
-    """Dataset and environment options (``dataset_name``: a Hub id or a local dataset folder)."""
+class TrainScriptArguments(ScriptArguments, AttentionBackendArguments):
+    """Dataset, environment and attention-backend options (``dataset_name``: a Hub id or a local dataset folder)."""
 
     environment: Literal["kernel", "toy"] = field(
         default="kernel",
@@ -158,6 +159,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import get_peft_config
 
+    from trl_ext.attention_backend import apply_cudnn_attention_choice
     from trl_ext.callbacks import LogHistoryWriter, NonFiniteGradientGuard, TimeBudget
     from trl_ext.script_input import pretrained_or_exit
     from trl_ext.trainer import TRLOOTrainer
@@ -178,6 +180,7 @@ def main(script_args: TrainScriptArguments, args: MultiTurnKernelConfig, model_a
             "no training step could run"
         )
     probe_dataset = load_probe_dataset(script_args, args)
+    apply_cudnn_attention_choice(script_args.cudnn_attention)
     tokenizer = pretrained_or_exit(
         AutoTokenizer.from_pretrained, model_args.model_name_or_path, revision=model_args.model_revision
     )

@@ -31,7 +31,11 @@ export EVAL_DATASET=$TEST/test PARTS=${PARTS:-7}  # pieces of 47 MiB beside an 1
 # One judge for all six runs whatever the current defaults (PROTOCOL.md Deviations): the launch ledger off in every
 # evaluation and reward pool, and every copy of a completion judged on its own (reward_share_identical).
 export EVAL_ARGS="--launch-ledger off ${EVAL_ARGS:-}"
-JUDGE_ARGS="--reward_launch_ledger false --reward_share_identical false"
+PINNED_RL_ARGS="--reward_launch_ledger false --reward_share_identical false"
+# One attention backend for all six runs' training too: torch's choice, as in the first runs (PROTOCOL.md
+# Deviations: cuDNN's attention backward and the SFT's step 7).
+export SFT_ARGS="--cudnn_attention keep ${SFT_ARGS:-}"
+PINNED_RL_ARGS="$PINNED_RL_ARGS --cudnn_attention keep"
 mode=${1:?usage: protocol_session.sh stage N PIECE | start PLAN | go | wait OUT SECONDS | plan PLAN}
 
 probe_args="--probe_dataset $TEST/probe --probe_tasks 16 --eval_strategy steps --eval_steps 2 \
@@ -61,7 +65,7 @@ step_pilot() {
   local t0=$SECONDS
   for arm in trloo control; do
     extra=""; [[ $arm == control ]] && extra="--reward_control permute_within_group"
-    RL_NAME=pilot_$arm RL_ARGS="--max_steps 2 --seed 99 $extra $JUDGE_ARGS ${RL_EXTRA:-}" \
+    RL_NAME=pilot_$arm RL_ARGS="--max_steps 2 --seed 99 $extra $PINNED_RL_ARGS ${RL_EXTRA:-}" \
       bash tools/gpu_learning_run.sh rl "$out" 100000 >"$out/pilot_$arm.out" 2>&1 &
     pids+=($!)
   done
@@ -77,7 +81,7 @@ step_run() {  # OUT ARM SEED
   [[ $arm == trloo || $arm == control ]] || { echo "unknown arm $arm"; return 2; }
   [[ $arm == control ]] && extra="--reward_control permute_within_group"
   committed_pool || return 1
-  RL_NAME=rl_${arm}_$seed RL_POOL=$KEEP/rl_pool RL_ARGS="--max_steps 8 --seed $seed $extra $probe_args $JUDGE_ARGS ${RL_EXTRA:-}" \
+  RL_NAME=rl_${arm}_$seed RL_POOL=$KEEP/rl_pool RL_ARGS="--max_steps 8 --seed $seed $extra $probe_args $PINNED_RL_ARGS ${RL_EXTRA:-}" \
     bash tools/gpu_learning_run.sh rl "$out" 100000 || return 1
   bash tools/gpu_learning_run.sh eval "$out" "rl_${arm}_$seed"
 }
