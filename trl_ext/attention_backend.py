@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -94,7 +95,12 @@ def choose_cudnn_attention(
 
 def apply_cudnn_attention_choice(mode: CudnnAttentionMode) -> CudnnAttentionDecision:
     """Decide for this process's GPU, set torch's global switch accordingly and log the decision."""
-    decision = choose_cudnn_attention(mode, torch.cuda.is_available(), cudnn_attention_backward_fails)
+    # Each rank of a multi-GPU launch probes its own GPU: a probe on cuda:0 from every rank would put a CUDA context
+    # of every process on the first card.
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    decision = choose_cudnn_attention(
+        mode, torch.cuda.is_available(), lambda: cudnn_attention_backward_fails(device)
+    )
     if not decision.enabled:
         torch.backends.cuda.enable_cudnn_sdp(False)
     logger.info("cuDNN attention: %s", decision.reason)

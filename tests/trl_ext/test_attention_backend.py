@@ -48,12 +48,17 @@ def test_an_unknown_mode_is_refused():
 
 def test_apply_sets_torchs_switch_on_a_failing_probe(monkeypatch):
     monkeypatch.setattr(attention_backend.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(attention_backend, "cudnn_attention_backward_fails", lambda: True)
+    probed = []
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.setattr(
+        attention_backend, "cudnn_attention_backward_fails", lambda device: probed.append(device) or True
+    )
     was = torch.backends.cuda.cudnn_sdp_enabled()
     try:
         torch.backends.cuda.enable_cudnn_sdp(True)
         assert not apply_cudnn_attention_choice("auto").enabled
         assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert probed == [torch.device("cuda", 3)]  # each rank probes its own GPU
     finally:
         torch.backends.cuda.enable_cudnn_sdp(was)
 
