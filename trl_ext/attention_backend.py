@@ -95,12 +95,14 @@ def choose_cudnn_attention(
 
 def apply_cudnn_attention_choice(mode: CudnnAttentionMode) -> CudnnAttentionDecision:
     """Decide for this process's GPU, set torch's global switch accordingly and log the decision."""
+
     # Each rank of a multi-GPU launch probes its own GPU: a probe on cuda:0 from every rank would put a CUDA context
-    # of every process on the first card.
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    decision = choose_cudnn_attention(
-        mode, torch.cuda.is_available(), lambda: cudnn_attention_backward_fails(device)
-    )
+    # of every process on the first card (modulo the visible count: a launcher may show each rank one GPU).
+    def probe() -> bool:
+        rank = int(os.environ.get("LOCAL_RANK", "0"))
+        return cudnn_attention_backward_fails(torch.device("cuda", rank % torch.cuda.device_count()))
+
+    decision = choose_cudnn_attention(mode, torch.cuda.is_available(), probe)
     if not decision.enabled:
         torch.backends.cuda.enable_cudnn_sdp(False)
     logger.info("cuDNN attention: %s", decision.reason)

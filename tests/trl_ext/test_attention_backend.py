@@ -50,6 +50,7 @@ def test_apply_sets_torchs_switch_on_a_failing_probe(monkeypatch):
     monkeypatch.setattr(attention_backend.torch.cuda, "is_available", lambda: True)
     probed = []
     monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.setattr(attention_backend.torch.cuda, "device_count", lambda: 8)
     monkeypatch.setattr(
         attention_backend, "cudnn_attention_backward_fails", lambda device: probed.append(device) or True
     )
@@ -59,6 +60,9 @@ def test_apply_sets_torchs_switch_on_a_failing_probe(monkeypatch):
         assert not apply_cudnn_attention_choice("auto").enabled
         assert not torch.backends.cuda.cudnn_sdp_enabled()
         assert probed == [torch.device("cuda", 3)]  # each rank probes its own GPU
+        monkeypatch.setattr(attention_backend.torch.cuda, "device_count", lambda: 1)
+        apply_cudnn_attention_choice("auto")
+        assert probed[-1] == torch.device("cuda", 0)  # a launcher that shows each rank one GPU
     finally:
         torch.backends.cuda.enable_cudnn_sdp(was)
 
