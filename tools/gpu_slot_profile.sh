@@ -4,10 +4,10 @@
 # pool throughput benchmark and its RL-shaped variant (slot and pair steps per evaluation), and optionally the
 # throughput of an older checkout in the same call.
 #   bash tools/gpu_slot_profile.sh OUT [STEPS] [BEFORE_TAR]
-#   STEPS: fidelity,throughput,rl,rl_repeats,before (default fidelity,throughput); before needs BEFORE_TAR.
-#   rl: GRPO-shaped steps of 4 tasks x 8 candidates (no request repeats); rl_repeats: 4 tasks x 16, so half of a
-#   step's requests repeat another word for word and are judged once, as the trainer's reward does
-#   (`git archive -o .device_carry/before.tar REV`, carry .device_carry). GPU_TIMING=exclusive|shared sets
+#   STEPS: fidelity,throughput,rl,rl_repeats,before (default fidelity,throughput); before needs BEFORE_TAR
+#   (`git archive -o .device_carry/before.tar REV`, carry .device_carry). rl: GRPO-shaped steps of 4 tasks x 8
+#   candidates (no request repeats); rl_repeats: 4 tasks x 16, so half of a step's requests repeat another word for
+#   word and are judged once, as the trainer's reward does. GPU_TIMING=exclusive|shared sets
 #   PoolConfig.exclusive_gpu_timing for this checkout's runs (default: the pool's).
 # Per-step limits (s): FIDELITY_S (default 240), THROUGHPUT_S, RL_S, RL_REPEATS_S, BEFORE_S (default 240 each).
 # More than 7 result files are packed into OUT/slot_profile.tar.gz beside slot_profile_summary.txt.
