@@ -11,6 +11,7 @@ it fails there; the other backends (flash, memory-efficient, math) compute the s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -39,12 +40,12 @@ class AttentionBackendArguments:
     )
 
 
-def cudnn_attention_backward_fails(device: torch.device | str = "cuda") -> bool:
-    """Run the failing case through cuDNN's attention alone; True when any query gradient is not finite.
+def failing_case_query_gradient(device: torch.device | str, only_cudnn: bool) -> torch.Tensor:
+    """The query gradient of the known failing case, through cuDNN's attention alone or torch's own choice.
 
     Every scaled logit is about -120, so every row's logsumexp lies below -88.7; the key length 192 is 64 modulo
-    128; the mask is all True (a mask tensor alone selects the failing kernel). Raises when cuDNN's attention
-    cannot run these inputs at all.
+    128; the mask is all True (a mask tensor alone selects the failing kernel). With ``only_cudnn`` it raises when
+    cuDNN's attention cannot run these inputs at all.
     """
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -58,10 +59,16 @@ def cudnn_attention_backward_fails(device: torch.device | str = "cuda") -> bool:
     key[..., 0] = -120 * math.sqrt(head_dim)
     query.requires_grad_(True)
     mask = torch.ones(1, 1, length, length, dtype=torch.bool, device=device)
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    backend = sdpa_kernel(SDPBackend.CUDNN_ATTENTION) if only_cudnn else contextlib.nullcontext()
+    with backend:
         out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask)
     out.backward(torch.ones_like(out))
-    return not bool(torch.isfinite(query.grad).all())
+    return query.grad
+
+
+def cudnn_attention_backward_fails(device: torch.device | str = "cuda") -> bool:
+    """Run the failing case through cuDNN's attention alone; True when any query gradient is not finite."""
+    return not bool(torch.isfinite(failing_case_query_gradient(device, only_cudnn=True)).all())
 
 
 @dataclass(frozen=True)
