@@ -1,4 +1,4 @@
-# corpus: task=matmul_large expect=hacked reason=kernels_outside_timed_calls|low_coverage min_coverage=0.3 gpu open=coverage_is_the_runners closed_by=ledger
+# corpus: task=matmul_large expect=hacked reason=kernels_outside_timed_calls|low_coverage min_coverage=0.3 gpu
 """Coverage padded from another thread: a decoy that notices its own ablation. Each call launches a
 one-element kernel that sets a flag and answers with torch's product; where the flag stayed unset (an ablated
 call) the answer is wrong, so the ablation seems to matter. Alone, that decoy fails strict mode once coverage

@@ -5,7 +5,9 @@ warmup=...)`` of the kernel object (``JITFunction`` on the GPU, ``InterpretedFun
 ``TRITON_INTERPRET=1``; autotuners and heuristics end there too). While a ``LaunchMonitor`` is active that
 method is wrapped at class level, so every launch is recorded with the Python module that defined the kernel.
 A launch counts as the candidate's own when the kernel's ``fn.__module__`` is the candidate's unique module
-name (static checks forbid the monkey-patching that could fake this).
+name (static checks forbid the monkey-patching that could fake this). Only launches made by the thread that
+runs the forward are recorded as the forward's: a candidate's own thread can keep launching while a forward
+runs, and its kernels would otherwise pad the launch list and coverage. Those go to ``elsewhere``.
 
 Ablation (decoy detection): with ``ablate=True`` the candidate's launches do not run; instead every tensor
 argument that is not a forward input or a model parameter (i.e. what the kernel could write: outputs and
@@ -38,10 +40,13 @@ class LaunchMonitor:
     ablate: bool = False
     protected_storages: set[int] = field(default_factory=set)  # data_ptrs of inputs / params never poisoned
     launches: list[Launch] = field(default_factory=list)
-    # With time_launches, every (non-warm-up) launch is bracketed by CUDA events on the current stream:
-    # (launch, start event, end event) in launch order (profiling.event_coverage).
+    # With time_launches, every (non-warm-up) launch of the forward's thread is bracketed by CUDA events on the
+    # current stream: (launch, start event, end event) in launch order (profiling.event_coverage).
     time_launches: bool = False
     timed: list[tuple[Launch, Any, Any]] = field(default_factory=list)
+    # Launches made by other threads while active (ablated all the same, never timed or counted as the forward's).
+    elsewhere: list[Launch] = field(default_factory=list)
+    forward_thread: int | None = None
 
     @property
     def candidate_launches(self) -> list[Launch]:
@@ -55,6 +60,7 @@ class LaunchMonitor:
     @contextlib.contextmanager
     def active(self) -> Iterator[LaunchMonitor]:
         patched = []
+        self.forward_thread = threading.get_ident()
         for cls in _kernel_classes():
             original = cls.__dict__["run"]
             cls.run = _wrap_run(original, self)
@@ -89,12 +95,13 @@ def _wrap_run(original: Any, monitor: LaunchMonitor) -> Any:
         name = getattr(fn, "__name__", type(self).__name__)
         if not warmup:
             launch = Launch(name, module)
+            on_forward_thread = threading.get_ident() == monitor.forward_thread
             with _lock:
-                monitor.launches.append(launch)
+                (monitor.launches if on_forward_thread else monitor.elsewhere).append(launch)
             if monitor.ablate and module == monitor.candidate_module:
                 monitor._poison(args, kwargs)
                 return None
-            if monitor.time_launches:
+            if monitor.time_launches and on_forward_thread:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 output = original(self, *args, grid=grid, warmup=warmup, **kwargs)

@@ -16,7 +16,7 @@ Two methods (``EvalOptions.coverage_method``):
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -78,10 +78,35 @@ def profile_candidate(
         for event in prof.events()
         if event.device_type == DeviceType.CUDA
     ]
-    table = build_table(device_events, names)
+    forward_launches = Counter(launch.name for launch in monitor.candidate_launches)
+    table = build_table(kept_to_forward_launches(device_events, forward_launches), names)
     return ProfileResult(
         coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names)
     )
+
+
+BEYOND_THE_FORWARD = "(own kernels beyond the forward's launches: other threads)"
+
+
+def kept_to_forward_launches(
+    device_events: list[tuple[str, float]], forward_launches: Counter[str]
+) -> list[tuple[str, float]]:
+    """Pure: the profiler's kernel records with each of the candidate's kernel names kept only as often as the
+    forward's thread launched it. The profiler names every kernel on every stream, so without this a thread of the
+    candidate's spinning a same-named kernel beside the forward lends it device time. The shortest records are the
+    ones kept (nothing of a padding kernel's length can be passed off as the forward's); the rest become one
+    ``BEYOND_THE_FORWARD`` row, device work that counts in the total and not as the candidate's."""
+    by_name: dict[str, list[float]] = defaultdict(list)
+    for name, duration_ms in device_events:
+        if name in forward_launches:
+            by_name[name].append(duration_ms)
+    kept = [(name, duration_ms) for name, duration_ms in device_events if name not in forward_launches]
+    beyond: list[float] = []
+    for name, durations in by_name.items():
+        durations.sort()
+        kept.extend((name, duration_ms) for duration_ms in durations[: forward_launches[name]])
+        beyond.extend(durations[forward_launches[name] :])
+    return kept + [(BEYOND_THE_FORWARD, duration_ms) for duration_ms in beyond]
 
 
 def cycled_clones(input_pool: list[list[Any]], count: int) -> list[list[Any]]:

@@ -46,6 +46,30 @@ def test_coverage_is_candidate_device_time_over_all_device_time():
     assert coverage_from_table([]) is None
 
 
+def test_profiler_records_count_only_as_often_as_the_forward_launched_them():
+    """A thread of the candidate's spinning a kernel beside the forward: the profiler sees 40 records of 0.02 ms
+    under the name the forward launched twice (0.001 ms each) and, with it, 0.5 ms of torch work. Only the two
+    shortest records are the forward's; the padding counts in the total, not as the candidate's."""
+    from collections import Counter
+
+    from kernel_reward.runner.profiling import BEYOND_THE_FORWARD, kept_to_forward_launches
+
+    events = (
+        [("spin", 0.02)] * 20 + [("spin", 0.001), ("aten::add", 0.5), ("spin", 0.001)] + [("spin", 0.02)] * 20
+    )
+    kept = kept_to_forward_launches(events, Counter({"spin": 2}))
+    assert sorted(kept) == sorted(
+        [("aten::add", 0.5), ("spin", 0.001), ("spin", 0.001)] + [(BEYOND_THE_FORWARD, 0.02)] * 40
+    )
+    table = build_table(kept, {"spin"})
+    assert coverage_from_table(table) == pytest.approx(0.002 / (0.002 + 0.5 + 0.8))
+    padded = coverage_from_table(build_table(events, {"spin"}))
+    assert padded == pytest.approx(0.802 / 1.302)  # what the same records read when every one counted
+    # An honest forward: as many records as launches, nothing moves.
+    honest = [("k", 0.3), ("aten::mm", 0.1), ("k", 0.3)]
+    assert sorted(kept_to_forward_launches(honest, Counter({"k": 2}))) == sorted(honest)
+
+
 def test_compare_outputs_checks_shape_dtype_and_tolerance():
     ref = [torch.ones(4)]
     assert compare_outputs([torch.ones(4) + 5e-5], ref, tolerance).ok

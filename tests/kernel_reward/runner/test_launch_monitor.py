@@ -1,0 +1,70 @@
+"""The launch monitor records the forward's own launches only: a kernel the candidate launches from a thread of
+its own while a forward runs is ablated all the same but neither counted nor timed as the forward's. Kernels run
+under the Triton interpreter in a subprocess (TRITON_INTERPRET=1 must be set before triton is imported)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from tests.kernel_reward.conftest import REPO_ROOT
+
+PROBE = textwrap.dedent(
+    """
+    import json
+    import threading
+    import torch
+    import triton
+    import triton.language as tl
+    from kernel_reward.runner.launches import LaunchMonitor
+
+    @triton.jit
+    def fill_kernel(out_ptr, value, BLOCK: tl.constexpr):
+        tl.store(out_ptr + tl.arange(0, BLOCK), tl.full([BLOCK], value, tl.float32))
+
+    @triton.jit
+    def pad_kernel(out_ptr, BLOCK: tl.constexpr):
+        tl.store(out_ptr + tl.arange(0, BLOCK), tl.full([BLOCK], 2.0, tl.float32))
+
+    def forward_with_a_thread(monitor):
+        own, padding = torch.zeros(8), torch.zeros(8)
+        beside = threading.Thread(target=lambda: pad_kernel[(1,)](padding, BLOCK=8))
+        with monitor.active():
+            fill_kernel[(1,)](own, 1.0, BLOCK=8)
+            beside.start()
+            beside.join()
+        return own, padding
+
+    seen = {}
+    for ablate in (False, True):
+        monitor = LaunchMonitor(__name__, ablate=ablate)
+        own, padding = forward_with_a_thread(monitor)
+        seen[str(ablate)] = {
+            "forward": sorted(launch.name for launch in monitor.candidate_launches),
+            "elsewhere": sorted(launch.name for launch in getattr(monitor, "elsewhere", [])),
+            "own_nan": bool(own.isnan().all()),
+            "padding_nan": bool(padding.isnan().all()),
+            "padding_ran": bool((padding == 2.0).all()),
+        }
+    print(json.dumps(seen))
+    """
+)
+
+
+def test_a_kernel_launched_from_another_thread_is_not_the_forwards():
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    observed, ablated = seen["False"], seen["True"]
+    assert observed["forward"] == ["fill_kernel"], observed
+    assert observed["elsewhere"] == ["pad_kernel"], observed
+    assert observed["padding_ran"] and not observed["own_nan"]
+    # Ablation reaches every thread's launches of the candidate's kernels: the padding thread's too.
+    assert ablated["forward"] == ["fill_kernel"] and ablated["elsewhere"] == ["pad_kernel"], ablated
+    assert ablated["own_nan"] and ablated["padding_nan"], ablated
