@@ -13,9 +13,8 @@ unset TRITON_INTERPRET
 STEPS=${3:-entries,throughput}
 summary="$OUT/before_after_summary.txt"; : >"$summary"
 rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf "$BEFORE_TAR" -C /tmp/before || exit 1
-run() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
-  case ",$STEPS," in *",${name%_*},"*) ;; *) return;; esac
-  timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
+source "$(dirname "$0")/device_step.sh"
+run() { local name=$1; device_step "${name%_*}" "$@"; }  # entries_after and entries_before are both step "entries"
 ATTACK=timing_torch_when_gated_gpu
 TWIN="honest_twin|$ATTACK|if not torch.cuda.current_stream().query():|if False:"
 run entries_after "${ENTRIES_S:-150}" python3 tools/evaluate_entries.py --device cuda --entries "$ATTACK" \

@@ -18,15 +18,8 @@ unset TRITON_INTERPRET
 summary="$OUT/summary.txt"
 : >"$summary"
 
-step() {  # step NAME LIMIT_S CMD...: run CMD with a time limit, log to OUT/NAME.log, record rc and wall time
-  local name=$1 limit=$2
-  shift 2
-  [[ ",$STEPS," == *",$name,"* ]] || return 0
-  local t0=$SECONDS
-  timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "== $name: rc=$rc, $((SECONDS - t0)) s" | tee -a "$summary"
-}
+source "$(dirname "$0")/device_step.sh"
+step() { local name=$1; device_step "$name" "$@"; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv >"$OUT/nvidia-smi.csv" 2>&1
 step fidelity 240 python3 benchmarks/bench_reward.py --device cuda --tasks all \

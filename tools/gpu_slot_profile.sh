@@ -19,9 +19,8 @@ export PYTHONUNBUFFERED=1
 unset TRITON_INTERPRET
 TIMING=(); [ -n "${GPU_TIMING:-}" ] && TIMING=(--gpu-timing "$GPU_TIMING")
 summary="$OUT/slot_profile_summary.txt"; : >"$summary"
-run() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
-  case ",$STEPS," in *",$name,"*) ;; *) return;; esac
-  timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1; echo "== $name: rc=$?, $((SECONDS - t0)) s" | tee -a "$summary"; }
+source "$(dirname "$0")/device_step.sh"
+run() { local name=$1; device_step "$name" "$@"; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a "$summary"
 run fidelity "${FIDELITY_S:-240}" python3 benchmarks/bench_reward.py --device cuda \
   --sections fidelity_judge,repeatability --tasks all --json-out "$OUT/fidelity_judge.json"
