@@ -36,7 +36,7 @@ step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
 # The gate tests compare two evaluations' speedups: alone, not beside six parallel workers (under that load an honest
 # tiny kernel read 0.34x on the H100 and the comparison meant nothing).
-step corpus "${CORPUS_S:-420}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py tests/kernel_reward/judge/test_gated_checked_calls_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
+step corpus "${CORPUS_S:-420}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE --durations=15; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py tests/kernel_reward/judge/test_gated_checked_calls_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 gated_before() {
   rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf "${BEFORE_TAR:?gated_before needs BEFORE_TAR}" -C /tmp/before \
     && cp tests/kernel_reward/judge/test_gated_checked_calls_gpu.py /tmp/before/tests/kernel_reward/judge/ \
@@ -46,7 +46,7 @@ export -f gated_before
 step gated_before "${GATED_BEFORE_S:-120}" bash -c gated_before
 # "corpus_ledger": the same corpus with the launch ledger in every runner: each correct entry must show that its
 # coverage came from the ledger's records (tests/kernel_reward/test_corpus.py).
-step corpus_ledger "${CORPUS_S:-420}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE
+step corpus_ledger "${CORPUS_S:-420}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE --durations=15
 # "throughput_ledger": the pool's throughput with the launch ledger off, then on, in one step (the issue's "no
 # slower", measured in the same call); the phase tables show what the ledger adds and the coverage pass it saves.
 throughput_ledger() {
