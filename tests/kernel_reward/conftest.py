@@ -24,6 +24,21 @@ LEDGER_ENV = (
 )
 
 
+def run_interpreted_probe(source: str, timeout_s: float = 180) -> dict:
+    """Run a probe script under the Triton interpreter in a fresh process (TRITON_INTERPRET=1 must be set before
+    triton is imported) and return the JSON object its last line of output prints."""
+    proc = subprocess.run(
+        [sys.executable, "-c", source],
+        cwd=REPO_ROOT,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def run_worker_subprocess(
     reference: str, candidate: str, *, device: str = "cpu", tmp_path: Path, timeout_s: float = 240, **options
 ) -> EvalResult:

@@ -4,13 +4,9 @@ at an atomic or at the end of the launch, a program's own stores seen at once. K
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
-from tests.kernel_reward.conftest import REPO_ROOT
+from tests.kernel_reward.conftest import run_interpreted_probe
 
 PROBE = textwrap.dedent(
     """
@@ -71,12 +67,7 @@ PROBE = textwrap.dedent(
 
 
 def test_programs_run_out_of_order_and_see_other_programs_stores_only_through_atomics():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    seen = run_interpreted_probe(PROBE)
     assert sorted(seen["order"]) == list(range(16)) and seen["order"] != list(range(16)), seen["order"]
     assert seen["locked"] == seen["total"]  # the lock's atomics publish each program's stores
     assert seen["racy"] != seen["total"]  # every program read the total as it was before the launch

@@ -4,13 +4,9 @@ under the Triton interpreter in a subprocess (TRITON_INTERPRET=1 must be set bef
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
-from tests.kernel_reward.conftest import REPO_ROOT
+from tests.kernel_reward.conftest import run_interpreted_probe
 
 PROBE = textwrap.dedent(
     """
@@ -55,12 +51,7 @@ PROBE = textwrap.dedent(
 
 
 def test_a_kernel_launched_from_another_thread_is_not_the_forwards():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    seen = run_interpreted_probe(PROBE)
     observed, ablated = seen["False"], seen["True"]
     assert observed["forward"] == ["fill_kernel"], observed
     assert observed["elsewhere"] == ["pad_kernel"], observed
