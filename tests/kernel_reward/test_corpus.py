@@ -12,58 +12,14 @@ import pytest
 
 from hack_corpus import CorpusEntry, as_completion, load_corpus
 from tests.kernel_reward.conftest import LEDGER_ENV
-
-CORPUS = load_corpus()
-CPU_CORPUS = [entry for entry in CORPUS if not entry.gpu_only]
-
-
-def as_params(entries: list[CorpusEntry], ledger: bool = False) -> list:
-    """Each entry as a test case; one that names an open gap is a strict expected failure: it must still win
-    (the test fails while the attack wins), and the day it is caught the test fails until the marker goes. With
-    the launch ledger on, a gap the ledger closes is no longer open: the entry must get its verdict."""
-    return [
-        pytest.param(
-            entry,
-            id=entry.name,
-            marks=[pytest.mark.xfail(strict=True, reason=f"open gap: {entry.open_gap}")]
-            if entry.is_open(ledger)
-            else [],
-        )
-        for entry in entries
-    ]
-
-
-def _check(entry: CorpusEntry, result, device: str) -> None:
-    accepted = entry.expected_status(device).split("|")
-    expected = result.status.value if result.status.value in accepted else accepted[0]
-    assert result.status.value == expected, (
-        f"{entry.name}: expected {expected}, got {result.status.value}; reasons={result.hack_reasons}; "
-        f"error={(result.error or '')[:1500]}"
-    )
-    if entry.reasons:
-        assert set(entry.reasons) & set(result.hack_reasons), (
-            f"{entry.name}: none of {entry.reasons} in {result.hack_reasons}"
-        )
-    assert result.hacked == (expected == "hacked")
-    assert result.correct == (expected == "correct")
-    if expected == "correct":
-        assert result.launched_kernels, "a correct candidate must have launched its own kernel"
-        assert result.reward > 0
-        if (
-            device == "cuda" and os.environ.get(LEDGER_ENV) == "1"
-        ):  # the ledger decided, not the runner's table
-            assert "coverage_from_launch_ledger" in result.flags, result.flags
-    else:
-        assert result.reward <= 0
-    if entry.shape_passed is not None:
-        assert result.shape_generalization.get("passed") is entry.shape_passed, result.shape_generalization
+from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, check_verdict
 
 
 @pytest.mark.parametrize("entry", as_params(CPU_CORPUS))
 def test_corpus_verdict_cpu(entry: CorpusEntry, evaluate_subprocess):
     result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cpu", **entry.options)
     assert result.mode == "interpreter" or result.status.value in ("hacked", "compile_error", "format_error")
-    _check(entry, result, "cpu")
+    check_verdict(entry, result, "cpu")
 
 
 @pytest.mark.gpu
@@ -72,7 +28,7 @@ def test_corpus_verdict_gpu(entry: CorpusEntry, evaluate_subprocess):
     result = evaluate_subprocess(
         entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0, **entry.options
     )
-    _check(entry, result, "cuda")
+    check_verdict(entry, result, "cuda")
     if result.status.value == "correct":
         assert result.timing_available and result.speedup is not None and result.speedup > 0
         low, high = result.speedup_ci
@@ -89,7 +45,7 @@ def test_ipc_objects_do_not_outlive_a_candidate(evaluate_subprocess):
     try:
         for _ in range(2):
             result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cpu")
-            _check(entry, result, "cpu")
+            check_verdict(entry, result, "cpu")
     finally:  # a queue that did escape must not stay on the host
         queue = libc.msgget(0x4B52_5751, 0)
         if queue >= 0:
@@ -151,7 +107,7 @@ def test_compile_baseline_times_the_compiled_reference(evaluate_subprocess):
         timing_budget_ms=100.0,
         baseline="compile",
     )
-    _check(entry, result, "cuda")
+    check_verdict(entry, result, "cuda")
     assert "baseline_compile" in result.flags
     assert result.reference_time_ms is not None and result.reference_time_ms > 0
 

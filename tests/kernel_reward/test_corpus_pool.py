@@ -1,0 +1,58 @@
+"""The hack corpus through the evaluation service users run: every entry in one ``Evaluator.evaluate_many``
+(zygote, sandboxed runners, the pool's timing slot, and on a GPU the launch ledger as ``KR_TEST_LAUNCH_LEDGER``
+says), with the verdicts the one-shot corpus test expects (``test_corpus.py``). Hostile candidates share the pool
+as they would in training, and the whole corpus costs one pool's throughput instead of a fresh process each
+(on two CPU cores the CPU entries take about 20 s, against minutes one-shot)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hack_corpus import CorpusEntry, as_completion
+from kernel_reward.result import EvalResult
+from tests.kernel_reward.conftest import LEDGER_ENV
+from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, check_verdict
+
+LEDGER = os.environ.get(LEDGER_ENV) == "1"
+
+
+def judge_through_the_pool(entries: list[CorpusEntry], device: str) -> dict[str, EvalResult]:
+    """Every entry's verdict, by name, from one pool (the options the one-shot test uses on each device)."""
+    from kernel_reward import Evaluator
+
+    extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
+    pool_options = {"launch_ledger": LEDGER} if device == "cuda" else {}
+    with Evaluator(
+        device=device, seed_base=1234, pool_options=pool_options, progress=False, **extra
+    ) as evaluator:
+        requests = [
+            evaluator.make_request(e.reference, as_completion(e.source), **e.options) for e in entries
+        ]
+        results = evaluator.evaluate_many(requests)
+    return {entry.name: result for entry, result in zip(entries, results, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def cpu_verdicts() -> dict[str, EvalResult]:
+    return judge_through_the_pool(CPU_CORPUS, "cpu")
+
+
+@pytest.fixture(scope="module")
+def gpu_verdicts() -> dict[str, EvalResult]:
+    return judge_through_the_pool(CORPUS, "cuda")
+
+
+@pytest.mark.parametrize("entry", as_params(CPU_CORPUS))
+def test_corpus_verdict_cpu_pool(entry: CorpusEntry, cpu_verdicts):
+    check_verdict(entry, cpu_verdicts[entry.name], "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("entry", as_params(CORPUS, ledger=LEDGER))
+def test_corpus_verdict_gpu_pool(entry: CorpusEntry, gpu_verdicts):
+    result = gpu_verdicts[entry.name]
+    check_verdict(entry, result, "cuda")
+    if result.status.value == "correct":
+        assert result.timing_available and result.speedup is not None and result.speedup > 0
