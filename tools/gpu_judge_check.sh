@@ -3,9 +3,9 @@
 # event method (a subset of shipped tasks), repeatability, honest evaluations, throughput against the fresh-process
 # baseline, and the hack corpus on CUDA. Each step has its own limit; a short summary prints last.
 #   bash tools/gpu_judge_check.sh OUT [TASKS] [STEPS]
-#   (STEPS: any of bench,throughput,throughput_ledger,corpus,gated_before,corpus_ledger,sync,ledger,ledger_clock,
-#   mps,memory,production,production_ledger,kernelbench; default all but gated_before, the *_ledger steps,
-#   ledger_clock, mps and kernelbench)
+#   (STEPS: any of bench,throughput,throughput_ledger,corpus,gated_before,corpus_ledger,corpus_pool,
+#   corpus_pool_ledger,sync,ledger,ledger_clock,mps,memory,production,production_ledger,kernelbench; default all but
+#   gated_before, the *_ledger steps, the corpus_pool steps, ledger_clock, mps and kernelbench)
 # Per-step limits (s) from BENCH_S, THROUGHPUT_S, CORPUS_S, SYNC_S, MEMORY_S, PRODUCTION_S (defaults 300, 240, 420, 180,
 # 300, 240). The corpus (101 tests) on a freshly started H100 ran about 0.3 tests a second at 6 and at 8 parallel
 # evaluations, with three single-evaluation tests last: more than 320 s, so corpus and corpus_ledger take one device
@@ -47,6 +47,11 @@ step gated_before "${GATED_BEFORE_S:-120}" bash -c gated_before
 # "corpus_ledger": the same corpus with the launch ledger in every runner: each correct entry must show that its
 # coverage came from the ledger's records (tests/kernel_reward/test_corpus.py).
 step corpus_ledger "${CORPUS_S:-420}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE --durations=15
+# "corpus_pool" / "corpus_pool_ledger": the corpus through one Evaluator pool, every entry in one evaluate_many
+# (tests/kernel_reward/test_corpus_pool.py), without / with the launch ledger (limit CORPUS_POOL_S, default 300;
+# pytest's per-test limit covers the whole pool run, which the first test waits for).
+step corpus_pool "${CORPUS_POOL_S:-300}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus_pool.py -v -p no:cacheprovider --timeout "$(( ${CORPUS_POOL_S:-300} - 15 ))" -rfE
+step corpus_pool_ledger "${CORPUS_POOL_S:-300}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus_pool.py -v -p no:cacheprovider --timeout "$(( ${CORPUS_POOL_S:-300} - 15 ))" -rfE
 # "throughput_ledger": the pool's throughput with the launch ledger off, then on, in one step (the issue's "no
 # slower", measured in the same call); the phase tables show what the ledger adds and the coverage pass it saves.
 throughput_ledger() {
