@@ -1,7 +1,8 @@
 """The hack corpus: every candidate in hack_corpus/entries must get its recorded verdict.
 
-CPU entries run under the Triton interpreter in a one-shot worker subprocess (this is what CI runs); the GPU
-test runs the whole corpus, GPU-only entries included, on CUDA. Honest entries must pass: zero false positives.
+CPU entries run under the Triton interpreter in a one-shot worker subprocess each (slow: CI runs the same verdicts
+through the pool, test_corpus_pool.py); the GPU test runs the whole corpus, GPU-only entries included, on CUDA.
+Honest entries must pass: zero false positives.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tests.kernel_reward.conftest import LEDGER_ENV
 from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, check_verdict
 
 
+@pytest.mark.slow  # the same verdicts through the pool: test_corpus_pool.py, in the default run
 @pytest.mark.parametrize("entry", as_params(CPU_CORPUS))
 def test_corpus_verdict_cpu(entry: CorpusEntry, evaluate_subprocess):
     result = evaluate_subprocess(entry.reference, as_completion(entry.source), device="cpu", **entry.options)

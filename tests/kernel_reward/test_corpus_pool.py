@@ -2,7 +2,7 @@
 (zygote, sandboxed runners, the pool's timing slot, and on a GPU the launch ledger as ``KR_TEST_LAUNCH_LEDGER``
 says), with the verdicts the one-shot corpus test expects (``test_corpus.py``). Hostile candidates share the pool
 as they would in training, and the whole corpus costs one pool's throughput instead of a fresh process each
-(on two CPU cores the CPU entries take about 20 s, against minutes one-shot)."""
+(the 78 CPU entries: about 20 s on two CPU cores, against 375 s one-shot, which is therefore marked slow)."""
 
 from __future__ import annotations
 
