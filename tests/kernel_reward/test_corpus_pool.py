@@ -46,7 +46,9 @@ def gpu_verdicts() -> dict[str, EvalResult]:
 
 @pytest.mark.parametrize("entry", as_params(CPU_CORPUS))
 def test_corpus_verdict_cpu_pool(entry: CorpusEntry, cpu_verdicts):
-    check_verdict(entry, cpu_verdicts[entry.name], "cpu")
+    result = cpu_verdicts[entry.name]
+    assert result.mode == "interpreter" or result.status.value in ("hacked", "compile_error", "format_error")
+    check_verdict(entry, result, "cpu")
 
 
 @pytest.mark.gpu
