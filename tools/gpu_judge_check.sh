@@ -10,6 +10,7 @@
 # 300, 240). The corpus (101 tests) on a freshly started H100 ran about 0.3 tests a second at 6 and at 8 parallel
 # evaluations, with three single-evaluation tests last: more than 320 s, so corpus and corpus_ledger take one device
 # call each. A step at its limit is interrupted first (tools/device_step.sh): pytest still prints its failures.
+# CORPUS_K: a pytest -k expression that narrows both one-shot corpus steps (e.g. CORPUS_K=padded).
 # "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the checked calls
 # behind the gate, the seal. "gated_before": the checked calls' gate test through an older checkout's judge
 # (BEFORE_TAR, `git archive -o .device_carry/before.tar REV`, carry .device_carry; its limit GATED_BEFORE_S, default
@@ -36,7 +37,7 @@ step bench "${BENCH_S:-300}" python3 benchmarks/bench_reward.py --device cuda --
 step throughput "${THROUGHPUT_S:-240}" python3 benchmarks/bench_reward.py --throughput --device cuda --baseline-count 8 --json-out "$OUT/throughput.json"
 # The gate tests compare two evaluations' speedups: alone, not beside six parallel workers (under that load an honest
 # tiny kernel read 0.34x on the H100 and the comparison meant nothing).
-step corpus "${CORPUS_S:-420}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE --durations=15; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py tests/kernel_reward/judge/test_gated_checked_calls_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
+step corpus "${CORPUS_S:-420}" bash -c "python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py tests/kernel_reward/timing/test_output_seal.py -k '${CORPUS_K:-}' -v -n 6 -p no:cacheprovider --timeout 200 -rfE --durations=15; a=\$?; python3 -m pytest -m gpu tests/kernel_reward/timing/test_timed_pair_gates_gpu.py tests/kernel_reward/judge/test_gated_checked_calls_gpu.py -q -p no:cacheprovider --timeout 100; b=\$?; exit \$((a | b))"
 gated_before() {
   rm -rf /tmp/before && mkdir -p /tmp/before && tar -xf "${BEFORE_TAR:?gated_before needs BEFORE_TAR}" -C /tmp/before \
     && cp tests/kernel_reward/judge/test_gated_checked_calls_gpu.py /tmp/before/tests/kernel_reward/judge/ \
@@ -46,7 +47,7 @@ export -f gated_before
 step gated_before "${GATED_BEFORE_S:-120}" bash -c gated_before
 # "corpus_ledger": the same corpus with the launch ledger in every runner: each correct entry must show that its
 # coverage came from the ledger's records (tests/kernel_reward/test_corpus.py).
-step corpus_ledger "${CORPUS_S:-420}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -v -n 6 -p no:cacheprovider --timeout 200 -rfE --durations=15
+step corpus_ledger "${CORPUS_S:-420}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus.py -k "${CORPUS_K:-}" -v -n 6 -p no:cacheprovider --timeout 200 -rfE --durations=15
 # "corpus_pool" / "corpus_pool_ledger": the corpus through one Evaluator pool, every entry in one evaluate_many
 # (tests/kernel_reward/test_corpus_pool.py), without / with the launch ledger (limit CORPUS_POOL_S, default 300;
 # pytest's per-test limit covers the whole pool run, which the first test waits for).
