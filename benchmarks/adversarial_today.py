@@ -64,18 +64,12 @@ def run_oneshot(entry, device: str, timeout_s: float) -> dict:
 
 
 def run_pool(entries: list, device: str, timeout_s: float, launch_ledger: bool = False) -> list[dict]:
-    from hack_corpus import as_completion
-    from kernel_reward import Evaluator
+    from hack_corpus.through_the_pool import judge_through_the_pool
 
-    extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
-    pool_options = {"launch_ledger": launch_ledger}  # off means off: the pool's default is on for a GPU
-    with Evaluator(
-        device=device, timeout=timeout_s, seed_base=1234, pool_options=pool_options, **extra
-    ) as evaluator:
-        requests = [
-            evaluator.make_request(e.reference, as_completion(e.source), **e.options) for e in entries
-        ]
-        return [r.to_dict() for r in evaluator.evaluate_many(requests)]
+    results = judge_through_the_pool(
+        entries, device, launch_ledger=launch_ledger, timeout_s=timeout_s, progress=None
+    )
+    return [result.to_dict() for result in results]
 
 
 def summarize(entry, result: dict | None, seconds: float | None, skipped: str | None = None) -> dict:

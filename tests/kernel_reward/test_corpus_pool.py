@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from hack_corpus import CorpusEntry, as_completion
+from hack_corpus import CorpusEntry
+from hack_corpus.through_the_pool import judge_through_the_pool
 from kernel_reward.result import EvalResult
 from tests.kernel_reward.conftest import LEDGER_ENV
 from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, check_verdict
@@ -18,30 +19,19 @@ from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, chec
 LEDGER = os.environ.get(LEDGER_ENV) == "1"
 
 
-def judge_through_the_pool(entries: list[CorpusEntry], device: str) -> dict[str, EvalResult]:
-    """Every entry's verdict, by name, from one pool (the options the one-shot test uses on each device)."""
-    from kernel_reward import Evaluator
-
-    extra = {"timing_budget_ms": 100.0} if device == "cuda" else {}
-    pool_options = {"launch_ledger": LEDGER} if device == "cuda" else {}
-    with Evaluator(
-        device=device, seed_base=1234, pool_options=pool_options, progress=False, **extra
-    ) as evaluator:
-        requests = [
-            evaluator.make_request(e.reference, as_completion(e.source), **e.options) for e in entries
-        ]
-        results = evaluator.evaluate_many(requests)
+def verdicts_by_name(entries: list[CorpusEntry], device: str) -> dict[str, EvalResult]:
+    results = judge_through_the_pool(entries, device, launch_ledger=LEDGER)
     return {entry.name: result for entry, result in zip(entries, results, strict=True)}
 
 
 @pytest.fixture(scope="module")
 def cpu_verdicts() -> dict[str, EvalResult]:
-    return judge_through_the_pool(CPU_CORPUS, "cpu")
+    return verdicts_by_name(CPU_CORPUS, "cpu")
 
 
 @pytest.fixture(scope="module")
 def gpu_verdicts() -> dict[str, EvalResult]:
-    return judge_through_the_pool(CORPUS, "cuda")
+    return verdicts_by_name(CORPUS, "cuda")
 
 
 @pytest.mark.parametrize("entry", as_params(CPU_CORPUS))
