@@ -19,19 +19,26 @@ from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, chec
 LEDGER = os.environ.get(LEDGER_ENV) == "1"
 
 
-def verdicts_by_name(entries: list[CorpusEntry], device: str) -> dict[str, EvalResult]:
+def verdicts_by_name(request, test_name: str, device: str) -> dict[str, EvalResult]:
+    """The verdicts of the entries whose ``test_name`` cases this session runs (``-k`` narrows the pool's work)."""
+    chosen = {
+        item.callspec.params["entry"].name
+        for item in request.session.items
+        if getattr(item, "originalname", None) == test_name and hasattr(item, "callspec")
+    }
+    entries = [entry for entry in CORPUS if entry.name in chosen]
     results = judge_through_the_pool(entries, device, launch_ledger=LEDGER)
     return {entry.name: result for entry, result in zip(entries, results, strict=True)}
 
 
 @pytest.fixture(scope="module")
-def cpu_verdicts() -> dict[str, EvalResult]:
-    return verdicts_by_name(CPU_CORPUS, "cpu")
+def cpu_verdicts(request) -> dict[str, EvalResult]:
+    return verdicts_by_name(request, "test_corpus_verdict_cpu_pool", "cpu")
 
 
 @pytest.fixture(scope="module")
-def gpu_verdicts() -> dict[str, EvalResult]:
-    return verdicts_by_name(CORPUS, "cuda")
+def gpu_verdicts(request) -> dict[str, EvalResult]:
+    return verdicts_by_name(request, "test_corpus_verdict_gpu_pool", "cuda")
 
 
 @pytest.mark.parametrize("entry", as_params(CPU_CORPUS))
