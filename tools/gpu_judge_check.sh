@@ -10,7 +10,7 @@
 # 300, 240). The corpus (101 tests) on a freshly started H100 ran about 0.3 tests a second at 6 and at 8 parallel
 # evaluations, with three single-evaluation tests last: more than 320 s, so corpus and corpus_ledger take one device
 # call each. A step at its limit is interrupted first (tools/device_step.sh): pytest still prints its failures.
-# CORPUS_K: a pytest -k expression that narrows both one-shot corpus steps (e.g. CORPUS_K=padded).
+# CORPUS_K: a pytest -k expression that narrows the corpus steps, one-shot and pool (e.g. CORPUS_K=padded).
 # "corpus": the hack corpus, the timed-pair gate tests (a syncing reference, a held reply), the checked calls
 # behind the gate, the seal. "gated_before": the checked calls' gate test through an older checkout's judge
 # (BEFORE_TAR, `git archive -o .device_carry/before.tar REV`, carry .device_carry; its limit GATED_BEFORE_S, default
@@ -51,8 +51,8 @@ step corpus_ledger "${CORPUS_S:-420}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pyt
 # "corpus_pool" / "corpus_pool_ledger": the corpus through one Evaluator pool, every entry in one evaluate_many
 # (tests/kernel_reward/test_corpus_pool.py), without / with the launch ledger (limit CORPUS_POOL_S, default 300;
 # pytest's per-test limit covers the whole pool run, which the first test waits for).
-step corpus_pool "${CORPUS_POOL_S:-300}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus_pool.py -v -p no:cacheprovider --timeout "$(( ${CORPUS_POOL_S:-300} - 15 ))" -rfE
-step corpus_pool_ledger "${CORPUS_POOL_S:-300}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus_pool.py -v -p no:cacheprovider --timeout "$(( ${CORPUS_POOL_S:-300} - 15 ))" -rfE
+step corpus_pool "${CORPUS_POOL_S:-300}" python3 -m pytest -m gpu tests/kernel_reward/test_corpus_pool.py -k "${CORPUS_K:-}" -v -p no:cacheprovider --timeout "$(( ${CORPUS_POOL_S:-300} - 15 ))" -rfE
+step corpus_pool_ledger "${CORPUS_POOL_S:-300}" env KR_TEST_LAUNCH_LEDGER=1 python3 -m pytest -m gpu tests/kernel_reward/test_corpus_pool.py -k "${CORPUS_K:-}" -v -p no:cacheprovider --timeout "$(( ${CORPUS_POOL_S:-300} - 15 ))" -rfE
 # "throughput_ledger": the pool's throughput with the launch ledger off, then on, in one step (the issue's "no
 # slower", measured in the same call); the phase tables show what the ledger adds and the coverage pass it saves.
 throughput_ledger() {
