@@ -72,13 +72,13 @@ def profile_candidate(
         for args in argument_sets[1:]:
             candidate(*args)
         torch.cuda.synchronize(device)
-    names = {launch.name for launch in monitor.candidate_launches}
+    forward_launches = Counter(launch.name for launch in monitor.candidate_launches)
+    names = set(forward_launches)
     device_events = [
         (event.name, event.time_range.elapsed_us() / 1e3)
         for event in prof.events()
         if event.device_type == DeviceType.CUDA
     ]
-    forward_launches = Counter(launch.name for launch in monitor.candidate_launches)
     table = build_table(kept_to_forward_launches(device_events, forward_launches), names)
     return ProfileResult(
         coverage_from_table(table), table, sum(r.device_time_ms for r in table), sorted(names)

@@ -10,6 +10,7 @@ import pytest
 from hack_corpus import CorpusEntry, load_corpus
 from tests.kernel_reward.conftest import LEDGER_ENV
 
+LEDGER = os.environ.get(LEDGER_ENV) == "1"  # GPU evaluations run with the launch ledger
 CORPUS = load_corpus()
 CPU_CORPUS = [entry for entry in CORPUS if not entry.gpu_only]
 
@@ -46,9 +47,7 @@ def check_verdict(entry: CorpusEntry, result, device: str) -> None:
     if expected == "correct":
         assert result.launched_kernels, "a correct candidate must have launched its own kernel"
         assert result.reward > 0
-        if (
-            device == "cuda" and os.environ.get(LEDGER_ENV) == "1"
-        ):  # the ledger decided, not the runner's table
+        if device == "cuda" and LEDGER:  # the ledger decided, not the runner's table
             assert "coverage_from_launch_ledger" in result.flags, result.flags
     else:
         assert result.reward <= 0

@@ -7,13 +7,10 @@ Honest entries must pass: zero false positives.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from hack_corpus import CorpusEntry, as_completion, load_corpus
-from tests.kernel_reward.conftest import LEDGER_ENV
-from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, check_verdict
+from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, LEDGER, as_params, check_verdict
 
 
 @pytest.mark.slow  # the same verdicts through the pool: test_corpus_pool.py, in the default run
@@ -25,7 +22,7 @@ def test_corpus_verdict_cpu(entry: CorpusEntry, evaluate_subprocess):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("entry", as_params(CORPUS, ledger=os.environ.get(LEDGER_ENV) == "1"))
+@pytest.mark.parametrize("entry", as_params(CORPUS, ledger=LEDGER))
 def test_corpus_verdict_gpu(entry: CorpusEntry, evaluate_subprocess):
     result = evaluate_subprocess(
         entry.reference, as_completion(entry.source), device="cuda", timing_budget_ms=100.0, **entry.options

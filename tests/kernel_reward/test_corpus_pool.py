@@ -6,17 +6,12 @@ as they would in training, and the whole corpus costs one pool's throughput inst
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from hack_corpus import CorpusEntry
 from hack_corpus.through_the_pool import judge_through_the_pool
 from kernel_reward.result import EvalResult
-from tests.kernel_reward.conftest import LEDGER_ENV
-from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, as_params, check_verdict
-
-LEDGER = os.environ.get(LEDGER_ENV) == "1"
+from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, LEDGER, as_params, check_verdict
 
 
 def verdicts_by_name(request, test_name: str, device: str) -> dict[str, EvalResult]:

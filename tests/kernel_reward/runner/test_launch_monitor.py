@@ -40,7 +40,7 @@ PROBE = textwrap.dedent(
         own, padding = forward_with_a_thread(monitor)
         seen[str(ablate)] = {
             "forward": sorted(launch.name for launch in monitor.candidate_launches),
-            "elsewhere": sorted(launch.name for launch in getattr(monitor, "elsewhere", [])),
+            "elsewhere": sorted(launch.name for launch in monitor.elsewhere),
             "own_nan": bool(own.isnan().all()),
             "padding_nan": bool(padding.isnan().all()),
             "padding_ran": bool((padding == 2.0).all()),
