@@ -555,9 +555,9 @@ def _pool_lines(report: dict[str, Any]) -> list[str]:
             if pool.get("launch_ledger")
             else "off"
         ),
-        "phase            mean s",
+        "phase                  mean s",
     ]
-    return lines + [f"{name:<16} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
+    return lines + [f"{name:<22} {seconds:.4f}" for name, seconds in pool["phase_mean_s"].items()]
 
 
 def run_cli(args: Any) -> int:

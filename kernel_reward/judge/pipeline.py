@@ -133,6 +133,8 @@ def evaluate_request(
                     flag="evaluator_error",
                 ),
             )
+    # the GPU lock's waits and holds (service.gpu_lock.LOCK_SPANS), beside the phases they happened in
+    phases.update(getattr(timing_slot, "seconds", None) or {})
     _finish(result, request.options, phases, start, code)
     return result
 

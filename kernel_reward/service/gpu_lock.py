@@ -17,16 +17,26 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import time
 from collections.abc import Callable, Iterator
 
 TURNSTILE_SUFFIX = ".turnstile"
+
+# Where a judge's seconds around the lock go (``GpuLock.seconds``; the pipeline adds them to the phase table).
+EXCLUSIVE_WAIT = "lock.timing_wait"  # queueing behind other timing judges (the turnstile)
+EXCLUSIVE_DRAIN = "lock.timing_drain"  # holding the turnstile while GPU phases under way finish
+EXCLUSIVE_HELD = "lock.timing_held"  # the GPU alone
+SHARED_WAIT = "lock.gpu_phase_wait"  # a GPU phase waiting behind a judge that times, or wants to
+SHARED_HELD = "lock.gpu_phase_held"  # GPU phases (build, checks) side by side with other judges'
+LOCK_SPANS = (EXCLUSIVE_WAIT, EXCLUSIVE_DRAIN, EXCLUSIVE_HELD, SHARED_WAIT, SHARED_HELD)
 
 
 class GpuLock:
     """``exclusive()`` and ``shared()`` context managers over two open descriptors (read-only is enough for
     ``flock``). ``on_wait`` / ``on_acquired`` are told when an exclusive wait starts and ends (the service pauses
     the candidate's wall clock meanwhile). ``share_gpu_phases=False``: ``shared()`` takes no lock, so timing
-    excludes only other timing (``PoolConfig.exclusive_gpu_timing`` chooses)."""
+    excludes only other timing (``PoolConfig.exclusive_gpu_timing`` chooses). ``seconds``: how long this lock's
+    holder waited for and held each side (``LOCK_SPANS``), so the phase table can tell queueing from work."""
 
     def __init__(
         self,
@@ -41,28 +51,40 @@ class GpuLock:
         self.on_wait = on_wait
         self.on_acquired = on_acquired
         self.share_gpu_phases = share_gpu_phases
+        self.seconds: dict[str, float] = {}
+
+    def _add(self, span: str, since: float) -> float:
+        now = time.perf_counter()
+        self.seconds[span] = self.seconds.get(span, 0.0) + now - since
+        return now
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         self.on_wait()
+        waiting = time.perf_counter()
         if (
             not self.share_gpu_phases
         ):  # nothing takes the shared side: the plain exclusive lock is all there is
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
+            held = self._add(EXCLUSIVE_WAIT, waiting)
             self.on_acquired()
             try:
                 yield
             finally:
                 fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
+                self._add(EXCLUSIVE_HELD, held)
             return
         fcntl.flock(self.turnstile_fd, fcntl.LOCK_EX)  # from here on no new GPU phase starts
         try:
+            turnstile = self._add(EXCLUSIVE_WAIT, waiting)
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX)  # the ones under way finish
+            held = self._add(EXCLUSIVE_DRAIN, turnstile)
             self.on_acquired()
             try:
                 yield
             finally:
                 fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
+                self._add(EXCLUSIVE_HELD, held)
         finally:
             fcntl.flock(self.turnstile_fd, fcntl.LOCK_UN)
 
@@ -71,15 +93,18 @@ class GpuLock:
 
     @contextlib.contextmanager
     def _shared(self) -> Iterator[None]:
+        waiting = time.perf_counter()
         fcntl.flock(self.turnstile_fd, fcntl.LOCK_EX)  # wait behind any judge that wants to time
         try:
             fcntl.flock(self.lock_fd, fcntl.LOCK_SH)
         finally:
             fcntl.flock(self.turnstile_fd, fcntl.LOCK_UN)
+        held = self._add(SHARED_WAIT, waiting)
         try:
             yield
         finally:
             fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
+            self._add(SHARED_HELD, held)
 
     # The worker's ``timing_slot`` protocol: calling the slot enters exclusive timing.
     def __call__(self) -> contextlib.AbstractContextManager[None]:

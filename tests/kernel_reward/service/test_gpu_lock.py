@@ -10,7 +10,15 @@ import time
 
 import pytest
 
-from kernel_reward.service.gpu_lock import GpuLock
+from kernel_reward.service.gpu_lock import (
+    EXCLUSIVE_DRAIN,
+    EXCLUSIVE_HELD,
+    EXCLUSIVE_WAIT,
+    LOCK_SPANS,
+    SHARED_HELD,
+    SHARED_WAIT,
+    GpuLock,
+)
 from kernel_reward.service.zygote_client import timing_lock_file
 
 
@@ -102,6 +110,32 @@ def test_timing_slots_exclude_each_other_and_report_waits(new_lock):
     thread.join(5)
     assert done.is_set()
     assert events == ["wait", "acquired", "in"]
+
+
+def test_each_holder_counts_its_waits_and_holds(new_lock):
+    """A timer that arrives while a GPU phase runs spends the rest of that phase draining it; a GPU phase that
+    arrives while the timer holds the GPU waits for it: each lock's ``seconds`` says so, and the holds."""
+    reader, timer, late_reader = new_lock(), new_lock(), new_lock()
+    timer_in = threading.Event()
+
+    def time_it():
+        with timer.exclusive():
+            timer_in.set()
+            time.sleep(0.3)
+
+    with reader.shared():
+        timing_thread = _in_thread(time_it)
+        time.sleep(0.3)
+    assert timer_in.wait(5)
+    with late_reader.shared():
+        pass
+    timing_thread.join(5)
+    assert timer.seconds[EXCLUSIVE_WAIT] < 0.1  # no other timer: the turnstile was free
+    assert 0.2 < timer.seconds[EXCLUSIVE_DRAIN] < 1.0  # the reader's remaining 0.3 s
+    assert 0.25 < timer.seconds[EXCLUSIVE_HELD] < 1.0
+    assert reader.seconds[SHARED_WAIT] < 0.1 and reader.seconds[SHARED_HELD] > 0.25
+    assert late_reader.seconds[SHARED_WAIT] > 0.15  # behind the timer's hold
+    assert set(timer.seconds) | set(reader.seconds) <= set(LOCK_SPANS)
 
 
 def test_with_gpu_phases_not_shared_timing_excludes_only_timing(tmp_path):

@@ -198,6 +198,9 @@ def test_each_evaluation_is_a_judge_and_a_sandboxed_runner(monkeypatch):
     assert "KERNEL_REWARD_TEST_SERVICE_TOKEN" not in (isolation["env_kept"] or [])
     assert "warmup_runner_known_answer" in result.phase_seconds
     assert "warmup_known_answer" not in result.phase_seconds
+    # the GPU lock's shared side around the judge's device phases, counted beside them (gpu_lock.LOCK_SPANS)
+    assert result.phase_seconds["lock.gpu_phase_held"] > 0
+    assert "lock.gpu_phase_wait" in result.phase_seconds
 
 
 def test_wall_clock_pauses_for_the_timing_slot_at_most_max_pause():
