@@ -165,8 +165,8 @@ def _judge_loaded(
             bandwidth = baseline.prior.bandwidth_gbps
             clock.release()  # its private buffers are not needed again before the candidate's timing
         # Each GPU step holds the lock's shared side on its own: a judge waiting to time waits for one step.
-        with phases("load"), shared():
-            _load_candidate(client, code, options.allow_tf32)
+        with phases("load"):
+            _load_candidate(client, code, options.allow_tf32, shared)
         with phases("build"), shared():
             result.state_transfer = build_remote(
                 client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
@@ -258,8 +258,15 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
     )
 
 
-def _load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
-    read_load_clock(client)  # the ledger's second anchor, while no candidate code exists
+def _load_candidate(
+    client: RunnerClient, code: str, allow_tf32: bool, gpu_turn: Any = contextlib.nullcontext
+) -> None:
+    """The ledger's second clock reading (a device step, under ``gpu_turn``), then the candidate's import outside
+    it: the import is host work for honest code, so a judge waiting to time does not wait for it. Device work a
+    candidate starts at import could as well start from any later step (launches are asynchronous): the shared
+    side orders honest judges' device phases, it does not fence a candidate's process."""
+    with gpu_turn():
+        read_load_clock(client)  # while no candidate code exists
     reply = client.ask({"type": "load", "code": code, "allow_tf32": allow_tf32}, ("loaded", "load_failed"))
     if reply["type"] == "load_failed":
         if reply.get("kind") == "exit":
