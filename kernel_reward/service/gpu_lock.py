@@ -28,7 +28,8 @@ EXCLUSIVE_DRAIN = "lock.timing_drain"  # holding the turnstile while GPU phases 
 EXCLUSIVE_HELD = "lock.timing_held"  # the GPU alone
 SHARED_WAIT = "lock.gpu_phase_wait"  # a GPU phase waiting behind a judge that times, or wants to
 SHARED_HELD = "lock.gpu_phase_held"  # GPU phases (build, checks) side by side with other judges'
-LOCK_SPANS = (EXCLUSIVE_WAIT, EXCLUSIVE_DRAIN, EXCLUSIVE_HELD, SHARED_WAIT, SHARED_HELD)
+SHARED_LONGEST = "lock.gpu_phase_longest"  # the longest of them: what a judge that wants to time may drain
+LOCK_SPANS = (EXCLUSIVE_WAIT, EXCLUSIVE_DRAIN, EXCLUSIVE_HELD, SHARED_WAIT, SHARED_HELD, SHARED_LONGEST)
 
 
 class GpuLock:
@@ -104,7 +105,8 @@ class GpuLock:
             yield
         finally:
             fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
-            self._add(SHARED_HELD, held)
+            now = self._add(SHARED_HELD, held)
+            self.seconds[SHARED_LONGEST] = max(self.seconds.get(SHARED_LONGEST, 0.0), now - held)
 
     # The worker's ``timing_slot`` protocol: calling the slot enters exclusive timing.
     def __call__(self) -> contextlib.AbstractContextManager[None]:

@@ -16,6 +16,7 @@ from kernel_reward.service.gpu_lock import (
     EXCLUSIVE_WAIT,
     LOCK_SPANS,
     SHARED_HELD,
+    SHARED_LONGEST,
     SHARED_WAIT,
     GpuLock,
 )
@@ -134,6 +135,11 @@ def test_each_holder_counts_its_waits_and_holds(new_lock):
     assert 0.2 < timer.seconds[EXCLUSIVE_DRAIN] < 1.0  # the reader's remaining 0.3 s
     assert 0.25 < timer.seconds[EXCLUSIVE_HELD] < 1.0
     assert reader.seconds[SHARED_WAIT] < 0.1 and reader.seconds[SHARED_HELD] > 0.25
+    with reader.shared():
+        pass
+    assert (
+        reader.seconds[SHARED_LONGEST] > 0.25 and reader.seconds[SHARED_HELD] > reader.seconds[SHARED_LONGEST]
+    )
     assert late_reader.seconds[SHARED_WAIT] > 0.15  # behind the timer's hold
     assert set(timer.seconds) | set(reader.seconds) <= set(LOCK_SPANS)
 
