@@ -74,6 +74,14 @@ class EvalOptions:
             "them is a decoy"
         },
     )
+    compile_pass: bool = field(
+        default=False,
+        metadata={
+            "help": "before the checks, one forward whose own kernels are compiled and not launched, outside the "
+            "GPU's shared phases: Triton's compile (host work) then never holds up a judge waiting to time; "
+            "nothing in it decides the verdict"
+        },
+    )
     ablated_timed_pairs: int = field(
         default=3,
         metadata={

@@ -7,11 +7,14 @@ time into the judge's own memory, and compares and fingerprints what it read, so
 fingerprinted (the constant-output check) and what every reference of that check is compared with. The runner's
 reply only adds what the judge cannot see from outside (which Triton kernels launched, an exception's text); it
 can make the candidate's verdict worse (a raised error, a self-reported hack), never better than what the outputs
-show. Why the outputs are read in place rather than copied: docs/decisions.md and docs/memory.md.
+show. Why the outputs are read in place rather than copied: docs/decisions.md and docs/memory.md. Why one module
+(about 440 lines): every message about the candidate goes out from here, so checked and timed ones are one code.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +23,7 @@ import torch
 from kernel_reward.common.tensors import only_tensors, synchronize
 from kernel_reward.ipc import exchange, placement
 from kernel_reward.ipc.handover import Handover, ask_run
-from kernel_reward.ipc.runner_channel import RunnerClient, RunnerFault
+from kernel_reward.ipc.runner_channel import RunnerClient, RunnerFault, read_load_clock
 from kernel_reward.judge.compare import (
     Comparison,
     PiecewiseComparison,
@@ -285,6 +288,21 @@ class RemoteCandidate:
         )
         return self._run([entry], [(encoded, out_refs, inputs)])[0]
 
+    def compile_pass(
+        self, draw_inputs: Callable[[], list[Any]], gpu_turn: Callable[[], Any] = contextlib.nullcontext
+    ) -> str | None:
+        """One forward whose own kernels the runner compiles and does not launch (``Runner._on_compile``), on inputs
+        ``draw_inputs`` makes (of a seed no check uses): Triton's compile is then host work outside the GPU's shared
+        phases (``gpu_turn``, held only to draw and place the inputs). Nothing in the reply decides anything: its
+        error text (a diagnostic) or None."""
+        with gpu_turn():
+            encoded, out_refs = self.place(draw_inputs())
+            synchronize(self.arena.device)
+        self._last_inputs = None  # the checked calls never reuse the compile pass's places
+        entry = placement.call_entry(encoded, out_refs, self.spec.structure)
+        reply = self.client.ask({"type": "compile", "model": self.model_id, "call": entry}, ("compiled",))
+        return None if reply.get("error") is None else str(reply["error"])[:2000]
+
     def call_batch(self, input_sets: list[list[Any]], *, ablate: bool = False) -> list[CallOutcome]:
         """One message of K calls (K = the grid's, ``len(input_sets)``), laid out as a timed batch: every slot of
         the grid at a base drawn afresh, the calls in an order drawn afresh, every output place poisoned. Returns
@@ -350,6 +368,22 @@ def _names(value: Any) -> list[str]:
     if not isinstance(value, list):
         return []
     return [str(name)[:200] for name in value[:1000]]
+
+
+def load_candidate(
+    client: RunnerClient, code: str, allow_tf32: bool, gpu_turn: Callable[[], Any] = contextlib.nullcontext
+) -> None:
+    """The ledger's second clock reading (a device step, under ``gpu_turn``), then the candidate's import outside
+    it: the import is host work for honest code, so a judge waiting to time does not wait for it. Device work a
+    candidate starts at import could as well start from any later step (launches are asynchronous): the shared
+    side orders honest judges' device phases, it does not fence a candidate's process."""
+    with gpu_turn():
+        read_load_clock(client)  # while no candidate code exists
+    reply = client.ask({"type": "load", "code": code, "allow_tf32": allow_tf32}, ("loaded", "load_failed"))
+    if reply["type"] == "load_failed":
+        if reply.get("kind") == "exit":
+            raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
+        raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
 
 
 def share_arena(client: RunnerClient, arena: exchange.Arena) -> None:

@@ -18,6 +18,7 @@ What still rests on the runner's word, and is flagged in every result that used 
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import torch
 from kernel_reward.common import loading, tensors
 from kernel_reward.common.tensors import buffer_snapshot, make_inputs
 from kernel_reward.ipc import exchange, placement
-from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess, read_load_clock
+from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
 from kernel_reward.judge import compare, correctness, shapes
 from kernel_reward.judge.coverage import CoverageMeasure, below_coverage_floor
 from kernel_reward.judge.remote import (
@@ -35,6 +36,7 @@ from kernel_reward.judge.remote import (
     RemoteCandidate,
     args_nbytes,
     build_remote,
+    load_candidate,
     output_spec,
     share_arena,
     slot_bytes,
@@ -166,7 +168,7 @@ def _judge_loaded(
             clock.release()  # its private buffers are not needed again before the candidate's timing
         # Each GPU step holds the lock's shared side on its own: a judge waiting to time waits for one step.
         with phases("load"):
-            _load_candidate(client, code, options.allow_tf32, shared)
+            load_candidate(client, code, options.allow_tf32, shared)
         with phases("build"), shared():
             result.state_transfer = build_remote(
                 client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
@@ -174,6 +176,11 @@ def _judge_loaded(
         result.compiled = True
         calls = clock.calls if clock is not None else placement.CALLS_WITHOUT_CLOCK
         candidate = RemoteCandidate(client, arena, reference.spec, model_id=0, calls_per_batch=calls)
+        if options.compile_pass:  # Triton's compile before the checks, outside the GPU's shared phases
+            with phases("compile_pass"):
+                draw = functools.partial(make_inputs, reference.module, fresh_seed(), device)
+                if candidate.compile_pass(draw, shared) is not None:
+                    result.flags.append("compile_pass_raised")  # diagnostic: the checks judge the fault
         task = correctness.JudgeTask(
             reference.module,
             reference.model,
@@ -256,22 +263,6 @@ def build_reference(module: Any, entry_point: str, device: torch.device, probe_s
         build_seed,
         keeps_inputs,
     )
-
-
-def _load_candidate(
-    client: RunnerClient, code: str, allow_tf32: bool, gpu_turn: Any = contextlib.nullcontext
-) -> None:
-    """The ledger's second clock reading (a device step, under ``gpu_turn``), then the candidate's import outside
-    it: the import is host work for honest code, so a judge waiting to time does not wait for it. Device work a
-    candidate starts at import could as well start from any later step (launches are asynchronous): the shared
-    side orders honest judges' device phases, it does not fence a candidate's process."""
-    with gpu_turn():
-        read_load_clock(client)  # while no candidate code exists
-    reply = client.ask({"type": "load", "code": code, "allow_tf32": allow_tf32}, ("loaded", "load_failed"))
-    if reply["type"] == "load_failed":
-        if reply.get("kind") == "exit":
-            raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
-        raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
 
 
 def _check_correctness(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from types import SimpleNamespace
 
-from kernel_reward.judge.verdict import _load_candidate
+from kernel_reward.judge.remote import load_candidate
 
 
 class RecordingClient:
@@ -36,6 +36,6 @@ def test_the_clock_reading_holds_the_shared_side_and_the_import_does_not():
             turn["held"] = False
 
     client = RecordingClient(turn)
-    _load_candidate(client, "import torch", allow_tf32=False, gpu_turn=gpu_turn)
+    load_candidate(client, "import torch", allow_tf32=False, gpu_turn=gpu_turn)
     assert client.asked == [("clock", True), ("load", False)]
     assert client.process.load_clock_stamp == 12
