@@ -77,9 +77,10 @@ class EvalOptions:
     compile_pass: bool = field(
         default=False,
         metadata={
-            "help": "before the checks, one forward whose own kernels are compiled and not launched, outside the "
-            "GPU's shared phases: Triton's compile (host work) then never holds up a judge waiting to time; "
-            "nothing in it decides the verdict"
+            "help": "experimental: before the checks, one forward whose own kernels are compiled and not launched, "
+            "outside the GPU's shared phases, so Triton's compile (host work) never holds up a judge waiting to "
+            "time. The candidate's Python state carries over from it, so the buffer-reuse check no longer meets a "
+            "fresh model: a cached replay then reads incorrect, not hacked (docs/service.md)"
         },
     )
     ablated_timed_pairs: int = field(
