@@ -77,10 +77,10 @@ class EvalOptions:
     compile_pass: bool = field(
         default=False,
         metadata={
-            "help": "experimental: before the checks, one forward whose own kernels are compiled and not launched, "
-            "outside the GPU's shared phases, so Triton's compile (host work) never holds up a judge waiting to "
-            "time. The candidate's Python state carries over from it, so the buffer-reuse check no longer meets a "
-            "fresh model: a cached replay then reads incorrect, not hacked (docs/service.md)"
+            "help": "before the checks, one forward whose own kernels are compiled and not launched, outside the "
+            "GPU's shared phases, so Triton's compile (host work) never holds up a judge waiting to time; on an "
+            "import and build the checks never see (they get fresh ones, compiled from the runner's Triton disk "
+            "cache); nothing in it decides the verdict (docs/service.md)"
         },
     )
     ablated_timed_pairs: int = field(

@@ -8,7 +8,7 @@ fingerprinted (the constant-output check) and what every reference of that check
 reply only adds what the judge cannot see from outside (which Triton kernels launched, an exception's text); it
 can make the candidate's verdict worse (a raised error, a self-reported hack), never better than what the outputs
 show. Why the outputs are read in place rather than copied: docs/decisions.md and docs/memory.md. Why one module
-(about 440 lines): every message about the candidate goes out from here, so checked and timed ones are one code.
+(about 450 lines): every message about the candidate goes out from here, so checked and timed ones are one code.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 from kernel_reward.common.tensors import only_tensors, synchronize
 from kernel_reward.ipc import exchange, placement
 from kernel_reward.ipc.handover import Handover, ask_run
-from kernel_reward.ipc.runner_channel import RunnerClient, RunnerFault, read_load_clock
+from kernel_reward.ipc.runner_channel import RunnerClient, RunnerFault
 from kernel_reward.judge.compare import (
     Comparison,
     PiecewiseComparison,
@@ -370,20 +370,42 @@ def _names(value: Any) -> list[str]:
     return [str(name)[:200] for name in value[:1000]]
 
 
-def load_candidate(
-    client: RunnerClient, code: str, allow_tf32: bool, gpu_turn: Callable[[], Any] = contextlib.nullcontext
-) -> None:
-    """The ledger's second clock reading (a device step, under ``gpu_turn``), then the candidate's import outside
-    it: the import is host work for honest code, so a judge waiting to time does not wait for it. Device work a
-    candidate starts at import could as well start from any later step (launches are asynchronous): the shared
-    side orders honest judges' device phases, it does not fence a candidate's process."""
-    with gpu_turn():
-        read_load_clock(client)  # while no candidate code exists
+def load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
+    """Import the candidate in the runner (a fresh module each time). Outside the GPU's shared phases: the import
+    is host work for honest code, so a judge waiting to time does not wait for it. Device work a candidate starts
+    at import could as well start from any later step (launches are asynchronous): the shared side orders honest
+    judges' device phases, it does not fence a candidate's process."""
     reply = client.ask({"type": "load", "code": code, "allow_tf32": allow_tf32}, ("loaded", "load_failed"))
     if reply["type"] == "load_failed":
         if reply.get("kind") == "exit":
             raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
         raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
+
+
+def compile_beforehand(
+    client: RunnerClient,
+    arena: exchange.Arena,
+    code: str,
+    allow_tf32: bool,
+    built: tuple[int, list[Any], dict[str, torch.Tensor]],
+    spec: OutputSpec,
+    calls_per_batch: int,
+    draw_inputs: Callable[[], list[Any]],
+    gpu_turn: Callable[[], Any],
+) -> str | None:
+    """The compile pass (``EvalOptions.compile_pass``) on an import and a build of the candidate that the checks
+    never see: the judge imports and builds it again afterwards, and the runner's Triton disk cache (keyed by the
+    kernels' source, not their module) serves that import's compile. So nothing the pass leaves in the candidate's
+    state reaches a check. ``built``: build seed, init inputs, state. Returns the pass's error text (a diagnostic:
+    the checks' own import, build and calls meet any real fault again) or None."""
+    try:
+        load_candidate(client, code, allow_tf32)
+        with gpu_turn():
+            build_remote(client, arena, 0, *built)
+    except JudgeStop as stop:
+        return str(stop)
+    candidate = RemoteCandidate(client, arena, spec, model_id=0, calls_per_batch=calls_per_batch)
+    return candidate.compile_pass(draw_inputs, gpu_turn)
 
 
 def share_arena(client: RunnerClient, arena: exchange.Arena) -> None:

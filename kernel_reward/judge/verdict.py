@@ -6,7 +6,7 @@ input from hidden seeds, hands the runner the init arguments and the reference's
 inputs it places in the shared arena (``remote``), and decides correctness (``correctness``), timing
 (``timing.measure`` on the clock of ``timing.batch_clock``), the speedup, the reward and the feedback from what
 it sees in its own memory and on its own clock. Nothing the runner sends is a verdict: a malformed or early reply,
-or its death, is the candidate's fault.
+or its death, is the candidate's fault. Why one module (410 lines): its steps' order is the trust argument.
 
 What still rests on the runner's word, and is flagged in every result that used it:
 * ``launch_checks_self_reported``: which Triton kernels launched (no_kernel_launched) and the ablated call of the
@@ -28,7 +28,7 @@ import torch
 from kernel_reward.common import loading, tensors
 from kernel_reward.common.tensors import buffer_snapshot, make_inputs
 from kernel_reward.ipc import exchange, placement
-from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess
+from kernel_reward.ipc.runner_channel import RunnerClient, RunnerProcess, read_load_clock
 from kernel_reward.judge import compare, correctness, shapes
 from kernel_reward.judge.coverage import CoverageMeasure, below_coverage_floor
 from kernel_reward.judge.remote import (
@@ -36,6 +36,7 @@ from kernel_reward.judge.remote import (
     RemoteCandidate,
     args_nbytes,
     build_remote,
+    compile_beforehand,
     load_candidate,
     output_spec,
     share_arena,
@@ -167,20 +168,32 @@ def _judge_loaded(
             bandwidth = baseline.prior.bandwidth_gbps
             clock.release()  # its private buffers are not needed again before the candidate's timing
         # Each GPU step holds the lock's shared side on its own: a judge waiting to time waits for one step.
-        with phases("load"):
-            load_candidate(client, code, options.allow_tf32, shared)
-        with phases("build"), shared():
-            result.state_transfer = build_remote(
-                client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
-            )
-        result.compiled = True
+        with phases("load"), shared():
+            read_load_clock(client)  # the ledger's second anchor, while no candidate code exists
         calls = clock.calls if clock is not None else placement.CALLS_WITHOUT_CLOCK
-        candidate = RemoteCandidate(client, arena, reference.spec, model_id=0, calls_per_batch=calls)
+        built = (reference.build_seed, reference.init_inputs, reference.state)
         if options.compile_pass:  # Triton's compile before the checks, outside the GPU's shared phases
             with phases("compile_pass"):
                 draw = functools.partial(make_inputs, reference.module, fresh_seed(), device)
-                if candidate.compile_pass(draw, shared) is not None:
-                    result.flags.append("compile_pass_raised")  # diagnostic: the checks judge the fault
+                pass_args = (
+                    client,
+                    arena,
+                    code,
+                    options.allow_tf32,
+                    built,
+                    reference.spec,
+                    calls,
+                    draw,
+                    shared,
+                )
+                if compile_beforehand(*pass_args):  # a fault there is flagged: the checks meet it again
+                    result.flags.append("compile_pass_raised")
+        with phases("load"):
+            load_candidate(client, code, options.allow_tf32)
+        with phases("build"), shared():
+            result.state_transfer = build_remote(client, arena, 0, *built)
+        result.compiled = True
+        candidate = RemoteCandidate(client, arena, reference.spec, model_id=0, calls_per_batch=calls)
         task = correctness.JudgeTask(
             reference.module,
             reference.model,

@@ -1,12 +1,21 @@
-"""The candidate's import is not a GPU phase: a judge waiting to time never waits for it. The ledger's clock reading
-before it is one, and holds the lock's shared side."""
+"""What of loading the candidate holds the GPU lock's shared side: its import never does (host work for honest
+code, so a judge waiting to time never waits for it); the build and placing inputs do. The compile pass imports and
+builds a candidate the checks never see, then compiles outside the lock."""
 
 from __future__ import annotations
 
 import contextlib
-from types import SimpleNamespace
 
-from kernel_reward.judge.remote import load_candidate
+import torch
+
+from kernel_reward.ipc import exchange
+from kernel_reward.judge.remote import compile_beforehand, load_candidate, output_spec
+
+REPLIES = {
+    "load": {"type": "loaded"},
+    "build": {"type": "built", "state_transfer": {}},
+    "compile": {"type": "compiled", "error": None},
+}
 
 
 class RecordingClient:
@@ -14,17 +23,14 @@ class RecordingClient:
 
     def __init__(self, turn: dict[str, bool]) -> None:
         self.turn = turn
-        self.process = SimpleNamespace(
-            ledger_state="started", clock_stamp=11, load_clock_stamp=None, clock_stamp_error=None
-        )
         self.asked: list[tuple[str, bool]] = []
 
-    def ask(self, message: dict, _expected: tuple[str, ...]) -> dict:
+    def ask(self, message: dict, _expected: tuple[str, ...], fds=None) -> dict:
         self.asked.append((message["type"], self.turn["held"]))
-        return {"type": "clock", "reading": 12} if message["type"] == "clock" else {"type": "loaded"}
+        return REPLIES[message["type"]]
 
 
-def test_the_clock_reading_holds_the_shared_side_and_the_import_does_not():
+def _recording():
     turn = {"held": False}
 
     @contextlib.contextmanager
@@ -35,7 +41,31 @@ def test_the_clock_reading_holds_the_shared_side_and_the_import_does_not():
         finally:
             turn["held"] = False
 
-    client = RecordingClient(turn)
-    load_candidate(client, "import torch", allow_tf32=False, gpu_turn=gpu_turn)
-    assert client.asked == [("clock", True), ("load", False)]
-    assert client.process.load_clock_stamp == 12
+    return RecordingClient(turn), gpu_turn
+
+
+def test_the_import_holds_no_part_of_the_lock():
+    client, _ = _recording()
+    load_candidate(client, "import torch", allow_tf32=False)
+    assert client.asked == [("load", False)]
+
+
+def test_the_compile_pass_builds_under_the_lock_and_compiles_outside_it():
+    client, gpu_turn = _recording()
+    arena = exchange.Arena(1 << 16, torch.device("cpu"))
+    try:
+        error = compile_beforehand(
+            client,
+            arena,
+            "import torch",
+            False,
+            (7, [], {"weight": torch.ones(4)}),
+            output_spec(torch.zeros(8)),
+            1,
+            lambda: [torch.randn(8)],
+            gpu_turn,
+        )
+    finally:
+        arena.close()
+    assert error is None
+    assert client.asked == [("load", False), ("build", True), ("compile", False)]
