@@ -437,12 +437,6 @@ def main(argv: list[str] | None = None) -> int:
         help="--throughput: EvalOptions.coverage_method for every evaluation (default: the option's)",
     )
     parser.add_argument(
-        "--compile-pass",
-        action="store_true",
-        help="--throughput: EvalOptions.compile_pass for every evaluation (the candidate's kernels compiled before "
-        "the checks, outside the GPU's shared phases)",
-    )
-    parser.add_argument(
         "--launch-ledger",
         action=argparse.BooleanOptionalAction,
         default=None,

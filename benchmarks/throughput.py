@@ -566,8 +566,6 @@ def run_cli(args: Any) -> int:
     device = "cuda" if args.device.startswith("cuda") else "cpu"
     preset = "full" if device == "cuda" else "small"  # the CPU interpreter refuses the shipped sizes up front
     options = {"coverage_method": args.coverage_method} if args.coverage_method else {}
-    if getattr(args, "compile_pass", False):
-        options["compile_pass"] = True
     common = {
         "device": device,
         "workers": args.workers,

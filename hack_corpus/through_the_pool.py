@@ -15,12 +15,10 @@ def judge_through_the_pool(
     launch_ledger: bool,
     timeout_s: float | None = None,
     progress: bool | None = False,
-    **options: Any,
 ) -> list[Any]:
     """Each entry's ``EvalResult``, in the entries' order. On a GPU ``launch_ledger`` sets the pool's launch ledger
     (off means off: a GPU pool's default is on) and calls are timed with a 100 ms budget, as the one-shot test.
-    ``progress``: the pool's progress bar (None: the Evaluator's default, a bar on long runs). ``options``: more
-    EvalOptions fields for every entry (e.g. ``compile_pass``)."""
+    ``progress``: the pool's progress bar (None: the Evaluator's default, a bar on long runs)."""
     from kernel_reward import Evaluator
 
     extra: dict[str, Any] = {"timing_budget_ms": 100.0} if device == "cuda" else {}
@@ -32,7 +30,6 @@ def judge_through_the_pool(
         pool_options=pool_options,
         progress=progress,
         **extra,
-        **options,
     ) as evaluator:
         requests = [
             evaluator.make_request(e.reference, as_completion(e.source), **e.options) for e in entries

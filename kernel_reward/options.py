@@ -74,15 +74,6 @@ class EvalOptions:
             "them is a decoy"
         },
     )
-    compile_pass: bool = field(
-        default=False,
-        metadata={
-            "help": "before the checks, one forward whose own kernels are compiled and not launched, outside the "
-            "GPU's shared phases, so Triton's compile (host work) never holds up a judge waiting to time; on an "
-            "import and build the checks never see (they get fresh ones, compiled from the runner's Triton disk "
-            "cache); nothing in it decides the verdict (docs/service.md)"
-        },
-    )
     ablated_timed_pairs: int = field(
         default=3,
         metadata={

@@ -8,13 +8,11 @@ fingerprinted (the constant-output check) and what every reference of that check
 reply only adds what the judge cannot see from outside (which Triton kernels launched, an exception's text); it
 can make the candidate's verdict worse (a raised error, a self-reported hack), never better than what the outputs
 show. Why the outputs are read in place rather than copied: docs/decisions.md and docs/memory.md. Why one module
-(about 450 lines): every message about the candidate goes out from here, so checked and timed ones are one code.
+(about 410 lines): every message about the candidate goes out from here, so checked and timed ones are one code.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -288,21 +286,6 @@ class RemoteCandidate:
         )
         return self._run([entry], [(encoded, out_refs, inputs)])[0]
 
-    def compile_pass(
-        self, draw_inputs: Callable[[], list[Any]], gpu_turn: Callable[[], Any] = contextlib.nullcontext
-    ) -> str | None:
-        """One forward whose own kernels the runner compiles and does not launch (``Runner._on_compile``), on inputs
-        ``draw_inputs`` makes (of a seed no check uses): Triton's compile is then host work outside the GPU's shared
-        phases (``gpu_turn``, held only to draw and place the inputs). Nothing in the reply decides anything: its
-        error text (a diagnostic) or None."""
-        with gpu_turn():
-            encoded, out_refs = self.place(draw_inputs())
-            synchronize(self.arena.device)
-        self._last_inputs = None  # the checked calls never reuse the compile pass's places
-        entry = placement.call_entry(encoded, out_refs, self.spec.structure)
-        reply = self.client.ask({"type": "compile", "model": self.model_id, "call": entry}, ("compiled",))
-        return None if reply.get("error") is None else str(reply["error"])[:2000]
-
     def call_batch(self, input_sets: list[list[Any]], *, ablate: bool = False) -> list[CallOutcome]:
         """One message of K calls (K = the grid's, ``len(input_sets)``), laid out as a timed batch: every slot of
         the grid at a base drawn afresh, the calls in an order drawn afresh, every output place poisoned. Returns
@@ -380,32 +363,6 @@ def load_candidate(client: RunnerClient, code: str, allow_tf32: bool) -> None:
         if reply.get("kind") == "exit":
             raise JudgeStop(Status.HACKED, str(reply.get("error"))[:3000], ["early_exit"])
         raise JudgeStop(Status.COMPILE_ERROR, str(reply.get("error"))[:3000])
-
-
-def compile_beforehand(
-    client: RunnerClient,
-    arena: exchange.Arena,
-    code: str,
-    allow_tf32: bool,
-    built: tuple[int, list[Any], dict[str, torch.Tensor]],
-    spec: OutputSpec,
-    calls_per_batch: int,
-    draw_inputs: Callable[[], list[Any]],
-    gpu_turn: Callable[[], Any],
-) -> str | None:
-    """The compile pass (``EvalOptions.compile_pass``) on an import and a build of the candidate that the checks
-    never see: the judge imports and builds it again afterwards, and the runner's Triton disk cache (keyed by the
-    kernels' source, not their module) serves that import's compile. So nothing the pass leaves in the candidate's
-    state reaches a check. ``built``: build seed, init inputs, state. Returns the pass's error text (a diagnostic:
-    the checks' own import, build and calls meet any real fault again) or None."""
-    try:
-        load_candidate(client, code, allow_tf32)
-        with gpu_turn():
-            build_remote(client, arena, 0, *built)
-    except JudgeStop as stop:
-        return str(stop)
-    candidate = RemoteCandidate(client, arena, spec, model_id=0, calls_per_batch=calls_per_batch)
-    return candidate.compile_pass(draw_inputs, gpu_turn)
 
 
 def share_arena(client: RunnerClient, arena: exchange.Arena) -> None:

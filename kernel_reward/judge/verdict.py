@@ -6,7 +6,7 @@ input from hidden seeds, hands the runner the init arguments and the reference's
 inputs it places in the shared arena (``remote``), and decides correctness (``correctness``), timing
 (``timing.measure`` on the clock of ``timing.batch_clock``), the speedup, the reward and the feedback from what
 it sees in its own memory and on its own clock. Nothing the runner sends is a verdict: a malformed or early reply,
-or its death, is the candidate's fault. Why one module (410 lines): its steps' order is the trust argument.
+or its death, is the candidate's fault.
 
 What still rests on the runner's word, and is flagged in every result that used it:
 * ``launch_checks_self_reported``: which Triton kernels launched (no_kernel_launched) and the ablated call of the
@@ -18,7 +18,6 @@ What still rests on the runner's word, and is flagged in every result that used 
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from kernel_reward.judge.remote import (
     RemoteCandidate,
     args_nbytes,
     build_remote,
-    compile_beforehand,
     load_candidate,
     output_spec,
     share_arena,
@@ -168,31 +166,16 @@ def _judge_loaded(
             bandwidth = baseline.prior.bandwidth_gbps
             clock.release()  # its private buffers are not needed again before the candidate's timing
         # Each GPU step holds the lock's shared side on its own: a judge waiting to time waits for one step.
-        with phases("load"), shared():
-            read_load_clock(client)  # the ledger's second anchor, while no candidate code exists
-        calls = clock.calls if clock is not None else placement.CALLS_WITHOUT_CLOCK
-        built = (reference.build_seed, reference.init_inputs, reference.state)
-        if options.compile_pass:  # Triton's compile before the checks, outside the GPU's shared phases
-            with phases("compile_pass"):
-                draw = functools.partial(make_inputs, reference.module, fresh_seed(), device)
-                pass_args = (
-                    client,
-                    arena,
-                    code,
-                    options.allow_tf32,
-                    built,
-                    reference.spec,
-                    calls,
-                    draw,
-                    shared,
-                )
-                if compile_beforehand(*pass_args):  # a fault there is flagged: the checks meet it again
-                    result.flags.append("compile_pass_raised")
         with phases("load"):
-            load_candidate(client, code, options.allow_tf32)
+            with shared():
+                read_load_clock(client)  # the ledger's second anchor, while no candidate code exists
+            load_candidate(client, code, options.allow_tf32)  # host work: outside the shared side
         with phases("build"), shared():
-            result.state_transfer = build_remote(client, arena, 0, *built)
+            result.state_transfer = build_remote(
+                client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
+            )
         result.compiled = True
+        calls = clock.calls if clock is not None else placement.CALLS_WITHOUT_CLOCK
         candidate = RemoteCandidate(client, arena, reference.spec, model_id=0, calls_per_batch=calls)
         task = correctness.JudgeTask(
             reference.module,

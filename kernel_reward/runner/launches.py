@@ -5,14 +5,14 @@ warmup=...)`` of the kernel object (``JITFunction`` on the GPU, ``InterpretedFun
 ``TRITON_INTERPRET=1``; autotuners and heuristics end there too). While a ``LaunchMonitor`` is active that
 method is wrapped at class level, so every launch is recorded with the Python module that defined the kernel.
 A launch counts as the candidate's own when the kernel's ``fn.__module__`` is the candidate's unique module
-name (static checks forbid the monkey-patching that could fake this). Only the forward's thread's launches are
-the forward's: another thread's would pad the launch list and coverage (they go to ``elsewhere``).
+name (static checks forbid the monkey-patching that could fake this). Only launches made by the thread that
+runs the forward are recorded as the forward's: a candidate's own thread can keep launching while a forward
+runs, and its kernels would otherwise pad the launch list and coverage. Those go to ``elsewhere``.
 
 Ablation (decoy detection): with ``ablate=True`` the candidate's launches do not run; instead every tensor
 argument that is not a forward input or a model parameter (i.e. what the kernel could write: outputs and
 intermediates) is filled with NaN. If the forward output is still correct, the candidate's kernels did not
-contribute to it: a decoy (kernel on dummy data, result discarded, answer from torch). ``compile_only`` (the
-judge's compile pass): the candidate's kernels are compiled, not launched (Triton's ``warmup``), nothing recorded.
+contribute to it: a decoy (kernel on dummy data, result discarded, answer from torch).
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ class LaunchMonitor:
     # Launches made by other threads while active (ablated all the same, never timed or counted as the forward's).
     elsewhere: list[Launch] = field(default_factory=list)
     forward_thread: int | None = None
-    compile_only: bool = False  # the candidate's kernels compiled, not launched, nothing recorded
 
     @property
     def candidate_launches(self) -> list[Launch]:
@@ -66,12 +65,6 @@ class LaunchMonitor:
             original = cls.__dict__["run"]
             cls.run = _wrap_run(original, self)
             patched.append((cls, original))
-        if self.compile_only:
-            from triton.runtime.autotuner import Autotuner
-
-            original = Autotuner.__dict__["run"]
-            Autotuner.run = _compile_autotuner(original, self)
-            patched.append((Autotuner, original))
         try:
             yield self
         finally:
@@ -100,8 +93,6 @@ def _wrap_run(original: Any, monitor: LaunchMonitor) -> Any:
         fn = getattr(self, "fn", None)
         module = getattr(fn, "__module__", "") or ""
         name = getattr(fn, "__name__", type(self).__name__)
-        if monitor.compile_only and module == monitor.candidate_module:
-            return original(self, *args, grid=grid, warmup=True, **kwargs)
         if not warmup:
             launch = Launch(name, module)
             on_forward_thread = threading.get_ident() == monitor.forward_thread
@@ -119,21 +110,6 @@ def _wrap_run(original: Any, monitor: LaunchMonitor) -> Any:
                     monitor.timed.append((launch, start, end))
                 return output
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-    run.__wrapped__ = original  # type: ignore[attr-defined]
-    return run
-
-
-def _compile_autotuner(original: Any, monitor: LaunchMonitor) -> Any:
-    """``Autotuner.run`` that compiles every config the candidate's autotuner would try (``Autotuner.warmup``)
-    instead of benchmarking them: a benchmark of kernels that do not launch would time nothing and cache a
-    choice."""
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(getattr(self, "base_fn", None), "__module__", "") != monitor.candidate_module:
-            return original(self, *args, **kwargs)
-        kwargs.pop("warmup", None)
-        return self.warmup(*args, **kwargs)
 
     run.__wrapped__ = original  # type: ignore[attr-defined]
     return run

@@ -8,7 +8,7 @@ about the candidate's own behaviour, and decides correctness, timing and reward 
 
 Protocol (length-prefixed JSON frames, ``wire``; judge -> runner, one reply each; fields in
 docs/security.md#the-runner-protocol): ping -> pong | arena -> arena_ok (descriptor by SCM_RIGHTS) | load ->
-loaded, load_failed | build -> built, build_failed | compile -> compiled | run -> ran | reset_buffers -> buffers_reset | coverage ->
+loaded, load_failed | build -> built, build_failed | run -> ran | reset_buffers -> buffers_reset | coverage ->
 coverage | ledger -> ledger_flushed | clock -> clock (before load only) | memory_cap -> memory_cap_ok | bye -> (exit).
 
 ``execute_call`` is also what the judge runs for the reference inside its own clock (both sides of a timed batch do
@@ -243,30 +243,6 @@ class Runner:
         model_id = int(message["model"])
         restored = tensors.restore_buffers(self.models[model_id], self.built_buffers[model_id])
         return {"type": "buffers_reset", "restored": restored}
-
-    def _on_compile(self, message: dict[str, Any]) -> dict[str, Any]:
-        """One forward with the candidate's kernels compiled, not launched (``LaunchMonitor.compile_only``): Triton's
-        compile runs here, outside the judge's GPU phases. Its outputs are left unread and its buffers restored; the
-        reply's error (if any) is a diagnostic, never a verdict: any real fault comes back in the checked calls."""
-        from kernel_reward.runner.launches import LaunchMonitor
-
-        arena = self._arena()
-        model = self.models[int(message["model"])]
-        call = message["call"]
-        args = exchange.decode_args(call["args"], arena)
-        outs = [exchange.view(arena, exchange.TensorRef.from_json(ref)) for ref in call["out"]]
-        saved = tensors.buffer_snapshot(model)
-        tensors.seed_forward()
-        error = None
-        try:
-            with LaunchMonitor(self.module.__name__, compile_only=True).active(), MODES["no_grad"]():
-                execute_call(model, args, outs, str(call["structure"]))
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the checked calls meet it again and judge it
-            error = format_exception("compile pass", exc)[:2000]
-        finally:
-            tensors.restore_buffers(model, saved)
-        synchronize(self.device)
-        return {"type": "compiled", "error": error}
 
     def _on_run(self, message: dict[str, Any]) -> dict[str, Any]:
         arena = self._arena()

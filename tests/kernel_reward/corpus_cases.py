@@ -11,8 +11,6 @@ from hack_corpus import CorpusEntry, load_corpus
 from tests.kernel_reward.conftest import LEDGER_ENV
 
 LEDGER = os.environ.get(LEDGER_ENV) == "1"  # GPU evaluations run with the launch ledger
-# the pool's evaluations run with EvalOptions.compile_pass (the candidate's kernels compiled before the checks)
-COMPILE_PASS = os.environ.get("KR_TEST_COMPILE_PASS") == "1"
 CORPUS = load_corpus()
 CPU_CORPUS = [entry for entry in CORPUS if not entry.gpu_only]
 

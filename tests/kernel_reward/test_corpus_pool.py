@@ -1,6 +1,6 @@
 """The hack corpus through the evaluation service users run: every entry in one ``Evaluator.evaluate_many``
 (zygote, sandboxed runners, the pool's timing slot, and on a GPU the launch ledger as ``KR_TEST_LAUNCH_LEDGER``
-says; ``KR_TEST_COMPILE_PASS=1``: with ``EvalOptions.compile_pass``), with the verdicts the one-shot corpus test expects (``test_corpus.py``). Hostile candidates share the pool
+says), with the verdicts the one-shot corpus test expects (``test_corpus.py``). Hostile candidates share the pool
 as they would in training, and the whole corpus costs one pool's throughput instead of a fresh process each
 (the 78 CPU entries: about 20 s on two CPU cores, against 375 s one-shot, which is therefore marked slow)."""
 
@@ -11,14 +11,7 @@ import pytest
 from hack_corpus import CorpusEntry
 from hack_corpus.through_the_pool import judge_through_the_pool
 from kernel_reward.result import EvalResult
-from tests.kernel_reward.corpus_cases import (
-    COMPILE_PASS,
-    CORPUS,
-    CPU_CORPUS,
-    LEDGER,
-    as_params,
-    check_verdict,
-)
+from tests.kernel_reward.corpus_cases import CORPUS, CPU_CORPUS, LEDGER, as_params, check_verdict
 
 
 def verdicts_by_name(request, test_name: str, device: str) -> dict[str, EvalResult]:
@@ -29,7 +22,7 @@ def verdicts_by_name(request, test_name: str, device: str) -> dict[str, EvalResu
         if getattr(item, "originalname", None) == test_name and hasattr(item, "callspec")
     }
     entries = [entry for entry in CORPUS if entry.name in chosen]
-    results = judge_through_the_pool(entries, device, launch_ledger=LEDGER, compile_pass=COMPILE_PASS)
+    results = judge_through_the_pool(entries, device, launch_ledger=LEDGER)
     return {entry.name: result for entry, result in zip(entries, results, strict=True)}
 
 
