@@ -18,6 +18,7 @@ What still rests on the runner's word, and is flagged in every result that used 
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ def _judge_loaded(
     own_names = triton_function_names(code)  # which kernels can be the candidate's: the judge's reading
     # GPU work outside the timing slot runs under the slot's shared side (gpu_lock): never while a judge times.
     shared = getattr(timing_slot, "shared", None) or contextlib.nullcontext
-    with phases("build"), shared():
+    with phases("build"), shared("reference_build"):
         if device.type == "cuda":
             gpu_state.sample(device)  # NVML's start-up, here rather than inside the timing slot
         reference = build_reference(reference_module, request.entry_point, device, seeds[-1])
@@ -155,7 +156,7 @@ def _judge_loaded(
             device.type == "cuda" or options.host_clock_timing
         ):  # calibration, baseline: before the candidate's code
             key = measure.baseline_key(request, device, options)
-            with phases("build"), shared():  # a baseline another judge of the task measured: no slot needed
+            with phases("build"), shared("baseline_reuse"):  # another judge of the task measured it: no slot
                 baseline = measure.reused_baseline(reference, arena, device, options, priors, key, spans)
             if baseline is None:
                 with timing_slot(), phases("timing"):  # time in the slot, not queueing for it
@@ -167,10 +168,10 @@ def _judge_loaded(
             clock.release()  # its private buffers are not needed again before the candidate's timing
         # Each GPU step holds the lock's shared side on its own: a judge waiting to time waits for one step.
         with phases("load"):
-            with shared():
+            with shared("load_clock"):
                 read_load_clock(client)  # the ledger's second anchor, while no candidate code exists
             load_candidate(client, code, options.allow_tf32)  # host work: outside the shared side
-        with phases("build"), shared():
+        with phases("build"), shared("candidate_build"):
             result.state_transfer = build_remote(
                 client, arena, 0, reference.build_seed, reference.init_inputs, reference.state
             )
@@ -190,8 +191,8 @@ def _judge_loaded(
             candidate, reference.module, device, options, result, phases, seeds, own_names
         )
         with phases("correctness"):
-            _check_correctness(task, device, options, seeds, result, shared)
-        with phases("shape_check"), shared():
+            _check_correctness(task, device, options, seeds, result, functools.partial(shared, "correctness"))
+        with phases("shape_check"), shared("shape_check"):
             _check_resized(request, client, arena, device, options, seeds, result)
         if clock is None:
             result.timing_available = False
@@ -210,11 +211,11 @@ def _judge_loaded(
                 if device.type == "cuda" and coverage.in_slot():
                     with spans("slot.coverage"):
                         coverage()
-            with phases("recheck"), shared():  # a correctness trial: it needs the GPU, not the slot
+            with phases("recheck"), shared("recheck"):  # a correctness trial: it needs the GPU, not the slot
                 _recheck(task, device, options, seeds)
             # after the slot: the profiler's start-up (seconds) is never held in it
             if device.type == "cuda" and coverage.after_slot():
-                with shared():
+                with shared("coverage"):
                     coverage()
             floor = below_coverage_floor(result.coverage, options.min_coverage)
             if floor is not None:

@@ -29,7 +29,15 @@ EXCLUSIVE_HELD = "lock.timing_held"  # the GPU alone
 SHARED_WAIT = "lock.gpu_phase_wait"  # a GPU phase waiting behind a judge that times, or wants to
 SHARED_HELD = "lock.gpu_phase_held"  # GPU phases (build, checks) side by side with other judges'
 SHARED_LONGEST = "lock.gpu_phase_longest"  # the longest of them: what a judge that wants to time may drain
-LOCK_SPANS = (EXCLUSIVE_WAIT, EXCLUSIVE_DRAIN, EXCLUSIVE_HELD, SHARED_WAIT, SHARED_HELD, SHARED_LONGEST)
+STEP_LONGEST = "lock.longest."  # + the step's name (``shared(step)``): the longest hold of that step
+LOCK_SPANS = (
+    EXCLUSIVE_WAIT,
+    EXCLUSIVE_DRAIN,
+    EXCLUSIVE_HELD,
+    SHARED_WAIT,
+    SHARED_HELD,
+    SHARED_LONGEST,
+)  # and STEP_LONGEST
 
 
 class GpuLock:
@@ -89,11 +97,12 @@ class GpuLock:
         finally:
             fcntl.flock(self.turnstile_fd, fcntl.LOCK_UN)
 
-    def shared(self) -> contextlib.AbstractContextManager[None]:
-        return self._shared() if self.share_gpu_phases else contextlib.nullcontext()
+    def shared(self, step: str = "other") -> contextlib.AbstractContextManager[None]:
+        """The shared side for one device step; ``step`` names it in ``seconds`` (its longest hold)."""
+        return self._shared(step) if self.share_gpu_phases else contextlib.nullcontext()
 
     @contextlib.contextmanager
-    def _shared(self) -> Iterator[None]:
+    def _shared(self, step: str) -> Iterator[None]:
         waiting = time.perf_counter()
         fcntl.flock(self.turnstile_fd, fcntl.LOCK_EX)  # wait behind any judge that wants to time
         try:
@@ -106,7 +115,8 @@ class GpuLock:
         finally:
             fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
             now = self._add(SHARED_HELD, held)
-            self.seconds[SHARED_LONGEST] = max(self.seconds.get(SHARED_LONGEST, 0.0), now - held)
+            for span in (SHARED_LONGEST, STEP_LONGEST + step):
+                self.seconds[span] = max(self.seconds.get(span, 0.0), now - held)
 
     # The worker's ``timing_slot`` protocol: calling the slot enters exclusive timing.
     def __call__(self) -> contextlib.AbstractContextManager[None]:

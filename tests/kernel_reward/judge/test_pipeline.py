@@ -120,8 +120,8 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
             entered.append(1)
             yield
         @contextlib.contextmanager
-        def shared_side():
-            shared.append(1)
+        def shared_side(step):
+            shared.append(step)
             yield
         slot.shared = shared_side
         info = prepare_worker("cpu")
@@ -129,7 +129,7 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
         request = EvalRequest({ADD_RELU!r}, {fenced("honest_add_relu.py")!r}, device="cpu")
         results = [evaluate_request(request, work_dir=pathlib.Path({str(tmp_path)!r}) / str(i), timing_slot=slot)
                    for i in range(2)]
-        print(json.dumps({{"mode": info.mode, "entered": len(entered), "shared": len(shared),
+        print(json.dumps({{"mode": info.mode, "entered": len(entered), "shared": len(shared), "steps": sorted(set(shared)),
                           "trials": [r.correctness["num_trials"] for r in results],
                           "statuses": [r.status.value for r in results],
                           "prepare": [r.phase_seconds.get("prepare") for r in results]}}))
@@ -144,6 +144,7 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     # per evaluation: the reference's build, the load, the build, buffer reuse, each trial, the decoy and launch
     # passes, the resized check
     assert data["shared"] == sum(trials + 7 for trials in data["trials"]), data
+    assert data["steps"] == ["candidate_build", "correctness", "load_clock", "reference_build", "shape_check"]
     assert data["statuses"] == ["correct", "correct"]
     assert all(seconds < 0.05 for seconds in data["prepare"])  # paid once, before the candidates
 

@@ -18,6 +18,7 @@ from kernel_reward.service.gpu_lock import (
     SHARED_HELD,
     SHARED_LONGEST,
     SHARED_WAIT,
+    STEP_LONGEST,
     GpuLock,
 )
 from kernel_reward.service.zygote_client import timing_lock_file
@@ -135,13 +136,17 @@ def test_each_holder_counts_its_waits_and_holds(new_lock):
     assert 0.2 < timer.seconds[EXCLUSIVE_DRAIN] < 1.0  # the reader's remaining 0.3 s
     assert 0.25 < timer.seconds[EXCLUSIVE_HELD] < 1.0
     assert reader.seconds[SHARED_WAIT] < 0.1 and reader.seconds[SHARED_HELD] > 0.25
-    with reader.shared():
+    with reader.shared("build"):
         pass
     assert (
         reader.seconds[SHARED_LONGEST] > 0.25 and reader.seconds[SHARED_HELD] > reader.seconds[SHARED_LONGEST]
     )
+    # each step's longest hold under its own name: the first hold was unnamed, the short one was the build's
+    assert reader.seconds[STEP_LONGEST + "other"] == reader.seconds[SHARED_LONGEST]
+    assert reader.seconds[STEP_LONGEST + "build"] < 0.1
     assert late_reader.seconds[SHARED_WAIT] > 0.15  # behind the timer's hold
-    assert set(timer.seconds) | set(reader.seconds) <= set(LOCK_SPANS)
+    spans = set(timer.seconds) | set(reader.seconds)
+    assert {span for span in spans if not span.startswith(STEP_LONGEST)} <= set(LOCK_SPANS)
 
 
 def test_with_gpu_phases_not_shared_timing_excludes_only_timing(tmp_path):
