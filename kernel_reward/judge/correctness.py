@@ -196,11 +196,11 @@ def check_correctness(
     device: torch.device,
     options: EvalOptions,
     seeds: list[int],
-    gpu_turn: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+    gpu_turn: Callable[[str], AbstractContextManager[Any]] = contextlib.nullcontext,
     decoy_seed: int | None = None,
 ) -> CorrectnessReport:
     """All trials, the constant-output check, decoy ablation and launch verification. Never raises.
-    ``gpu_turn``: held around each step that runs on the device (the GPU lock's shared side), so that a judge
+    ``gpu_turn(step)``: held around each step that runs on the device (the GPU lock's shared side), so that a judge
     waiting to time waits for one trial, not for the whole check. ``decoy_seed``: the hidden seed of the ablated
     call's inputs, used by no other call; it also places that call among the trials (None: drawn here)."""
     decoy_seed = fresh_seed() if decoy_seed is None else decoy_seed
@@ -217,7 +217,7 @@ def check_correctness(
         },
     }
     try:
-        with gpu_turn():
+        with gpu_turn("buffer_reuse"):
             _check_buffer_reuse(runner, task, device, options, seeds)
         report.details["buffer_reuse_check"] = "passed"
         # Fingerprints, not the outputs: a trial holds its inputs and two outputs at most (keeping every trial's
@@ -225,14 +225,14 @@ def check_correctness(
         ref_prints, cand_prints = [], []
         for index, seed in enumerate([*seeds, None]):  # None: the place after the last trial
             if index == batches_before:
-                with gpu_turn():
+                with gpu_turn("checked_batches"):
                     _check_batches(runner, task, device, options, decoy_seed)
                 if options.decoy_check:
                     report.details["decoy_check"] = "passed"
                 report.details["batch_calls"] = task.candidate.grid.calls if task.candidate.grid else 1
             if seed is None:
                 break
-            with gpu_turn():
+            with gpu_turn("trial"):
                 inputs = make_inputs(task.reference_module, seed, device)
                 before = runner.call(inputs)
                 try:
@@ -267,7 +267,7 @@ def check_correctness(
             del reference, after
         _check_not_constant(ref_prints, cand_prints)
         report.details["constant_output_check"] = "passed"
-        with gpu_turn():
+        with gpu_turn("launch_passes"):
             report.details["launch_passes"] = verify_launch_passes(runner, task, device, options, seeds[-1])
         report.passed = True
     except JudgeStop as stop:

@@ -18,7 +18,6 @@ What still rests on the runner's word, and is flagged in every result that used 
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,7 +190,7 @@ def _judge_loaded(
             candidate, reference.module, device, options, result, phases, seeds, own_names
         )
         with phases("correctness"):
-            _check_correctness(task, device, options, seeds, result, functools.partial(shared, "correctness"))
+            _check_correctness(task, device, options, seeds, result, shared)
         with phases("shape_check"), shared("shape_check"):
             _check_resized(request, client, arena, device, options, seeds, result)
         if clock is None:

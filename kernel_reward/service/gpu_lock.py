@@ -30,14 +30,8 @@ SHARED_WAIT = "lock.gpu_phase_wait"  # a GPU phase waiting behind a judge that t
 SHARED_HELD = "lock.gpu_phase_held"  # GPU phases (build, checks) side by side with other judges'
 SHARED_LONGEST = "lock.gpu_phase_longest"  # the longest of them: what a judge that wants to time may drain
 STEP_LONGEST = "lock.longest."  # + the step's name (``shared(step)``): the longest hold of that step
-LOCK_SPANS = (
-    EXCLUSIVE_WAIT,
-    EXCLUSIVE_DRAIN,
-    EXCLUSIVE_HELD,
-    SHARED_WAIT,
-    SHARED_HELD,
-    SHARED_LONGEST,
-)  # and STEP_LONGEST
+# Every span but the per-step ones (``STEP_LONGEST`` + a step's name).
+LOCK_SPANS = (EXCLUSIVE_WAIT, EXCLUSIVE_DRAIN, EXCLUSIVE_HELD, SHARED_WAIT, SHARED_HELD, SHARED_LONGEST)
 
 
 class GpuLock:

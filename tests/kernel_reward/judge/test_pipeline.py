@@ -144,7 +144,16 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     # per evaluation: the reference's build, the load, the build, buffer reuse, each trial, the decoy and launch
     # passes, the resized check
     assert data["shared"] == sum(trials + 7 for trials in data["trials"]), data
-    assert data["steps"] == ["candidate_build", "correctness", "load_clock", "reference_build", "shape_check"]
+    assert data["steps"] == [
+        "buffer_reuse",
+        "candidate_build",
+        "checked_batches",
+        "launch_passes",
+        "load_clock",
+        "reference_build",
+        "shape_check",
+        "trial",
+    ]
     assert data["statuses"] == ["correct", "correct"]
     assert all(seconds < 0.05 for seconds in data["prepare"])  # paid once, before the candidates
 
