@@ -225,8 +225,7 @@ def check_correctness(
         ref_prints, cand_prints = [], []
         for index, seed in enumerate([*seeds, None]):  # None: the place after the last trial
             if index == batches_before:
-                with gpu_turn("checked_batches"):
-                    _check_batches(runner, task, device, options, decoy_seed)
+                _check_batches(runner, task, device, options, decoy_seed, gpu_turn)
                 if options.decoy_check:
                     report.details["decoy_check"] = "passed"
                 report.details["batch_calls"] = task.candidate.grid.calls if task.candidate.grid else 1
@@ -342,15 +341,21 @@ def _batch_inputs(task: JudgeTask, device: torch.device, stream: SeedStream, fir
 
 
 def _check_batches(
-    runner: CandidateRunner, task: JudgeTask, device: torch.device, options: EvalOptions, seed: int
+    runner: CandidateRunner,
+    task: JudgeTask,
+    device: torch.device,
+    options: EvalOptions,
+    seed: int,
+    gpu_turn: Callable[[str], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> None:
     """The checked K-call messages, laid out as timed batches (``placement``), in an order drawn from ``seed``:
     the decoy check (every call ablated) and, where a batch holds more than one call, a batched trial (every call
     compared, each must launch an own kernel), so that a candidate that takes another path whenever it finds itself
-    in a K-call batch is checked on that path too."""
+    in a K-call batch is checked on that path too. Each message is its own device step (``gpu_turn``)."""
     checks = [_check_not_decoy, _check_batched_trial] if options.decoy_check else [_check_batched_trial]
     for check in checks if seed % 2 == 0 else reversed(checks):
-        check(runner, task, device, options, seed)
+        with gpu_turn("checked_batches"):
+            check(runner, task, device, options, seed)
 
 
 def _check_not_decoy(

@@ -141,9 +141,10 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     assert data["mode"] == "interpreter" and data["entered"] == 0
-    # per evaluation: the reference's build, the load, the build, buffer reuse, each trial, the decoy and launch
-    # passes, the resized check
-    assert data["shared"] == sum(trials + 7 for trials in data["trials"]), data
+    # per evaluation: the reference's build, the ledger's clock reading before the load, the build, buffer reuse,
+    # each trial, the two checked K-call messages (the decoy check's, the batched trial's), the launch passes, the
+    # resized check
+    assert data["shared"] == sum(trials + 8 for trials in data["trials"]), data
     assert data["steps"] == [
         "buffer_reuse",
         "candidate_build",
