@@ -225,6 +225,17 @@ def cpu_busy_fraction(before: list[int] | None, after: list[int] | None) -> floa
     return 1.0 - (delta[3] + delta[4]) / total if total > 0 else None
 
 
+def lock_budget(results: list[Any]) -> dict[str, float]:
+    """Pure: the GPU lock's waits and holds per judged evaluation, an evaluation without a span counting 0 (so the
+    numbers add up to a per-evaluation budget, unlike the phase means), beside the judge's total."""
+    from kernel_reward.service.gpu_lock import LOCK_SPANS
+
+    if not results:
+        return {}
+    names = [*LOCK_SPANS, "total"]
+    return {name: sum(r.phase_seconds.get(name, 0.0) for r in results) / len(results) for name in names}
+
+
 def run_pool(
     pairs: list[dict[str, Any]],
     device: str,
@@ -320,7 +331,9 @@ def run_pool(
         "evals_per_min": 60 * len(judged) / wall_s,
         "requests_per_min": 60 * len(results) / wall_s,
         "step_s": step_s,
+        # over the evaluations that reached each phase (a failed one has no timing spans)
         "phase_mean_s": {k: statistics.fmean(v) for k, v in sorted(phases.items())},
+        "lock_per_evaluation_s": lock_budget(judged),
         "timing_slot_busy_fraction": slot_s / wall_s,
         "gpu_idle_fraction": sampler.idle_fraction(),
         "gpu_samples": len(sampler.samples),
@@ -554,6 +567,10 @@ def _pool_lines(report: dict[str, Any]) -> list[str]:
             f"{pool.get('ledger_unanchored')}"
             if pool.get("launch_ledger")
             else "off"
+        ),
+        "per evaluation, zeros counted: "
+        + ", ".join(
+            f"{name} {seconds:.3f} s" for name, seconds in pool.get("lock_per_evaluation_s", {}).items()
         ),
         "phase                  mean s",
     ]

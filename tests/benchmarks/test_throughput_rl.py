@@ -70,6 +70,22 @@ def test_ledger_windows_the_spans_could_not_place_are_counted():
     assert throughput.ledger_span_counts(results) == {"ledger_off_span": 2, "ledger_unanchored": 1}
 
 
+def test_the_lock_budget_counts_an_evaluation_without_a_span_as_zero():
+    import types
+
+    def result(**seconds):
+        return types.SimpleNamespace(phase_seconds=seconds)
+
+    results = [
+        result(**{"lock.timing_wait": 0.4, "lock.gpu_phase_wait": 0.2, "total": 2.0}),
+        result(**{"lock.gpu_phase_wait": 0.6, "total": 1.0}),  # failed before timing: no timing spans
+    ]
+    budget = throughput.lock_budget(results)
+    assert budget["lock.timing_wait"] == pytest.approx(0.2)  # 0.4 over two evaluations, not over the one
+    assert budget["lock.gpu_phase_wait"] == pytest.approx(0.4) and budget["total"] == pytest.approx(1.5)
+    assert budget["lock.timing_held"] == 0.0 and throughput.lock_budget([]) == {}
+
+
 def test_identical_requests_of_a_step_are_judged_once_and_counted_apart():
     """The RL-shaped run shares as the trainer's reward does: two identical pairs in one step are one evaluation,
     and the report counts requests and evaluations apart (a run without sharing counts both alike)."""
