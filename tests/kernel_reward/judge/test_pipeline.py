@@ -108,13 +108,19 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
     """evaluate_request in a fresh interpreter (TRITON_INTERPRET must precede the triton import): the slot is
     never entered on CPU, where nothing is timed; prepare_worker is idempotent and reports interpreter mode. The
     lock's shared side is taken per device step (each correctness trial on its own), so a judge waiting to time
-    waits for one step, not for a whole check."""
+    waits for one step, not for a whole check; the candidate's import (host work) is asked outside it."""
     script = textwrap.dedent(f"""
         import contextlib, json, pathlib
         from kernel_reward.request import EvalRequest
         from kernel_reward.judge.pipeline import evaluate_request
+        from kernel_reward.ipc.runner_channel import RunnerClient
         from kernel_reward.runtime import prepare_worker
-        entered, shared = [], []
+        entered, shared, holding, asked = [], [], [0], []
+        ask = RunnerClient.ask
+        def recording_ask(self, message, *args, **kwargs):
+            asked.append((message["type"], holding[0] > 0))
+            return ask(self, message, *args, **kwargs)
+        RunnerClient.ask = recording_ask
         @contextlib.contextmanager
         def slot():
             entered.append(1)
@@ -122,7 +128,11 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
         @contextlib.contextmanager
         def shared_side(step):
             shared.append(step)
-            yield
+            holding[0] += 1
+            try:
+                yield
+            finally:
+                holding[0] -= 1
         slot.shared = shared_side
         info = prepare_worker("cpu")
         assert prepare_worker("cpu") is info
@@ -130,6 +140,7 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
         results = [evaluate_request(request, work_dir=pathlib.Path({str(tmp_path)!r}) / str(i), timing_slot=slot)
                    for i in range(2)]
         print(json.dumps({{"mode": info.mode, "entered": len(entered), "shared": len(shared), "steps": sorted(set(shared)),
+                          "asked": sorted(set(map(tuple, asked))),
                           "trials": [r.correctness["num_trials"] for r in results],
                           "statuses": [r.status.value for r in results],
                           "prepare": [r.phase_seconds.get("prepare") for r in results]}}))
@@ -155,6 +166,10 @@ def test_in_process_seam_uses_timing_slot_only_for_timing(tmp_path):
         "shape_check",
         "trial",
     ]
+    # the runner's load message never under the shared side; its build and its calls always under it
+    assert ["load", False] in data["asked"] and ["load", True] not in data["asked"], data["asked"]
+    assert ["build", True] in data["asked"] and ["build", False] not in data["asked"], data["asked"]
+    assert ["run", False] not in data["asked"], data["asked"]
     assert data["statuses"] == ["correct", "correct"]
     assert all(seconds < 0.05 for seconds in data["prepare"])  # paid once, before the candidates
 
