@@ -228,11 +228,12 @@ def cpu_busy_fraction(before: list[int] | None, after: list[int] | None) -> floa
 def lock_budget(results: list[Any]) -> dict[str, float]:
     """Pure: the GPU lock's waits and holds per judged evaluation, an evaluation without a span counting 0 (so the
     numbers add up to a per-evaluation budget, unlike the phase means), beside the judge's total."""
-    from kernel_reward.service.gpu_lock import LOCK_SPANS
+    from kernel_reward.service.gpu_lock import LOCK_SPANS, SHARED_LONGEST
 
     if not results:
         return {}
-    names = [*LOCK_SPANS, "total"]
+    # a longest hold is a maximum, not a share of the evaluation's time
+    names = [*(span for span in LOCK_SPANS if span != SHARED_LONGEST), "total"]
     return {name: sum(r.phase_seconds.get(name, 0.0) for r in results) / len(results) for name in names}
 
 

@@ -84,6 +84,7 @@ def test_the_lock_budget_counts_an_evaluation_without_a_span_as_zero():
     assert budget["lock.timing_wait"] == pytest.approx(0.2)  # 0.4 over two evaluations, not over the one
     assert budget["lock.gpu_phase_wait"] == pytest.approx(0.4) and budget["total"] == pytest.approx(1.5)
     assert budget["lock.timing_held"] == 0.0 and throughput.lock_budget([]) == {}
+    assert "lock.gpu_phase_longest" not in budget  # a maximum, not a share of the budget
 
 
 def test_identical_requests_of_a_step_are_judged_once_and_counted_apart():
